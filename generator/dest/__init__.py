@@ -1,0 +1,1 @@
+"""One emitter per artifact family; each returns GeneratedFile objects rendered from templates."""

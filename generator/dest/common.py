@@ -1,0 +1,60 @@
+"""Facts about an op that several emitters phrase the same way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from generator.api import cpp
+from generator.model import OpDef, TensorParam
+
+
+def sources(op: OpDef) -> list[str]:
+    """What a generated file of this op is made from (shown in its header)."""
+    names = [op.definition_path]
+    if op.kernel.source_file is not None:
+        names.append(str(Path(op.definition_path).parent / op.kernel.source_file.name))
+    return names
+
+
+def tensor_cpp_type(tensor: TensorParam) -> str:
+    return tensor.type_var if tensor.type_var else cpp.KERNEL_TYPE[tensor.dtype]
+
+
+def template_decl(op: OpDef) -> str:
+    if not op.type_constraints:
+        return ""
+    return "template <" + ", ".join(f"typename {tc.name}" for tc in op.type_constraints) + ">"
+
+
+def template_args(op: OpDef, binding: dict[str, str] | None = None) -> str:
+    if not op.type_constraints:
+        return ""
+    names = [binding[tc.name] if binding else tc.name for tc in op.type_constraints]
+    return "<" + ", ".join(names) + ">"
+
+
+def compute_params(op: OpDef, binding: dict[str, str] | None = None) -> str:
+    def spell(tensor: TensorParam) -> str:
+        base = tensor_cpp_type(tensor)
+        return binding.get(base, base) if binding else base
+
+    params = ["const opgen::Context& ctx"]
+    params += [f"const opgen::Input<{spell(t)}>& {t.name}" for t in op.inputs]
+    params += [f"const opgen::Output<{spell(t)}>& {t.name}" for t in op.outputs]
+    params.append("const Attributes& attrs")
+    if binding is not None:  # explicit instantiation: types only
+        params = [p.rsplit(" ", 1)[0] for p in params]
+    return ", ".join(params)
+
+
+def relative_include(from_dir: Path, target: Path) -> str:
+    return Path(os.path.relpath(target, from_dir)).as_posix()
+
+
+def library_name(domain_ident: str) -> str:
+    return f"opgen_{domain_ident}"
+
+
+def module_name(domain_ident: str) -> str:
+    return f"opgen_{domain_ident}_kernels"

@@ -1,0 +1,277 @@
+"""C++ per op: kernel API header, kernel instantiations, ONNX Runtime wrapper, pybind11
+binding, ONNX C++ schema and its test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from generator.api import cpp
+from generator.api.onnx import onnx_type_string
+from generator.dest import common
+from generator.model import OpDef, evaluate_output_shapes
+from generator.render import GeneratedFile, render
+
+
+def _attributes(op: OpDef) -> list[dict]:
+    result = []
+    for attr in op.attributes:
+        result.append(
+            {
+                "name": attr.name,
+                "cpp_type": cpp.ATTR_TYPE[attr.type],
+                "initializer": "" if attr.required else f" = {cpp.attr_literal(attr)}",
+                "comment": " ".join(cpp.comment(attr.doc)) or attr.type.value,
+                "required": "true" if attr.required else "false",
+                "onnx_enum": cpp.ONNX_ATTR_ENUM[attr.type],
+                "name_literal": cpp.string_literal(attr.name),
+                "doc_literal": cpp.string_literal(attr.doc),
+                "schema_default": None if attr.required else _schema_default(attr),
+            }
+        )
+    return result
+
+
+def _schema_default(attr) -> str:
+    literal = cpp.attr_literal(attr)
+    if attr.type.value == "float":
+        return f"static_cast<float>({literal})"
+    return literal
+
+
+def _tensors(op: OpDef) -> tuple[list[dict], list[dict]]:
+    inputs = [
+        {"name": t.name, "index": i, "cpp_type": common.tensor_cpp_type(t)}
+        for i, t in enumerate(op.inputs)
+    ]
+    outputs = [
+        {"name": t.name, "index": i, "cpp_type": common.tensor_cpp_type(t)}
+        for i, t in enumerate(op.outputs)
+    ]
+    return inputs, outputs
+
+
+def _instantiations(op: OpDef) -> list[dict]:
+    result = []
+    for inst in op.instantiations:
+        binding = {var: cpp.KERNEL_TYPE[dtype] for var, dtype in inst.bindings}
+        dtype_of = {
+            t.name: (inst.dtype(t.type_var) if t.type_var else t.dtype) for t in op.inputs
+        }
+        from generator.api.python import NUMPY_DTYPE
+
+        numpy_names = {name: NUMPY_DTYPE[d].rstrip("_") for name, d in dtype_of.items()}
+        result.append(
+            {
+                "suffix": inst.suffix or "only",
+                "template_args": common.template_args(op, binding),
+                "compute_params": common.compute_params(op, binding),
+                "numpy_condition": " && ".join(
+                    f'{name}_dtype == "{numpy_names[name]}"' for name in numpy_names
+                ),
+            }
+        )
+    return result
+
+
+def _common_context(op: OpDef, output_dir: Path) -> dict:
+    inputs, outputs = _tensors(op)
+    kernel_include = None
+    if op.kernel.source_file is not None:
+        kernel_include = common.relative_include(
+            output_dir.resolve() / op.op_id, op.kernel.source_file.resolve()
+        )
+    shape_params = ", ".join(f"const opgen::Shape& {t.name}_shape" for t in op.inputs)
+    return {
+        "op_id": op.op_id,
+        "op_type": op.op_type,
+        "domain": op.domain,
+        "version": op.version,
+        "doc_lines": cpp.comment(op.doc),
+        "attributes": _attributes(op),
+        "inputs": inputs,
+        "outputs": outputs,
+        "template_decl": common.template_decl(op),
+        "template_args": common.template_args(op),
+        "compute_params": common.compute_params(op),
+        "shape_params": shape_params + ", const Attributes& attrs",
+        "shape_args": ", ".join(f"{t.name}_shape" for t in op.inputs) + ", attrs",
+        "compute_args": ", ".join(
+            ["pool"] + [t.name for t in op.inputs] + [t.name for t in op.outputs] + ["attrs"]
+        ),
+        "serial_compute_args": ", ".join(
+            ["serial"] + [t.name for t in op.inputs] + [t.name for t in op.outputs] + ["attrs"]
+        ),
+        "checks": cpp.concrete_checks(op),
+        "output_shapes": cpp.concrete_output_shapes(op),
+        "instantiations": _instantiations(op),
+        "kernel_include": kernel_include,
+        "kernel_body": op.kernel.body or "",
+        "kernel_origin": (
+            f"in {op.kernel.source_file.name}" if op.kernel.source_file else "inline in the definition"
+        ),
+    }
+
+
+def _pybind_context(op: OpDef) -> dict:
+    array_params = [f"const py::array& {t.name}_array" for t in op.inputs]
+    attr_params = [f"{cpp.ATTR_TYPE[a.type]} {a.name}" for a in op.attributes]
+    supported = "; ".join(
+        f"{t.name}: "
+        + "|".join(d.value for d in (op.type_var_dtypes[t.type_var] if t.type_var else (t.dtype,)))
+        for t in op.inputs
+    )
+    return {
+        "pybind_params": ", ".join(array_params),
+        "binding_params": ", ".join(array_params + attr_params),
+        "binding_arg_specs": [f'py::arg("{t.name}")' for t in op.inputs]
+        + [f'py::arg("{a.name}")' for a in op.attributes],
+        "run_args": ", ".join(f"{t.name}_array" for t in op.inputs),
+        "output_arrays": ", ".join(f"{t.name}_array" for t in op.outputs),
+        "dtype_list_expr": ' + ", " + '.join(f"{t.name}_dtype" for t in op.inputs),
+        "supported_dtypes": supported,
+        "doc_literal": cpp.string_literal(op.doc),
+    }
+
+
+def _schema_context(op: OpDef) -> dict:
+    def tensor(t, i, is_output):
+        type_str = t.type_var or onnx_type_string(t.dtype)
+        entry = {
+            "name": t.name,
+            "index": i,
+            "name_literal": cpp.string_literal(t.name),
+            "doc_literal": cpp.string_literal(t.doc),
+            "type_literal": cpp.string_literal(type_str),
+        }
+        if is_output:
+            source = op.dtype_source(t)
+            entry["dtype_from_input"] = (
+                None if source is None else [x.name for x in op.inputs].index(source)
+            )
+            entry["proto_enum"] = None if t.dtype is None else cpp.onnx_proto_enum(t.dtype)
+        return entry
+
+    return {
+        "domain_literal": cpp.string_literal(op.domain),
+        "op_type_literal": cpp.string_literal(op.op_type),
+        "doc_literal": cpp.string_literal(op.doc),
+        "inputs": [tensor(t, i, False) for i, t in enumerate(op.inputs)],
+        "outputs": [tensor(t, i, True) for i, t in enumerate(op.outputs)],
+        "type_constraints": [
+            {
+                "name_literal": cpp.string_literal(tc.name),
+                "types": ", ".join(cpp.string_literal(onnx_type_string(d)) for d in tc.dtypes),
+                "doc_literal": cpp.string_literal(tc.doc),
+            }
+            for tc in op.type_constraints
+        ],
+        "shaped_inputs": cpp.shaped_inputs(op),
+        "checks": cpp.symbolic_checks(op),
+        "output_shapes": cpp.symbolic_output_shapes(op),
+    }
+
+
+def _schema_test_context(op: OpDef) -> dict:
+    first = op.instantiations[0] if op.type_constraints else None
+
+    def input_dtype(t):
+        return t.dtype if t.type_var is None else first.dtype(t.type_var)
+
+    def dims_literal(dims) -> str:
+        entries = [f'{{0, "{d}"}}' if isinstance(d, str) else f'{{{d}, ""}}' for d in dims]
+        return "{" + ", ".join(entries) + "}"
+
+    def output_dtype(t):
+        return t.dtype if t.type_var is None else first.dtype(t.type_var)
+
+    valid = []
+    for index, case in enumerate(op.tests.random):
+        named = {name: list(dims) for name, dims in case.shapes.items()}
+        expected = evaluate_output_shapes(op.shape_rule, named)
+        from generator.api.onnx import TENSOR_PROTO  # noqa: F401 (enum values below)
+
+        valid.append(
+            {
+                "label": f"random case {index} {named}".replace('"', "'"),
+                "dtype_expr": cpp.onnx_proto_enum(input_dtype(op.inputs[0])),
+                "input_shapes": "{" + ", ".join(dims_literal(named[t.name]) for t in op.inputs) + "}",
+                "outputs": [
+                    {
+                        "name": t.name,
+                        "index": i,
+                        "expected_literal": cpp.string_literal(
+                            f"{_proto_number(output_dtype(t))} ["
+                            + ", ".join(str(d) for d in expected[t.name])
+                            + "]"
+                        ),
+                    }
+                    for i, t in enumerate(op.outputs)
+                ],
+            }
+        )
+    errors = [
+        {
+            "label": f"error case {index} {dict(case.shapes)}".replace('"', "'"),
+            "dtype_expr": cpp.onnx_proto_enum(input_dtype(op.inputs[0])),
+            "input_shapes": "{"
+            + ", ".join(dims_literal(list(case.shapes[t.name])) for t in op.inputs)
+            + "}",
+            "message_literal": cpp.string_literal(case.message),
+        }
+        for index, case in enumerate(op.tests.errors)
+    ]
+    inputs = [
+        {
+            "name": t.name,
+            "index": i,
+            "name_literal": cpp.string_literal(t.name),
+            "dtype_expr": cpp.onnx_proto_enum(input_dtype(t)),
+        }
+        for i, t in enumerate(op.inputs)
+    ]
+    outputs = [
+        {"name": t.name, "index": i, "name_literal": cpp.string_literal(t.name)}
+        for i, t in enumerate(op.outputs)
+    ]
+    return {
+        "register_function": f"Register_{op.domain_ident}_Schemas",
+        "valid_cases": valid,
+        "error_cases": errors,
+        "schema_inputs": inputs,
+        "schema_outputs": outputs,
+    }
+
+
+_PROTO_NUMBER = {
+    "float32": 1,
+    "uint8": 2,
+    "int8": 3,
+    "int16": 5,
+    "int32": 6,
+    "int64": 7,
+    "bool": 9,
+    "float16": 10,
+    "float64": 11,
+    "bfloat16": 16,
+}
+
+
+def _proto_number(dtype) -> int:
+    return _PROTO_NUMBER[dtype.value]
+
+
+def emit(op: OpDef, output_dir: Path) -> list[GeneratedFile]:
+    base = f"{op.op_id}/{op.op_id}"
+    srcs = common.sources(op)
+    context = _common_context(op, output_dir)
+    schema = {**context, **_schema_context(op)}
+    test = {**schema, **_schema_test_context(op)}
+    test["inputs"], test["outputs"] = test.pop("schema_inputs"), test.pop("schema_outputs")
+    return [
+        render("cpp/op.h.j2", f"{base}_op.h", srcs, **context),
+        render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, **context),
+        render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, **context),
+        render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, **context, **_pybind_context(op)),
+        render("cpp/onnx_schema.cc.j2", f"{base}_schema.cc", srcs, **schema),
+        render("cpp/schema_test.cc.j2", f"{base}_schema_test.cc", srcs, **test),
+    ]

@@ -1,0 +1,91 @@
+"""The generated parity tests of an op."""
+
+from __future__ import annotations
+
+from generator.api import python as py
+from generator.dest import common
+from generator.dest.python import base_context, output_dtype_expr
+from generator.model import OpDef, evaluate_output_shapes
+from generator.render import GeneratedFile, render
+
+
+def _dtype_list(dtypes) -> str | None:
+    if dtypes is None:
+        return "None"
+    return "(" + "".join(f"{py.TORCH_DTYPE[d]}, " for d in dtypes) + ")"
+
+
+def emit(op: OpDef) -> list[GeneratedFile]:
+    tests = op.tests
+    random_cases = []
+    ranks = []
+    for index, case in enumerate(tests.random):
+        random_cases.append(
+            {
+                "index": index,
+                "shapes": py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
+                "dynamic": py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
+                "samples": [{"input": k, "expr": v} for k, v in case.samples.items()],
+                "attributes": py.literal_dict(case.attributes),
+            }
+        )
+        named = {k: list(v) for k, v in case.shapes.items()}
+        ranks.append([len(dims) for dims in evaluate_output_shapes(op.shape_rule, named).values()])
+    context = {
+        **base_context(op),
+        "dtypes": [{"torch": py.TORCH_DTYPE[d]} for d in op.all_dtypes],
+        "tolerances": [
+            {"torch": py.TORCH_DTYPE[d], "rtol": t.rtol, "atol": t.atol}
+            for d, t in sorted(tests.tolerances.items(), key=lambda item: item[0].value)
+        ],
+        "input_names": py.literal([t.name for t in op.inputs]),
+        "output_names": py.literal([t.name for t in op.outputs]),
+        "input_params": ", ".join(t.name for t in op.inputs),
+        "reference_params": ", ".join(
+            [t.name for t in op.inputs] + [a.name for a in op.attributes]
+        ),
+        "reference": op.reference,
+        "reference_upcast": op.reference_upcast,
+        "outputs": [{"dtype_expr": _expected_dtype(op, o)} for o in op.outputs],
+        "known_cases": [
+            {
+                "inputs": py.literal_dict(case.inputs),
+                "outputs": py.literal_dict(case.outputs),
+                "attributes": py.literal_dict(case.attributes),
+                "dtypes": _dtype_list(case.dtypes),
+            }
+            for case in tests.known
+        ],
+        "random_cases": random_cases,
+        "expected_output_ranks": py.literal(ranks),
+        "error_cases": [
+            {
+                "shapes": py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
+                "attributes": py.literal_dict(case.attributes),
+                "message": case.message,
+            }
+            for case in tests.errors
+        ],
+        "builtin_equivalents": [
+            {
+                "domain": b.domain,
+                "op_type": b.op_type,
+                "version": b.version,
+                "ident": f"{b.domain.replace('.', '_')}_{b.op_type}".lower(),
+            }
+            for b in tests.builtin_equivalents
+        ],
+    }
+    return [
+        render(
+            "python/test_parity.py.j2",
+            f"{op.op_id}/test_{op.op_id}.py",
+            common.sources(op),
+            **context,
+        )
+    ]
+
+
+def _expected_dtype(op: OpDef, output) -> str:
+    """The expected dtype of an output: the input dtype under test, or the concrete one."""
+    return "dtype" if op.dtype_source(output) else output_dtype_expr(op, output)
