@@ -1,4 +1,4 @@
-"""Command line: `python -m generator [definitions...]`, `--check`, and `build`.
+"""Command line: `python -m generator [definitions...]`, `--check`, `build` and `run`.
 
 Exit codes: 0 success; 1 generated files out of date (--check) or a build failed;
 2 bad usage or a bad op definition.
@@ -48,6 +48,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        parser = argparse.ArgumentParser(
+            prog="python -m generator run",
+            description="Export every generated op with both exporters and run it in PyTorch "
+            "and ONNX Runtime (after `build`).",
+        )
+        parser.add_argument("--output-dir", type=Path, default=Path("generated"))
+        args = parser.parse_args(argv[1:])
+        from generator.run_ops import run
+
+        return run(args.output_dir)
     if argv[:1] == ["build"]:
         args = _build_parser().parse_args(argv[1:])
         from generator.build import build
@@ -77,12 +88,12 @@ def _generate(args) -> int:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)
         count = len(errors.errors)
-        print(f"{count} error{'s' * (count != 1)} in op definitions; nothing written", file=sys.stderr)
+        print(
+            f"{count} error{'s' * (count != 1)} in op definitions; nothing written", file=sys.stderr
+        )
         return EXIT_BAD_INPUT
     wanted = {p.resolve() for p in selected_paths}
-    selected = [
-        op for op in all_ops if (project.root / op.definition_path).resolve() in wanted
-    ]
+    selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
     files = proj.generate(project, selected, all_ops)
     if args.check or args.dry_run:
         changes = plan_changes(args.output_dir, files)
@@ -90,7 +101,12 @@ def _generate(args) -> int:
             print(f"{change.kind}: {change.path}")
             if args.check and not args.quiet:
                 lines = change.diff.splitlines()
-                print("\n".join(lines[:40] + ([f"... ({len(lines) - 40} more lines)"] if len(lines) > 40 else [])))
+                print(
+                    "\n".join(
+                        lines[:40]
+                        + ([f"... ({len(lines) - 40} more lines)"] if len(lines) > 40 else [])
+                    )
+                )
         if args.check:
             if changes:
                 print(

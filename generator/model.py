@@ -488,15 +488,18 @@ def _parse_shape(node: Node, symbols_allowed: bool) -> ShapePattern:
 
 
 def _parse_tensor(
-    node: Node, constraints: dict[str, TypeConstraint], is_output: bool
+    node: Node,
+    constraints: dict[str, TypeConstraint],
+    is_output: bool,
+    declared_vars: frozenset[str] = frozenset(),
 ) -> TensorParam:
     allowed = {"name", "type", "doc", "shape"} | ({"same_shape_as"} if is_output else set())
     fields = _mapping(node, allowed, {"name", "type"})
     name = _identifier(fields["name"], "tensor name")
     type_name = _str(fields["type"], "a type variable or dtype")
     type_var, dtype = None, None
-    if type_name in constraints:
-        type_var = type_name
+    if type_name in constraints or type_name in declared_vars:
+        type_var = type_name  # a declared variable (its own errors are reported there)
     else:
         try:
             dtype = DType(type_name)
@@ -609,9 +612,7 @@ def _compile_shape_rule(
             else:
                 bound[dim.symbol] = ref
     if len(ellipsis_inputs) > 1:
-        raise node.error(
-            "only one input may use '...' for now (no broadcasting of batch dims yet)"
-        )
+        raise node.error("only one input may use '...' for now (no broadcasting of batch dims yet)")
     by_name = {t.name: (i, t) for i, t in enumerate(inputs)}
     shapes = []
     for output in outputs:
@@ -635,7 +636,9 @@ def _compile_shape_rule(
                     ell = pattern.ellipsis_index
                     after = len(pattern.dims) - ell - 1
                     parts_list.append(
-                        ShapePart("slice", source.name, index, ell or None, -after if after else None)
+                        ShapePart(
+                            "slice", source.name, index, ell or None, -after if after else None
+                        )
                     )
                 elif dim.kind == "literal":
                     parts_list.append(ShapePart("literal", value=dim.value))
@@ -646,9 +649,7 @@ def _compile_shape_rule(
                             f"by any input shape pattern (bound: {sorted(bound)})"
                         )
                     ref = bound[dim.symbol]
-                    parts_list.append(
-                        ShapePart("dim", ref.input, ref.input_index, axis=ref.axis)
-                    )
+                    parts_list.append(ShapePart("dim", ref.input, ref.input_index, axis=ref.axis))
             parts = tuple(parts_list)
         shapes.append(OutputShape(output.name, parts))
     return ShapeRule(tuple(rank_checks), tuple(dim_checks), tuple(shapes))
@@ -749,10 +750,15 @@ def _parse_tests(
     for item in _list(fields["known"]) if "known" in fields else []:
 
         def parse_known(item=item) -> KnownCase:
-            kf = _mapping(item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"})
-            ins = {k: _tensor_literal(v) for k, v in tensor_map(kf["inputs"], input_names, "").items()}
+            kf = _mapping(
+                item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"}
+            )
+            ins = {
+                k: _tensor_literal(v) for k, v in tensor_map(kf["inputs"], input_names, "").items()
+            }
             outs = {
-                k: _tensor_literal(v) for k, v in tensor_map(kf["outputs"], output_names, "").items()
+                k: _tensor_literal(v)
+                for k, v in tensor_map(kf["outputs"], output_names, "").items()
             }
             only = tuple(_dtype(d) for d in _list(kf["dtypes"])) if "dtypes" in kf else None
             return KnownCase(ins, outs, _parse_case_attributes(kf, attrs), only)
@@ -877,12 +883,19 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         else ()
     ) or ()
     by_var = {tc.name: tc for tc in constraints}
+    tc_node = fields.get("type_constraints")
+    declared_vars = (
+        frozenset(tc_node.value) if tc_node is not None and tc_node.is_mapping else frozenset()
+    )
 
     def tensors(key: str, is_output: bool) -> tuple[TensorParam, ...]:
         if key not in fields:
             return ()
         items = errors.attempt(_list, fields[key])
-        parsed = [errors.attempt(_parse_tensor, item, by_var, is_output) for item in items or []]
+        parsed = [
+            errors.attempt(_parse_tensor, item, by_var, is_output, declared_vars)
+            for item in items or []
+        ]
         return tuple(p for p in parsed if p)
 
     inputs = tensors("inputs", False)
@@ -916,7 +929,9 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
 
     shape_rule = None
     if inputs and outputs and "outputs" in fields:
-        shape_rule = errors.attempt(_compile_shape_rule, op_type, inputs, outputs, fields["outputs"])
+        shape_rule = errors.attempt(
+            _compile_shape_rule, op_type, inputs, outputs, fields["outputs"]
+        )
 
     names = {t.name for t in inputs} | {a.name for a in attributes}
     reference = get("reference", _parse_reference, names)

@@ -46,8 +46,8 @@ def header(output_path: str, sources: list[str]) -> str:
 
 
 def render(template: str, output_path: str, sources: list[str], **context) -> GeneratedFile:
-    text = environment().get_template(template).render(
-        header=header(output_path, sources), **context
+    text = (
+        environment().get_template(template).render(header=header(output_path, sources), **context)
     )
     if output_path.endswith(".py"):
         text = format_python(text, output_path)

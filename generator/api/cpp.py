@@ -151,14 +151,18 @@ def concrete_checks(op: OpDef) -> list[dict]:
         if isinstance(check, DimEqualCheck):
             condition = f"{_concrete_dim(check.a)} == {_concrete_dim(check.b)}"
             got = (
-                f"std::to_string({_concrete_dim(check.a)}) + \" and \" + "
+                f'std::to_string({_concrete_dim(check.a)}) + " and " + '
                 f"std::to_string({_concrete_dim(check.b)})"
             )
         else:
             condition = f"{_concrete_dim(check.ref)} == {check.value}"
             got = f"std::to_string({_concrete_dim(check.ref)})"
         checks.append(
-            {"condition": condition, "message": string_literal(check.message + ", got "), "got": got}
+            {
+                "condition": condition,
+                "message": string_literal(check.message + ", got "),
+                "got": got,
+            }
         )
     return checks
 
@@ -175,7 +179,10 @@ def _part_concrete(target: str, part: ShapePart) -> str:
 
 def concrete_output_shapes(op: OpDef) -> list[dict]:
     return [
-        {"name": out.output, "statements": [_part_concrete(f"shapes.{out.output}", p) for p in out.parts]}
+        {
+            "name": out.output,
+            "statements": [_part_concrete(f"shapes.{out.output}", p) for p in out.parts],
+        }
         for out in op.shape_rule.outputs
     ]
 
@@ -216,7 +223,9 @@ def symbolic_checks(op: OpDef) -> list[dict]:
             assert isinstance(check, DimLiteralCheck)
             a = _proto_dim(check.ref)
             condition = f"!{a}.has_dim_value() || {a}.dim_value() == {check.value}"
-        checks.append({"input_index": None, "condition": condition, "message": string_literal(check.message)})
+        checks.append(
+            {"input_index": None, "condition": condition, "message": string_literal(check.message)}
+        )
     return checks
 
 
@@ -230,9 +239,7 @@ def _part_symbolic(target: str, part: ShapePart) -> str:
             if part.stop is None
             else (f"{source}.dim_size() - {-part.stop}" if part.stop < 0 else str(part.stop))
         )
-        return (
-            f"for (int i = {start_expr}; i < {stop_expr}; ++i) *{target}->add_dim() = {source}.dim(i);"
-        )
+        return f"for (int i = {start_expr}; i < {stop_expr}; ++i) *{target}->add_dim() = {source}.dim(i);"
     if part.kind == "dim":
         ref = DimRef(part.input, part.input_index, part.axis)
         return f"*{target}->add_dim() = {_proto_dim(ref)};"

@@ -64,7 +64,9 @@ def torch_checks(op: OpDef) -> list[dict]:
         else:
             a = _torch_dim(check.ref)
             condition, got = f"{a} == {check.value}", a
-        checks.append({"condition": condition, "message": literal(check.message + ", got "), "got": got})
+        checks.append(
+            {"condition": condition, "message": literal(check.message + ", got "), "got": got}
+        )
     return checks
 
 
@@ -96,7 +98,10 @@ def onnx_checks(op: OpDef) -> list[dict]:
     for rank in rule.rank_checks:
         relation = "==" if rank.exact else ">="
         checks.append(
-            {"condition": f"len({rank.input}_dims) {relation} {rank.rank}", "message": literal(rank.message)}
+            {
+                "condition": f"len({rank.input}_dims) {relation} {rank.rank}",
+                "message": literal(rank.message),
+            }
         )
     for check in rule.dim_checks:
         if isinstance(check, DimEqualCheck):
@@ -124,7 +129,9 @@ def onnx_output_shapes(op: OpDef) -> list[dict]:
                 parts.append(f"{part.input}_dims[{part.axis}]")
             else:
                 parts.append(f"fixed_dim({part.value})")
-        shapes.append({"name": out.output, "index": index[out.output], "expr": "[" + ", ".join(parts) + "]"})
+        shapes.append(
+            {"name": out.output, "index": index[out.output], "expr": "[" + ", ".join(parts) + "]"}
+        )
     return shapes
 
 

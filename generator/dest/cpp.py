@@ -54,9 +54,7 @@ def _instantiations(op: OpDef) -> list[dict]:
     result = []
     for inst in op.instantiations:
         binding = {var: cpp.KERNEL_TYPE[dtype] for var, dtype in inst.bindings}
-        dtype_of = {
-            t.name: (inst.dtype(t.type_var) if t.type_var else t.dtype) for t in op.inputs
-        }
+        dtype_of = {t.name: (inst.dtype(t.type_var) if t.type_var else t.dtype) for t in op.inputs}
         from generator.api.python import NUMPY_DTYPE
 
         numpy_names = {name: NUMPY_DTYPE[d].rstrip("_") for name, d in dtype_of.items()}
@@ -107,7 +105,9 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
         "kernel_include": kernel_include,
         "kernel_body": op.kernel.body or "",
         "kernel_origin": (
-            f"in {op.kernel.source_file.name}" if op.kernel.source_file else "inline in the definition"
+            f"in {op.kernel.source_file.name}"
+            if op.kernel.source_file
+            else "inline in the definition"
         ),
     }
 
@@ -194,7 +194,9 @@ def _schema_test_context(op: OpDef) -> dict:
             {
                 "label": f"random case {index} {named}".replace('"', "'"),
                 "dtype_expr": cpp.onnx_proto_enum(input_dtype(op.inputs[0])),
-                "input_shapes": "{" + ", ".join(dims_literal(named[t.name]) for t in op.inputs) + "}",
+                "input_shapes": "{"
+                + ", ".join(dims_literal(named[t.name]) for t in op.inputs)
+                + "}",
                 "outputs": [
                     {
                         "name": t.name,
@@ -230,7 +232,12 @@ def _schema_test_context(op: OpDef) -> dict:
         for i, t in enumerate(op.inputs)
     ]
     outputs = [
-        {"name": t.name, "index": i, "name_literal": cpp.string_literal(t.name)}
+        {
+            "name": t.name,
+            "index": i,
+            "name_literal": cpp.string_literal(t.name),
+            "dtype_expr": cpp.onnx_proto_enum(output_dtype(t)),
+        }
         for i, t in enumerate(op.outputs)
     ]
     return {

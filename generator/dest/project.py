@@ -37,7 +37,11 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
     ordered_ops = [{"op_id": op.op_id} for op in sorted(ops, key=lambda op: op.op_id)]
     files = [
         render("cpp/runtime.h.j2", "include/opgen/runtime.h", ["templates/cpp/runtime.h.j2"]),
-        render("cpp/ort_support.h.j2", "include/opgen/ort_support.h", ["templates/cpp/ort_support.h.j2"]),
+        render(
+            "cpp/ort_support.h.j2",
+            "include/opgen/ort_support.h",
+            ["templates/cpp/ort_support.h.j2"],
+        ),
         render(
             "cpp/pybind_support.h.j2",
             "include/opgen/pybind_support.h",
@@ -45,7 +49,11 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
         ),
         render("cmake/CMakeLists.txt.j2", "CMakeLists.txt", all_sources, domains=domains),
         render(
-            "python/package_init.py.j2", "__init__.py", all_sources, ops=ordered_ops, domains=domains
+            "python/package_init.py.j2",
+            "__init__.py",
+            all_sources,
+            ops=ordered_ops,
+            domains=domains,
         ),
         render("python/support.py.j2", "_support.py", ["templates/python/support.py.j2"]),
         render("python/testing.py.j2", "_testing.py", ["templates/python/testing.py.j2"]),

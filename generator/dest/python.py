@@ -29,9 +29,11 @@ def _torch_context(op: OpDef) -> dict:
     return {
         "legacy": op.torch.api == "legacy",
         "python_params": _params(op, annotate=True),
-        "return_annotation": " -> torch.Tensor"
-        if single
-        else f" -> tuple[{', '.join(['torch.Tensor'] * len(names))}]",
+        "return_annotation": (
+            " -> torch.Tensor"
+            if single
+            else f" -> tuple[{', '.join(['torch.Tensor'] * len(names))}]"
+        ),
         "checks": py.torch_checks(op),
         "outputs": [
             {
@@ -48,9 +50,11 @@ def _torch_context(op: OpDef) -> dict:
             [f"{t.name}.detach().contiguous().numpy()" for t in op.inputs]
             + [a.name for a in op.attributes]
         ),
-        "torch_return_expr": f"torch.from_numpy({names[0]})"
-        if single
-        else "(" + ", ".join(f"torch.from_numpy({n})" for n in names) + ")",
+        "torch_return_expr": (
+            f"torch.from_numpy({names[0]})"
+            if single
+            else "(" + ", ".join(f"torch.from_numpy({n})" for n in names) + ")"
+        ),
         "doc_escaped": op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
     }
 
@@ -113,7 +117,14 @@ def _onnx_schema_context(op: OpDef) -> dict:
     }
 
 
-_PARSE_ARG = {"int": "i", "float": "f", "string": "s", "ints": "is", "floats": "fs", "strings": "ss"}
+_PARSE_ARG = {
+    "int": "i",
+    "float": "f",
+    "string": "s",
+    "ints": "is",
+    "floats": "fs",
+    "strings": "ss",
+}
 _ATTR_SUFFIX = {"int": "i", "float": "f", "string": "s", "ints": "i", "floats": "f", "strings": "s"}
 
 
@@ -123,9 +134,7 @@ def _export_context(op: OpDef) -> dict:
     for i, o in enumerate(op.outputs):
         source = op.dtype_source(o)
         shape = op.shape_rule.outputs[i]
-        same_shape = next(
-            (t.name for t in op.inputs if _same_shape(shape, t, op)), None
-        )
+        same_shape = next((t.name for t in op.inputs if _same_shape(shape, t, op)), None)
         entry = {"index": i, "same_type_as": None, "with_dtype": ""}
         if same_shape is not None:
             entry["same_type_as"] = same_shape
@@ -177,7 +186,9 @@ def emit(op: OpDef) -> list[GeneratedFile]:
     base = base_context(op)
     return [
         render("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, **base),
-        render("python/torch_op.py.j2", f"{op.op_id}/torch_op.py", srcs, **base, **_torch_context(op)),
+        render(
+            "python/torch_op.py.j2", f"{op.op_id}/torch_op.py", srcs, **base, **_torch_context(op)
+        ),
         render(
             "python/onnx_schema.py.j2",
             f"{op.op_id}/onnx_schema.py",
@@ -186,6 +197,10 @@ def emit(op: OpDef) -> list[GeneratedFile]:
             **_onnx_schema_context(op),
         ),
         render(
-            "python/onnx_export.py.j2", f"{op.op_id}/onnx_export.py", srcs, **base, **_export_context(op)
+            "python/onnx_export.py.j2",
+            f"{op.op_id}/onnx_export.py",
+            srcs,
+            **base,
+            **_export_context(op),
         ),
     ]

@@ -3,6 +3,7 @@
 // The ONNX Runtime custom-op library of domain "ai.opgen": load it with
 // SessionOptions.register_custom_ops_library("libopgen_ai_opgen.so").
 #include <mutex>
+#include <string>
 
 #include "opgen/ort_support.h"
 
@@ -16,7 +17,7 @@ RegisterCustomOps(OrtSessionOptions* options, const OrtApiBase* api_base) {
   if (api == nullptr) {
     // Older runtime than the headers: report through the oldest API every runtime has.
     return api_base->GetApi(1)->CreateStatus(
-        ORT_FAIL, "libopgen_ai_opgen: this ONNX Runtime is older than the headers it was built with (ORT_API_VERSION " ORT_STRINGIFY(ORT_API_VERSION) ")");
+        ORT_FAIL, ("libopgen_ai_opgen: this ONNX Runtime is older than the headers it was built with (ORT_API_VERSION " + std::to_string(ORT_API_VERSION) + ")").c_str());
   }
   Ort::InitApi(api);
   return opgen::ort::guard("RegisterCustomOps(ai.opgen)", [&] {

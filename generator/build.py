@@ -1,0 +1,205 @@
+"""`python -m generator build`: fetch the ONNX Runtime headers once, then CMake.
+
+The ONNX Runtime wheel ships no C/C++ headers. The official 1.29 headers (ORT_API_VERSION 29,
+MIT licence) come from the npm package below; they are verified against pinned SHA-256
+digests and cached, never committed. Set ORT_INCLUDE_DIR to use headers of your own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+NPM_PACKAGE = "com.github.asus4.onnxruntime@0.4.9"
+NPM_INTEGRITY = "sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
+HEADERS_IN_PACKAGE = (
+    "package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers"
+)
+HEADER_SHA256 = {
+    "onnxruntime_c_api.h": "acc0cf4b3f28d39339c76770d76164bb7a0637dc89f5fde764b4017b632f6743",
+    "onnxruntime_cxx_api.h": "9c63ed5bf0427ddf1c10a99aca0beeec77318ce77d2ea6f7ae76d7d933660f67",
+    "onnxruntime_cxx_inline.h": "c508dbb7d8203003a2584b8712118cb88e5b4ef1e1c7876a9974156fb7489301",
+    "onnxruntime_float16.h": "88b242845d25981633a0bbd1c148e273cf8bfb016ea3f57c4af41a06530f72b0",
+    "onnxruntime_lite_custom_op.h": "5ac84897a95ee5fa5b5bbbeb84dd51f0768e83b293716b147f114e63b28fdf85",
+    "onnxruntime_error_code.h": "5ce3b054e798eced8d14f5b86e98692fd33470463f96194ce0700a2d53dd8721",
+    "onnxruntime_ep_c_api.h": "e6c986c9e98583f8113b2c6bc3864814883b806d501cf24da4d239c45753e235",
+}
+LICENSE_IN_PACKAGE = "package/LICENSE"
+
+
+class BuildError(Exception):
+    pass
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "opgen"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _headers_ok(directory: Path) -> bool:
+    return all(
+        (directory / name).is_file() and _sha256(directory / name) == digest
+        for name, digest in HEADER_SHA256.items()
+    )
+
+
+def ort_include_dir(log) -> Path:
+    """ORT_INCLUDE_DIR if set, else the verified cache (fetched with npm on first use)."""
+    override = os.environ.get("ORT_INCLUDE_DIR")
+    if override:
+        path = Path(override)
+        if not (path / "onnxruntime_cxx_api.h").is_file():
+            raise BuildError(f"ORT_INCLUDE_DIR={override} has no onnxruntime_cxx_api.h")
+        return path
+    cache = _cache_root() / "onnxruntime-headers-1.29"
+    if _headers_ok(cache):
+        return cache
+    npm = shutil.which("npm")
+    if npm is None:
+        raise BuildError(
+            "npm is needed once to fetch the ONNX Runtime headers (or set ORT_INCLUDE_DIR)"
+        )
+    log(f"fetching ONNX Runtime 1.29 C/C++ headers from npm package {NPM_PACKAGE} (~150 MB, once)")
+    with tempfile.TemporaryDirectory(prefix="opgen-ort-") as temp:
+        result = subprocess.run(
+            [npm, "pack", NPM_PACKAGE, "--json", "--pack-destination", temp],
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise BuildError(f"npm pack {NPM_PACKAGE} failed:\n{result.stderr[-2000:]}")
+        info = json.loads(result.stdout[result.stdout.index("[") :])[0]
+        if info.get("integrity") != NPM_INTEGRITY:
+            raise BuildError(f"{NPM_PACKAGE}: unexpected integrity {info.get('integrity')}")
+        staging = Path(temp) / "headers"
+        staging.mkdir()
+        with tarfile.open(Path(temp) / info["filename"]) as archive:
+            for name in HEADER_SHA256:
+                member = archive.getmember(f"{HEADERS_IN_PACKAGE}/{name}")
+                (staging / name).write_bytes(archive.extractfile(member).read())
+            licence = archive.extractfile(archive.getmember(LICENSE_IN_PACKAGE)).read()
+            (staging / "LICENSE").write_bytes(licence)
+        if not _headers_ok(staging):
+            raise BuildError("the fetched ONNX Runtime headers do not match the pinned SHA-256")
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        if cache.exists():
+            shutil.rmtree(cache)
+        shutil.move(str(staging), cache)
+    return cache
+
+
+def _op_for_path(path: str, ops) -> str | None:
+    for op in ops:
+        kernel = op.kernel.source_file
+        if f"/{op.op_id}/" in path or (kernel is not None and path.endswith(kernel.name)):
+            return f"{op.op_id} ({op.definition_path})"
+    return None
+
+
+def _run(command: list[str], log, quiet: bool) -> tuple[int, list[str]]:
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    lines = []
+    for line in process.stdout:
+        lines.append(line.rstrip("\n"))
+        if not quiet or "error" in line:
+            print(line, end="", flush=True)
+    return process.wait(), lines
+
+
+def build(args) -> int:
+    from generator import project as proj
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(f"[opgen] {message}", flush=True)
+
+    source = args.output_dir.resolve()
+    if not (source / "CMakeLists.txt").is_file():
+        print(
+            f"error: {source}/CMakeLists.txt not found; run `python -m generator` first",
+            file=sys.stderr,
+        )
+        return 2
+    build_dir = args.build_dir.resolve()
+    project = proj.Project(Path.cwd(), args.opdefs_dir, args.output_dir)
+    try:
+        ops = proj.load(project, proj.discover(project))
+        include = ort_include_dir(log)
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bad definition: generation reports it properly
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    if not (build_dir / "CMakeCache.txt").is_file():
+        import pybind11
+
+        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+        log(f"configuring {build_dir}")
+        code, lines = _run(
+            [
+                "cmake",
+                "-S",
+                str(source),
+                "-B",
+                str(build_dir),
+                *generator,
+                f"-DORT_INCLUDE_DIR={include}",
+                f"-DPython_EXECUTABLE={sys.executable}",
+                f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+                "-DCMAKE_BUILD_TYPE=Release",
+            ],
+            log,
+            args.quiet,
+        )
+        if code != 0:
+            print("\n".join(lines[-30:]), file=sys.stderr)
+            print("error: CMake configuration failed", file=sys.stderr)
+            return 1
+    else:
+        # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed).
+        subprocess.run(
+            ["cmake", str(build_dir), f"-DORT_INCLUDE_DIR={include}"],
+            capture_output=True,
+            check=False,
+        )
+    log(f"building with {args.jobs} job(s)")
+    code, lines = _run(
+        ["cmake", "--build", str(build_dir), "--parallel", str(args.jobs)], log, args.quiet
+    )
+    if code != 0:
+        failed = sorted(
+            {
+                op
+                for line in lines
+                if re.search(r"\berror\b", line)
+                for match in [re.match(r"^([^:\s]+):\d+", line)]
+                if match and (op := _op_for_path(match.group(1), ops))
+            }
+        )
+        where = ", ".join(failed) if failed else "see the compiler output above"
+        print(f"error: build failed in op(s): {where}", file=sys.stderr)
+        return 1
+    lib = build_dir / "lib"
+    log(f"built in {time.monotonic() - started:.1f} s")
+    for artifact in sorted(lib.glob("*.so")):
+        print(f"  {artifact}")
+    for test in sorted((build_dir / "bin").glob("*_schema_test")):
+        print(f"  {test}")
+    return 0

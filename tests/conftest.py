@@ -1,0 +1,23 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def run_generator():
+    """Runs `python -m generator` in a directory; returns the CompletedProcess."""
+
+    def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "generator", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
+
+    return run

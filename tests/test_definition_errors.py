@@ -1,0 +1,133 @@
+"""A malformed op definition: one clear error per problem naming file, line, column and field;
+exit code 2; nothing written."""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = (ROOT / "opdefs" / "inverse.yaml").read_text()
+
+
+def project_with(tmp_path: Path, text: str, name: str = "inverse.yaml") -> Path:
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / name).write_text(text)
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", tmp_path / "opdefs")
+    return tmp_path
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+CASES = [
+    # (description, replace this, with this, field path in the message, message fragment)
+    (
+        "unknown dtype",
+        "types: [float32, float64, float16]",
+        "types: [float32, float65]",
+        "type_constraints.T.types[1]",
+        "unknown dtype 'float65'",
+    ),
+    (
+        "misspelt field",
+        "    shape: [..., N, N]\n    doc: Batch",
+        "    shap: [..., N, N]\n    doc: Batch",
+        "inputs[0].shap",
+        "unknown field 'shap' (did you mean 'shape'?)",
+    ),
+    (
+        "bad torch name",
+        "name: opgen::inverse",
+        "name: opgen.inverse",
+        "torch.name",
+        "not a PyTorch qualified name",
+    ),
+    (
+        "unbound output symbol",
+        "    shape: [..., N, N]\n    doc: The inverse",
+        "    shape: [..., M, N]\n    doc: The inverse",
+        "outputs",
+        "dimension symbol 'M' is not bound",
+    ),
+    (
+        "reference uses unknown name",
+        "reference: torch.linalg.inv(X)",
+        "reference: torch.linalg.inv(Z)",
+        "reference",
+        "undefined name(s) ['Z']",
+    ),
+    ("reserved input name", "  - name: X\n", "  - name: class\n", "inputs[0].name", "reserved"),
+    (
+        "missing kernel file",
+        "source: inverse_kernel.h",
+        "source: missing.h",
+        "kernel.source",
+        "not found beside the definition",
+    ),
+    (
+        "tolerance missing for a dtype",
+        "    float16: {rtol: 2.0e-2, atol: 2.0e-2}\n",
+        "",
+        "tests.tolerances",
+        "missing ['float16']",
+    ),
+]
+
+
+@pytest.mark.parametrize("description,old,new,field,fragment", CASES, ids=[c[0] for c in CASES])
+def test_error_names_file_line_field(
+    tmp_path, run_generator, description, old, new, field, fragment
+):
+    assert old in GOOD, description
+    text = GOOD.replace(old, new, 1)
+    project = project_with(tmp_path, text)
+    result = run_generator(cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    match = re.search(
+        rf"error: opdefs/inverse\.yaml:(\d+):(\d+): {re.escape(field)}: (.*)", result.stderr
+    )
+    assert match, result.stderr
+    assert fragment in match.group(3), result.stderr
+    assert int(match.group(1)) >= 1 and int(match.group(2)) >= 1
+    assert "Traceback" not in result.stderr
+    assert not (project / "generated").exists(), "nothing may be written on a bad definition"
+
+
+def test_error_points_at_the_offending_line(tmp_path, run_generator):
+    text = GOOD.replace("types: [float32, float64, float16]", "types: [float32, float65]")
+    result = run_generator(cwd=project_with(tmp_path, text))
+    expected_line = line_of(text, "float65")
+    assert f"opdefs/inverse.yaml:{expected_line}:" in result.stderr, result.stderr
+
+
+def test_all_errors_of_a_file_are_reported_in_one_run(tmp_path, run_generator):
+    text = GOOD.replace("float16]", "float65]").replace("name: opgen::inverse", "name: nope")
+    result = run_generator(cwd=project_with(tmp_path, text))
+    assert result.returncode == 2
+    assert "unknown dtype 'float65'" in result.stderr
+    assert "not a PyTorch qualified name" in result.stderr
+    assert "2 errors in op definitions; nothing written" in result.stderr
+
+
+def test_yaml_syntax_error(tmp_path, run_generator):
+    text = GOOD.replace("op: Inverse", "op: [Inverse")
+    result = run_generator(cwd=project_with(tmp_path, text))
+    assert result.returncode == 2
+    assert re.search(r"opdefs/inverse\.yaml:\d+:\d+: <syntax>: not valid YAML", result.stderr)
+
+
+def test_duplicate_key(tmp_path, run_generator):
+    text = GOOD.replace("version: 1\n", "version: 1\nversion: 2\n", 1)
+    result = run_generator(cwd=project_with(tmp_path, text))
+    assert result.returncode == 2
+    assert (
+        f"opdefs/inverse.yaml:{line_of(text, 'version: 2')}:1: version: appears twice"
+        in result.stderr
+    )
+
+
+def test_bad_usage_exits_2(run_generator):
+    assert run_generator("--no-such-flag").returncode == 2
