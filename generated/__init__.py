@@ -12,8 +12,7 @@ The ONNX Runtime libraries and the pybind11 kernel modules come from
 `python -m generator build`; see generated._support for where they are looked up.
 """
 
-from . import _support
-from . import inverse
+from . import _support, inverse
 
 OPS = (inverse,)
 # ONNX domain -> the custom-op library that serves it.

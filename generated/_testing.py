@@ -44,14 +44,18 @@ def single_node_model(
     inputs: dict[str, tuple[torch.dtype, int]],
     outputs: list[str],
     attributes: dict,
+    static_shapes: dict[str, tuple[int, ...]] | None = None,
 ) -> onnx.ModelProto:
-    """One node of the op; every input dim symbolic so the kernel, not ORT, checks shapes."""
+    """One node of the op. Input dims are symbolic (so the kernel, not ONNX Runtime, checks
+    shapes) unless `static_shapes` gives them (for ONNX shape inference)."""
     graph = helper.make_graph(
         [helper.make_node(op_type, list(inputs), outputs, domain=domain, **attributes)],
         f"{op_type}_single_node",
         [
             helper.make_tensor_value_info(
-                name, TENSOR_PROTO[dtype], [f"{name}_d{i}" for i in range(rank)]
+                name,
+                TENSOR_PROTO[dtype],
+                (static_shapes or {}).get(name) or [f"{name}_d{i}" for i in range(rank)],
             )
             for name, (dtype, rank) in inputs.items()
         ],

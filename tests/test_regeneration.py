@@ -2,6 +2,8 @@
 TOML spelling of a definition means the same as the YAML one."""
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import black
@@ -145,3 +147,12 @@ def test_toml_error_names_line(tmp_path, run_generator):
     line = next(i for i, text_line in enumerate(text.splitlines(), 1) if "floaty" in text_line)
     assert f"opdefs/inverse.toml:{line}:" in result.stderr, result.stderr
     assert "unknown dtype 'floaty'" in result.stderr
+
+
+def test_generated_python_passes_ruff():
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT / "generated")],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

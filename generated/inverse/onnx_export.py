@@ -7,7 +7,6 @@ it is a plain function calling the custom opset (an @onnxscript.script function 
 exporter's inliner in torch 2.13). `symbolic` serves the TorchScript exporter.
 """
 
-import torch
 from onnxscript.values import Opset
 from torch.onnx import symbolic_helper
 

@@ -8,9 +8,8 @@ dynamo exporter can emit it.
 
 import onnx
 import onnx.defs
-from onnx import TensorProto
 
-from .._support import fixed_dim, known_equal
+from .. import _support  # noqa: F401 (used by shape rules that need it)
 
 _Schema = onnx.defs.OpSchema
 
@@ -25,7 +24,7 @@ def _infer(ctx) -> None:
             raise onnx.shape_inference.InferenceError(
                 "Inverse: input 'X' must have at least rank 2 (shape [..., N, N])"
             )
-        if not (known_equal(X_dims[-2], X_dims[-1])):
+        if not (_support.known_equal(X_dims[-2], X_dims[-1])):
             raise onnx.shape_inference.InferenceError(
                 "Inverse: dimension N must agree: axis -2 of input 'X' and axis -1 of input 'X' differ (shape [..., N, N])"
             )

@@ -262,6 +262,18 @@ def test_bad_shapes_error_status_in_onnxruntime(index):
     assert "onnxruntime" in type(raised.value).__module__
 
 
+@pytest.mark.parametrize("index", ERROR_PARAMS)
+def test_bad_shapes_fail_onnx_shape_inference(index):
+    shapes, attributes, message = ERROR_CASES[index]
+    generated.register_all()
+    signature = {name: (DTYPES[0], len(shape)) for name, shape in shapes.items()}
+    model = _testing.single_node_model(
+        DOMAIN, OP_TYPE, VERSION, signature, OUTPUTS, attributes, static_shapes=shapes
+    )
+    with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
+        onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
 def test_session_without_library_fails_clearly():
     inputs = make_inputs(RANDOM_CASES[0], 0, DTYPES[0], seed=0)
     model = _testing.single_node_model(

@@ -106,9 +106,11 @@ def onnx_checks(op: OpDef) -> list[dict]:
     for check in rule.dim_checks:
         if isinstance(check, DimEqualCheck):
             a, b = _onnx_dim(check.a), _onnx_dim(check.b)
-            condition = f"known_equal({a}, {b})"
+            condition = f"_support.known_equal({a}, {b})"
         else:
-            condition = f"known_equal({_onnx_dim(check.ref)}, fixed_dim({check.value}))"
+            condition = (
+                f"_support.known_equal({_onnx_dim(check.ref)}, _support.fixed_dim({check.value}))"
+            )
         checks.append({"condition": condition, "message": literal(check.message)})
     return checks
 
@@ -128,7 +130,7 @@ def onnx_output_shapes(op: OpDef) -> list[dict]:
             elif part.kind == "dim":
                 parts.append(f"{part.input}_dims[{part.axis}]")
             else:
-                parts.append(f"fixed_dim({part.value})")
+                parts.append(f"_support.fixed_dim({part.value})")
         shapes.append(
             {"name": out.output, "index": index[out.output], "expr": "[" + ", ".join(parts) + "]"}
         )

@@ -83,7 +83,7 @@ def _onnx_schema_context(op: OpDef) -> dict:
                 "elem_type_expr": (
                     f"{op.dtype_source(t)}_type.tensor_type.elem_type"
                     if op.dtype_source(t)
-                    else f"TensorProto.{onnx_api.TENSOR_PROTO[t.dtype]}"
+                    else f"onnx.TensorProto.{onnx_api.TENSOR_PROTO[t.dtype]}"
                 ),
             }
             for i, t in enumerate(op.outputs)
@@ -156,6 +156,7 @@ def _export_context(op: OpDef) -> dict:
         "symbolic_args": ", ".join(symbolic_args),
         "outputs": outputs,
         "symbolic_return": "outputs[0]" if len(op.outputs) == 1 else "outputs",
+        "uses_torch": any(o["with_dtype"] for o in outputs),
     }
 
 
