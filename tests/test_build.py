@@ -1,0 +1,78 @@
+"""The build: plain CMake works outside our tool, and rebuilding after a regeneration that
+changed nothing does no work."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from generator.build import ort_include_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_plain_cmake_builds_and_ctest_passes(tmp_path):
+    include = ort_include_dir(lambda message: None)
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    configure = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(ROOT / "generated"),
+            "-B",
+            str(tmp_path),
+            *generator,
+            f"-DORT_INCLUDE_DIR={include}",
+            "-DOPGEN_BUILD_PYTHON=OFF",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert configure.returncode == 0, configure.stdout + configure.stderr
+    build = subprocess.run(
+        ["cmake", "--build", str(tmp_path), "--parallel", "2"], capture_output=True, text=True
+    )
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    assert (tmp_path / "lib" / "libopgen_ai_opgen.so").is_file()
+    ctest = subprocess.run(
+        ["ctest", "--test-dir", str(tmp_path), "--output-on-failure"],
+        capture_output=True,
+        text=True,
+    )
+    assert ctest.returncode == 0, ctest.stdout + ctest.stderr
+    assert "100% tests passed" in ctest.stdout
+
+
+def test_rebuild_after_noop_regeneration_does_no_work():
+    env = {**os.environ}
+    generate = subprocess.run([sys.executable, "-m", "generator", "-q"], cwd=ROOT, env=env)
+    assert generate.returncode == 0
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "build"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no work to do" in result.stdout, result.stdout
+
+
+def test_compiler_errors_name_the_op(tmp_path):
+    shutil.copytree(ROOT / "opdefs", tmp_path / "opdefs")
+    shutil.copytree(
+        ROOT / "generated", tmp_path / "generated", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    kernel = tmp_path / "opdefs" / "inverse_kernel.h"
+    kernel.write_text(
+        kernel.read_text().replace(
+            "const int64_t n = X.dim(-1);", "const int64_t n = X.no_such_member;"
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "build", "--build-dir", str(tmp_path / "build")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 1
+    assert "no_such_member" in result.stdout, "the compiler's own message is shown"
+    assert "build failed in op(s): inverse (opdefs/inverse.yaml)" in result.stderr, result.stderr
