@@ -67,6 +67,22 @@ def run_torch(inputs: dict, attributes: dict) -> tuple:
     return result if isinstance(result, tuple) else (result,)
 
 
+def single_node(
+    inputs: dict,
+    attributes: dict,
+    static: bool = False,
+    domain=DOMAIN,
+    op_type=OP_TYPE,
+    version=VERSION,
+):
+    """A one-node model of the op (or of another op with the same signature)."""
+    signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
+    shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else None
+    return _testing.single_node_model(
+        domain, op_type, version, signature, OUTPUTS, attributes, static_shapes=shapes
+    )
+
+
 def run_ort(session, inputs: dict) -> list:
     feeds = {name: _testing.to_numpy(tensor) for name, tensor in inputs.items()}
     return [torch.from_numpy(array) for array in session.run(None, feeds)]
@@ -98,14 +114,7 @@ def test_known_values(index, dtype):
         OUTPUTS, expected_outputs(inputs, attributes, dtype), expected, strict=True
     ):
         _testing.assert_close(got, want, TOLERANCES, f"reference expression, output {name}")
-    model = _testing.single_node_model(
-        DOMAIN,
-        OP_TYPE,
-        VERSION,
-        {k: (v.dtype, v.dim()) for k, v in inputs.items()},
-        OUTPUTS,
-        attributes,
-    )
+    model = single_node(inputs, attributes)
     for name, got, want in zip(
         OUTPUTS, run_ort(_testing.session(model, LIBRARY), inputs), expected, strict=True
     ):
@@ -248,15 +257,7 @@ def test_bad_shapes_raise_in_pytorch(index):
 def test_bad_shapes_error_status_in_onnxruntime(index):
     shapes, attributes, message = ERROR_CASES[index]
     inputs = {name: torch.ones(shape, dtype=DTYPES[0]) for name, shape in shapes.items()}
-    model = _testing.single_node_model(
-        DOMAIN,
-        OP_TYPE,
-        VERSION,
-        {k: (v.dtype, v.dim()) for k, v in inputs.items()},
-        OUTPUTS,
-        attributes,
-    )
-    session = _testing.session(model, LIBRARY)
+    session = _testing.session(single_node(inputs, attributes), LIBRARY)
     with pytest.raises(Exception, match=re.escape(message)) as raised:
         run_ort(session, inputs)
     assert "onnxruntime" in type(raised.value).__module__
@@ -266,24 +267,15 @@ def test_bad_shapes_error_status_in_onnxruntime(index):
 def test_bad_shapes_fail_onnx_shape_inference(index):
     shapes, attributes, message = ERROR_CASES[index]
     generated.register_all()
-    signature = {name: (DTYPES[0], len(shape)) for name, shape in shapes.items()}
-    model = _testing.single_node_model(
-        DOMAIN, OP_TYPE, VERSION, signature, OUTPUTS, attributes, static_shapes=shapes
-    )
+    inputs = {name: torch.ones(shape, dtype=DTYPES[0]) for name, shape in shapes.items()}
+    model = single_node(inputs, attributes, static=True)
     with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
         onnx.shape_inference.infer_shapes(model, strict_mode=True)
 
 
 def test_session_without_library_fails_clearly():
     inputs = make_inputs(RANDOM_CASES[0], 0, DTYPES[0], seed=0)
-    model = _testing.single_node_model(
-        DOMAIN,
-        OP_TYPE,
-        VERSION,
-        {k: (v.dtype, v.dim()) for k, v in inputs.items()},
-        OUTPUTS,
-        RANDOM_CASES[0]["attributes"],
-    )
+    model = single_node(inputs, RANDOM_CASES[0]["attributes"])
     with pytest.raises(Exception) as raised:
         _testing.session(model, None)
     message = str(raised.value)
@@ -304,12 +296,9 @@ def test_matches_builtin_com_microsoft_inverse():
     case = RANDOM_CASES[0]
     for dtype in DTYPES:
         inputs = make_inputs(case, 0, dtype, seed=7)
-        signature = {k: (v.dtype, v.dim()) for k, v in inputs.items()}
-        ours = _testing.single_node_model(
-            DOMAIN, OP_TYPE, VERSION, signature, OUTPUTS, case["attributes"]
-        )
-        builtin = _testing.single_node_model(
-            "com.microsoft", "Inverse", 1, signature, OUTPUTS, case["attributes"]
+        ours = single_node(inputs, case["attributes"])
+        builtin = single_node(
+            inputs, case["attributes"], domain="com.microsoft", op_type="Inverse", version=1
         )
         got = run_ort(_testing.session(ours, LIBRARY), inputs)
         want = run_ort(_testing.session(builtin, None), inputs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generator.api.onnx import TENSOR_PROTO
 from generator.model import (
     Attribute,
     AttrType,
@@ -26,18 +27,6 @@ KERNEL_TYPE = {
     DType.bool: "bool",
 }
 ORT_TYPE = {**KERNEL_TYPE, DType.float16: "Ort::Float16_t", DType.bfloat16: "Ort::BFloat16_t"}
-_ENUM = {
-    DType.float16: "FLOAT16",
-    DType.bfloat16: "BFLOAT16",
-    DType.float32: "FLOAT",
-    DType.float64: "DOUBLE",
-    DType.int8: "INT8",
-    DType.int16: "INT16",
-    DType.int32: "INT32",
-    DType.int64: "INT64",
-    DType.uint8: "UINT8",
-    DType.bool: "BOOL",
-}
 ATTR_TYPE = {
     AttrType.int: "int64_t",
     AttrType.float: "float",
@@ -57,17 +46,11 @@ ONNX_ATTR_ENUM = {
 
 
 def ort_enum(dtype: DType) -> str:
-    return f"ONNX_TENSOR_ELEMENT_DATA_TYPE_{_ENUM[dtype]}"
+    return f"ONNX_TENSOR_ELEMENT_DATA_TYPE_{TENSOR_PROTO[dtype]}"
 
 
 def onnx_proto_enum(dtype: DType) -> str:
-    return f"ONNX_NAMESPACE::TensorProto_DataType_{_ENUM[dtype]}"
-
-
-def onnx_type_string(dtype: DType) -> str:
-    from generator.api.onnx import onnx_type_string as impl
-
-    return impl(dtype)
+    return f"ONNX_NAMESPACE::TensorProto_DataType_{TENSOR_PROTO[dtype]}"
 
 
 def string_literal(text: str) -> str:

@@ -28,6 +28,19 @@ TENSOR_PROTO = {
     DType.uint8: "UINT8",
     DType.bool: "BOOL",
 }
+# TensorProto.DataType numbers (what a model stores as elem_type).
+TENSOR_PROTO_NUMBER = {
+    DType.float32: 1,
+    DType.uint8: 2,
+    DType.int8: 3,
+    DType.int16: 5,
+    DType.int32: 6,
+    DType.int64: 7,
+    DType.bool: 9,
+    DType.float16: 10,
+    DType.float64: 11,
+    DType.bfloat16: 16,
+}
 ATTR_TYPE = {
     AttrType.int: "INT",
     AttrType.float: "FLOAT",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator.api import cpp
-from generator.api.onnx import onnx_type_string
+from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
 from generator.dest import common
 from generator.model import OpDef, evaluate_output_shapes
 from generator.render import GeneratedFile, render
@@ -188,8 +188,6 @@ def _schema_test_context(op: OpDef) -> dict:
     for index, case in enumerate(op.tests.random):
         named = {name: list(dims) for name, dims in case.shapes.items()}
         expected = evaluate_output_shapes(op.shape_rule, named)
-        from generator.api.onnx import TENSOR_PROTO  # noqa: F401 (enum values below)
-
         valid.append(
             {
                 "label": f"random case {index} {named}".replace('"', "'"),
@@ -202,7 +200,7 @@ def _schema_test_context(op: OpDef) -> dict:
                         "name": t.name,
                         "index": i,
                         "expected_literal": cpp.string_literal(
-                            f"{_proto_number(output_dtype(t))} ["
+                            f"{TENSOR_PROTO_NUMBER[output_dtype(t)]} ["
                             + ", ".join(str(d) for d in expected[t.name])
                             + "]"
                         ),
@@ -247,24 +245,6 @@ def _schema_test_context(op: OpDef) -> dict:
         "schema_inputs": inputs,
         "schema_outputs": outputs,
     }
-
-
-_PROTO_NUMBER = {
-    "float32": 1,
-    "uint8": 2,
-    "int8": 3,
-    "int16": 5,
-    "int32": 6,
-    "int64": 7,
-    "bool": 9,
-    "float16": 10,
-    "float64": 11,
-    "bfloat16": 16,
-}
-
-
-def _proto_number(dtype) -> int:
-    return _PROTO_NUMBER[dtype.value]
 
 
 def emit(op: OpDef, output_dir: Path) -> list[GeneratedFile]:
