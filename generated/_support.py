@@ -63,3 +63,18 @@ def known_equal(a, b) -> bool:
     if a.HasField("dim_value") and b.HasField("dim_value"):
         return a.dim_value == b.dim_value
     return True
+
+
+def constant_strings(value, default):
+    """A list-of-strings argument as the TorchScript exporter hands it to a symbolic."""
+    if value is None or value.node().mustBeNone():
+        if default is None:
+            raise ValueError("a required list-of-strings attribute was not given")
+        return list(default)
+    node = value.node()
+    if node.kind() == "prim::ListConstruct":
+        return [item.toIValue() for item in node.inputs()]
+    constant = value.toIValue()
+    if constant is None:
+        raise ValueError(f"list-of-strings attribute must be a constant, got {node.kind()}")
+    return list(constant)

@@ -906,6 +906,19 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         attributes = tuple(a for a in (errors.attempt(_parse_attribute, i) for i in items) if a)
 
     # Cross-field validation.
+    seen_default = None
+    for index, attr in enumerate(attributes):
+        if attr.required and seen_default is not None:
+            errors.add(
+                fields["attributes"]
+                .value[index]
+                .error(
+                    f"required attribute '{attr.name}' comes after '{seen_default}', which has a "
+                    "default; list required attributes first (PyTorch argument order)"
+                )
+            )
+        if not attr.required:
+            seen_default = seen_default or attr.name
     if "inputs" in fields and not inputs and not errors.errors:
         errors.add(fields["inputs"].error("an op needs at least one input"))
     if "outputs" in fields and not outputs and not errors.errors:

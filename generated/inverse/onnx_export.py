@@ -10,6 +10,8 @@ exporter's inliner in torch 2.13). `symbolic` serves the TorchScript exporter.
 from onnxscript.values import Opset
 from torch.onnx import symbolic_helper
 
+from .. import _support  # noqa: F401 (string-list attributes)
+
 DOMAIN = "ai.opgen"
 VERSION = 1
 _OPSET = Opset(DOMAIN, VERSION)

@@ -11,6 +11,9 @@ import torch
 
 from .. import _support
 
+# Derived from the op definition (inferring it from Python cannot express list defaults).
+SCHEMA = "(Tensor X) -> Tensor"
+
 
 def _fake(X: torch.Tensor) -> torch.Tensor:
     torch._check(
@@ -33,7 +36,9 @@ def _cpu(X: torch.Tensor) -> torch.Tensor:
     return torch.from_numpy(Y)
 
 
-inverse = torch.library.custom_op("opgen::inverse", _cpu, mutates_args=(), device_types="cpu")
+inverse = torch.library.custom_op(
+    "opgen::inverse", _cpu, mutates_args=(), device_types="cpu", schema=SCHEMA
+)
 inverse.register_fake(_fake)
 
 OVERLOAD = torch.ops.opgen.inverse.default

@@ -3,7 +3,10 @@ ONNX shapes."""
 
 from __future__ import annotations
 
+import json
+
 from generator.model import (
+    Attribute,
     AttrType,
     DimEqualCheck,
     DimRef,
@@ -14,6 +17,14 @@ from generator.model import (
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
 NUMPY_DTYPE = {d: ("bool_" if d is DType.bool else d.value) for d in DType}
+SCHEMA_TYPE = {
+    AttrType.int: "int",
+    AttrType.float: "float",
+    AttrType.string: "str",
+    AttrType.ints: "int[]",
+    AttrType.floats: "float[]",
+    AttrType.strings: "str[]",
+}
 ANNOTATION = {
     AttrType.int: "int",
     AttrType.float: "float",
@@ -139,3 +150,53 @@ def onnx_output_shapes(op: OpDef) -> list[dict]:
 
 def literal_dict(values: dict) -> str:
     return "{" + ", ".join(f"{k!r}: {literal(v)}" for k, v in values.items()) + "}"
+
+
+def _schema_literal(value) -> str:
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_schema_literal(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def defaults_via_none(attr: Attribute) -> bool:
+    """PyTorch schemas cannot hold a default list of strings: such an attribute is `str[]?`
+    with None meaning the definition's default."""
+    return attr.type is AttrType.strings and not attr.required
+
+
+def torch_schema(op: OpDef) -> str:
+    """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
+    args = [f"Tensor {t.name}" for t in op.inputs]
+    for attr in op.attributes:
+        if attr.required:
+            args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}")
+        elif defaults_via_none(attr):
+            args.append(f"{SCHEMA_TYPE[attr.type]}? {attr.name}=None")
+        else:
+            args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={_schema_literal(attr.default)}")
+    returns = ", ".join("Tensor" for _ in op.outputs)
+    return f"({', '.join(args)}) -> " + (returns if len(op.outputs) == 1 else f"({returns})")
+
+
+def python_params(op: OpDef, annotate: bool) -> str:
+    params = [f"{t.name}: torch.Tensor" if annotate else t.name for t in op.inputs]
+    for attr in op.attributes:
+        annotation = ANNOTATION[attr.type]
+        default = "" if attr.required else f" = {literal(attr.default)}"
+        if defaults_via_none(attr):
+            annotation, default = f"{annotation} | None", " = None"
+        params.append(
+            f"{attr.name}: {annotation}{default}" if annotate else f"{attr.name}{default}"
+        )
+    return ", ".join(params)
+
+
+def fill_defaults(op: OpDef) -> list[str]:
+    """Statements that replace None by the definition's default (see defaults_via_none)."""
+    return [
+        f"{a.name} = {literal(a.default)} if {a.name} is None else list({a.name})"
+        for a in op.attributes
+        if defaults_via_none(a)
+    ]

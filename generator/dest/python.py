@@ -9,15 +9,6 @@ from generator.model import OpDef
 from generator.render import GeneratedFile, render
 
 
-def _params(op: OpDef, annotate: bool) -> str:
-    params = [f"{t.name}: torch.Tensor" if annotate else t.name for t in op.inputs]
-    for attr in op.attributes:
-        annotation = f": {py.ANNOTATION[attr.type]}" if annotate else ""
-        default = "" if attr.required else f" = {py.literal(attr.default)}"
-        params.append(f"{attr.name}{annotation}{default}")
-    return ", ".join(params)
-
-
 def output_dtype_expr(op: OpDef, output) -> str:
     source = op.dtype_source(output)
     return f"{source}.dtype" if source else py.TORCH_DTYPE[output.dtype]
@@ -28,7 +19,10 @@ def _torch_context(op: OpDef) -> dict:
     single = len(names) == 1
     return {
         "legacy": op.torch.api == "legacy",
-        "python_params": _params(op, annotate=True),
+        "schema_literal": py.literal(py.torch_schema(op)),
+        "fill_defaults": py.fill_defaults(op),
+        "python_params": py.python_params(op, annotate=True),
+        "plain_params": py.python_params(op, annotate=False),
         "return_annotation": (
             " -> torch.Tensor"
             if single
@@ -147,7 +141,13 @@ def _export_context(op: OpDef) -> dict:
     if len(op.outputs) > 1:
         symbolic_args.append(f"outputs={len(op.outputs)}")
     return {
-        "translation_params": _params(op, annotate=False),
+        "translation_params": py.python_params(op, annotate=False),
+        "fill_defaults": py.fill_defaults(op),
+        "string_list_constants": [
+            {"name": a.name, "default": py.literal(a.default) if not a.required else "None"}
+            for a in op.attributes
+            if a.type.value == "strings"
+        ],
         "translation_args": ", ".join(input_names + [f"{a.name}={a.name}" for a in op.attributes]),
         "parse_args": ", ".join(
             ['"v"'] * len(op.inputs) + [f'"{_PARSE_ARG[a.type.value]}"' for a in op.attributes]
