@@ -309,6 +309,14 @@ class OpDef:
         return next(i.name for i in self.inputs if i.type_var == output.type_var)
 
     @property
+    def exporters(self) -> tuple[str, ...]:
+        """The PyTorch exporters that can export this op. The TorchScript tracer cannot
+        record a list-of-strings argument ("unsupported input list type: str")."""
+        if any(a.type is AttrType.strings for a in self.attributes):
+            return ("dynamo",)
+        return ("dynamo", "torchscript")
+
+    @property
     def domain_ident(self) -> str:
         return self.domain.replace(".", "_")
 
@@ -379,6 +387,11 @@ def _int(node: Node, minimum: int | None = None) -> int:
 
 
 def _number(node: Node) -> float:
+    if isinstance(node.value, str) and re.fullmatch(r"[-+]?\d+[eE][-+]?\d+", node.value):
+        raise node.error(
+            f"YAML reads {node.value!r} as a string; write it with a decimal point, "
+            f"e.g. {node.value.replace('e', '.0e').replace('E', '.0E')}"
+        )
     if isinstance(node.value, bool) or not isinstance(node.value, int | float):
         raise node.error(f"expected a number, found {_kind(node)}")
     return float(node.value)
@@ -656,6 +669,7 @@ def _compile_shape_rule(
 
 
 REFERENCE_GLOBALS = {"torch", "F", "math"}
+PYTHON_BUILTINS = frozenset(dir(__import__("builtins")))
 
 
 def _parse_reference(node: Node, names: set[str]) -> str:
@@ -675,7 +689,7 @@ def _parse_reference(node: Node, names: set[str]) -> str:
     lambda_args = {
         arg.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for arg in n.args.args
     }
-    unknown = free - names - REFERENCE_GLOBALS - local - lambda_args
+    unknown = free - names - REFERENCE_GLOBALS - PYTHON_BUILTINS - local - lambda_args
     if unknown:
         raise node.error(
             f"uses undefined name(s) {sorted(unknown)}; available: inputs and attributes "
@@ -712,11 +726,18 @@ def _tensor_literal(node: Node) -> Any:
     return value
 
 
-def _parse_case_attributes(fields: dict[str, Node], attrs: dict[str, Attribute]) -> dict[str, Any]:
+def _parse_case_attributes(
+    fields: dict[str, Node], attrs: dict[str, Attribute], case: Node
+) -> dict[str, Any]:
+    required = {name for name, attr in attrs.items() if attr.required}
     if "attributes" not in fields:
+        if required:
+            raise case.error(
+                f"give the required attribute(s) {sorted(required)} under 'attributes'"
+            )
         return {}
     node = fields["attributes"]
-    values = _mapping(node, set(attrs), set())
+    values = _mapping(node, set(attrs), required)
     return {name: _attr_value(child, attrs[name].type) for name, child in values.items()}
 
 
@@ -761,7 +782,7 @@ def _parse_tests(
                 for k, v in tensor_map(kf["outputs"], output_names, "").items()
             }
             only = tuple(_dtype(d) for d in _list(kf["dtypes"])) if "dtypes" in kf else None
-            return KnownCase(ins, outs, _parse_case_attributes(kf, attrs), only)
+            return KnownCase(ins, outs, _parse_case_attributes(kf, attrs, item), only)
 
         case = errors.attempt(parse_known)
         if case:
@@ -797,7 +818,7 @@ def _parse_tests(
             if "sample" in rf:
                 for name, expr in _mapping(rf["sample"], set(shapes), set()).items():
                     samples[name] = _parse_reference(expr, {"shape", "gen"})
-            return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, attrs))
+            return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, attrs, item))
 
         case = errors.attempt(parse_random)
         if case:
@@ -812,7 +833,7 @@ def _parse_tests(
                 name: tuple(_int(d, minimum=0) for d in _list(s))
                 for name, s in tensor_map(ef["shapes"], input_names, "").items()
             }
-            return ErrorCase(shapes, _str(ef["message"]), _parse_case_attributes(ef, attrs))
+            return ErrorCase(shapes, _str(ef["message"]), _parse_case_attributes(ef, attrs, item))
 
         case = errors.attempt(parse_error)
         if case:

@@ -32,7 +32,7 @@ def run(output_dir: Path) -> int:
             tests = importlib.import_module(f"{package.__name__}.{op_id}.test_{op_id}")
             case = tests.RANDOM_CASES[0]
             for dtype in tests.DTYPES:
-                for exporter in ("dynamo", "torchscript"):
+                for exporter in tests.EXPORTERS:
                     path = Path(temp) / f"{op_id}-{exporter}.onnx"
                     first = tests.make_inputs(case, 0, dtype, seed=0)
                     with contextlib.redirect_stdout(io.StringIO()):  # exporter progress lines

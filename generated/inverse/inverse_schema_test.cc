@@ -37,6 +37,9 @@ void set_shape(ONNX_NAMESPACE::ValueInfoProto* info, TensorProto_DataType dtype,
   }
 }
 
+// The model's single node, so that a test case can add its attributes.
+ONNX_NAMESPACE::NodeProto* only_node(ModelProto& model) { return model.mutable_graph()->mutable_node(0); }
+
 ModelProto make_model(TensorProto_DataType dtype, const std::vector<std::vector<Dim>>& input_shapes) {
   ModelProto model;
   model.set_ir_version(8);
@@ -87,6 +90,8 @@ int main() {
   if (schema == nullptr) return 1;
   {
     ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{0, "batch"}, {3, ""}, {3, ""}}});
+    auto* node = only_node(model);
+    (void)node;
     try {
       ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
       const std::string got_Y = describe(model.graph().output(0).type());
@@ -103,6 +108,8 @@ int main() {
   }
   {
     ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{0, "batch"}, {2, ""}, {8, ""}, {8, ""}}});
+    auto* node = only_node(model);
+    (void)node;
     try {
       ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
       const std::string got_Y = describe(model.graph().output(0).type());
@@ -119,6 +126,8 @@ int main() {
   }
   {
     ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{2, ""}, {3, ""}, {4, ""}}});
+    auto* node = only_node(model);
+    (void)node;
     try {
       ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
       expect(false, "shape inference rejects error case 0 {'X': (2, 3, 4)}");
@@ -129,6 +138,8 @@ int main() {
   }
   {
     ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{5, ""}}});
+    auto* node = only_node(model);
+    (void)node;
     try {
       ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
       expect(false, "shape inference rejects error case 1 {'X': (5,)}");

@@ -34,6 +34,7 @@ TOLERANCES = {
     torch.float32: (0.0001, 1e-05),
     torch.float64: (1e-10, 1e-12),
 }
+EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X"]
 OUTPUTS = ["Y"]
 
@@ -185,7 +186,7 @@ RANDOM_PARAMS = [
 ]
 
 
-@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+@pytest.mark.parametrize("exporter", EXPORTERS)
 @pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
 def test_export_and_parity(index, dtype, exporter, tmp_path):
     case = RANDOM_CASES[index]

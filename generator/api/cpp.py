@@ -247,3 +247,29 @@ def shaped_inputs(op: OpDef) -> list[dict]:
     for out in op.shape_rule.outputs:
         used |= {p.input for p in out.parts if p.input}
     return [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
+
+
+_PROTO_SETTER = {
+    AttrType.int: ("INT", "set_i", "int64_t{{{}}}"),
+    AttrType.float: ("FLOAT", "set_f", "{}f"),
+    AttrType.string: ("STRING", "set_s", None),
+    AttrType.ints: ("INTS", "add_ints", "int64_t{{{}}}"),
+    AttrType.floats: ("FLOATS", "add_floats", "{}f"),
+    AttrType.strings: ("STRINGS", "add_strings", None),
+}
+
+
+def node_attribute_statements(node: str, attrs: dict[str, Attribute], values: dict) -> list[str]:
+    """C++ statements adding attribute values to an ONNX NodeProto (for the schema test)."""
+    statements = []
+    for name, value in values.items():
+        kind = attrs[name].type
+        enum, setter, pattern = _PROTO_SETTER[kind]
+        var = f"{name}_attribute"
+        statements.append(f"auto* {var} = {node}->add_attribute();")
+        statements.append(f"{var}->set_name({string_literal(name)});")
+        statements.append(f"{var}->set_type(ONNX_NAMESPACE::AttributeProto::{enum});")
+        for item in value if kind.is_list else [value]:
+            spelled = string_literal(item) if pattern is None else pattern.format(repr(item))
+            statements.append(f"{var}->{setter}({spelled});")
+    return statements

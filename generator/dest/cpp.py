@@ -184,12 +184,16 @@ def _schema_test_context(op: OpDef) -> dict:
     def output_dtype(t):
         return t.dtype if t.type_var is None else first.dtype(t.type_var)
 
+    attrs = {a.name: a for a in op.attributes}
     valid = []
     for index, case in enumerate(op.tests.random):
         named = {name: list(dims) for name, dims in case.shapes.items()}
         expected = evaluate_output_shapes(op.shape_rule, named)
         valid.append(
             {
+                "attribute_statements": cpp.node_attribute_statements(
+                    "node", attrs, case.attributes
+                ),
                 "label": f"random case {index} {named}".replace('"', "'"),
                 "dtype_expr": cpp.onnx_proto_enum(input_dtype(op.inputs[0])),
                 "input_shapes": "{"
@@ -211,6 +215,7 @@ def _schema_test_context(op: OpDef) -> dict:
         )
     errors = [
         {
+            "attribute_statements": cpp.node_attribute_statements("node", attrs, case.attributes),
             "label": f"error case {index} {dict(case.shapes)}".replace('"', "'"),
             "dtype_expr": cpp.onnx_proto_enum(input_dtype(op.inputs[0])),
             "input_shapes": "{"

@@ -42,8 +42,10 @@ def emit(op: OpDef) -> list[GeneratedFile]:
         "output_names": py.literal([t.name for t in op.outputs]),
         "input_params": ", ".join(t.name for t in op.inputs),
         "reference_params": ", ".join(
-            [t.name for t in op.inputs] + [a.name for a in op.attributes]
+            [t.name for t in op.inputs]
+            + [a.name if a.required else f"{a.name}={py.literal(a.default)}" for a in op.attributes]
         ),
+        "exporters": py.literal(list(op.exporters)),
         "reference": op.reference,
         "reference_upcast": op.reference_upcast,
         "outputs": [{"dtype_expr": _expected_dtype(op, o)} for o in op.outputs],
