@@ -241,7 +241,11 @@ class RandomCase:
 
 @dataclass(frozen=True)
 class ErrorCase:
+    """Inputs the op must reject: `shapes` (filled with ones; a shape error, caught by every
+    shape rule) or `inputs` with values (a data error, caught by the kernel at run time)."""
+
     shapes: dict[str, tuple[int, ...]]
+    values: dict[str, Any] | None
     message: str
     attributes: dict[str, Any]
 
@@ -824,16 +828,31 @@ def _parse_tests(
         if case:
             random.append(case)
 
+    if "random" not in fields or not fields["random"].value:
+        errors.add(node.error("give at least one case under 'random' (it drives the export tests)"))
     error_cases = []
     for item in _list(fields["errors"]) if "errors" in fields else []:
 
         def parse_error(item=item) -> ErrorCase:
-            ef = _mapping(item, {"shapes", "message", "attributes"}, {"shapes", "message"})
-            shapes = {
-                name: tuple(_int(d, minimum=0) for d in _list(s))
-                for name, s in tensor_map(ef["shapes"], input_names, "").items()
-            }
-            return ErrorCase(shapes, _str(ef["message"]), _parse_case_attributes(ef, attrs, item))
+            ef = _mapping(item, {"shapes", "inputs", "message", "attributes"}, {"message"})
+            if ("shapes" in ef) == ("inputs" in ef):
+                raise item.error(
+                    "give exactly one of 'shapes' (a shape error) or 'inputs' (values)"
+                )
+            values = None
+            if "inputs" in ef:
+                values = {
+                    k: _tensor_literal(v)
+                    for k, v in tensor_map(ef["inputs"], input_names, "").items()
+                }
+                shapes = {}
+            else:
+                shapes = {
+                    name: tuple(_int(d, minimum=0) for d in _list(s))
+                    for name, s in tensor_map(ef["shapes"], input_names, "").items()
+                }
+            message = _str(ef["message"])
+            return ErrorCase(shapes, values, message, _parse_case_attributes(ef, attrs, item))
 
         case = errors.attempt(parse_error)
         if case:

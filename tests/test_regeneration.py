@@ -96,6 +96,7 @@ def test_toml_definition_equals_yaml(tmp_path):
     assert toml_op.type_constraints == yaml_op.type_constraints
     assert toml_op.inputs == yaml_op.inputs and toml_op.outputs == yaml_op.outputs
     assert toml_op.tests.tolerances == yaml_op.tests.tolerances
+    assert toml_op.tests.random[0].shapes == yaml_op.tests.random[0].shapes
 
 
 TOML_INVERSE = '''
@@ -132,6 +133,10 @@ source = "inverse_kernel.h"
 float16 = {rtol = 2.0e-2, atol = 2.0e-2}
 float32 = {rtol = 1.0e-4, atol = 1.0e-5}
 float64 = {rtol = 1.0e-10, atol = 1.0e-12}
+
+[[tests.random]]
+shapes = {X = ["batch", 3, 3]}
+dynamic = {batch = [2, 5]}
 '''
 
 

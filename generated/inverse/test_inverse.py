@@ -274,6 +274,39 @@ def test_bad_shapes_fail_onnx_shape_inference(index):
         onnx.shape_inference.infer_shapes(model, strict_mode=True)
 
 
+VALUE_ERROR_CASES = [
+    ({"X": [[1, 2], [2, 4]]}, {}, "matrix is singular"),
+]
+VALUE_ERROR_PARAMS = [
+    pytest.param(i, dtype, id=f"value-error{i}-{str(dtype)[6:]}")
+    for i in range(len(VALUE_ERROR_CASES))
+    for dtype in DTYPES
+]
+
+
+@pytest.mark.parametrize("index,dtype", VALUE_ERROR_PARAMS)
+def test_bad_values_raise_in_both_runtimes(index, dtype):
+    values, attributes, message = VALUE_ERROR_CASES[index]
+    inputs = {name: torch.tensor(value, dtype=dtype) for name, value in values.items()}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TORCH_OP(**inputs, **attributes)
+    session = _testing.session(single_node(inputs, attributes), LIBRARY)
+    with pytest.raises(Exception, match=re.escape(message)) as raised:
+        run_ort(session, inputs)
+    assert "onnxruntime" in type(raised.value).__module__
+
+
+def test_unsupported_dtype_is_rejected():
+    """A dtype outside the type constraint: a clear error, never a misread buffer."""
+    case = RANDOM_CASES[0]
+    inputs = {k: v.to(torch.int32) for k, v in make_inputs(case, 0, DTYPES[0], seed=0).items()}
+    with pytest.raises(ValueError, match="unsupported input dtypes"):
+        TORCH_OP(**inputs, **case["attributes"])
+    with pytest.raises(Exception) as raised:
+        _testing.session(single_node(inputs, case["attributes"]), LIBRARY)
+    assert OP_TYPE in str(raised.value), str(raised.value)
+
+
 def test_session_without_library_fails_clearly():
     inputs = make_inputs(RANDOM_CASES[0], 0, DTYPES[0], seed=0)
     model = single_node(inputs, RANDOM_CASES[0]["attributes"])

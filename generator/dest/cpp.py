@@ -224,6 +224,7 @@ def _schema_test_context(op: OpDef) -> dict:
             "message_literal": cpp.string_literal(case.message),
         }
         for index, case in enumerate(op.tests.errors)
+        if case.values is None
     ]
     inputs = [
         {

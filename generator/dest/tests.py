@@ -5,7 +5,7 @@ from __future__ import annotations
 from generator.api import python as py
 from generator.dest import common
 from generator.dest.python import base_context, output_dtype_expr
-from generator.model import OpDef, evaluate_output_shapes
+from generator.model import DType, OpDef, evaluate_output_shapes
 from generator.render import GeneratedFile, render
 
 
@@ -67,7 +67,18 @@ def emit(op: OpDef) -> list[GeneratedFile]:
                 "message": case.message,
             }
             for case in tests.errors
+            if case.values is None
         ],
+        "value_error_cases": [
+            {
+                "inputs": py.literal_dict(case.values),
+                "attributes": py.literal_dict(case.attributes),
+                "message": case.message,
+            }
+            for case in tests.errors
+            if case.values is not None
+        ],
+        "unsupported_dtype": _unsupported_dtype(op),
         "builtin_equivalents": [
             {
                 "domain": b.domain,
@@ -91,3 +102,13 @@ def emit(op: OpDef) -> list[GeneratedFile]:
 def _expected_dtype(op: OpDef, output) -> str:
     """The expected dtype of an output: the input dtype under test, or the concrete one."""
     return "dtype" if op.dtype_source(output) else output_dtype_expr(op, output)
+
+
+def _unsupported_dtype(op: OpDef) -> str | None:
+    """A dtype the first input does not accept, to prove it is rejected (not misread)."""
+    first = op.inputs[0]
+    accepted = op.type_var_dtypes[first.type_var] if first.type_var else (first.dtype,)
+    for candidate in (DType.int32, DType.float64, DType.float32, DType.int64):
+        if candidate not in accepted:
+            return py.TORCH_DTYPE[candidate]
+    return None
