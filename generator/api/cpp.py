@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
 from generator.model import (
     Attribute,
@@ -35,14 +36,8 @@ ATTR_TYPE = {
     AttrType.floats: "std::vector<float>",
     AttrType.strings: "std::vector<std::string>",
 }
-ONNX_ATTR_ENUM = {
-    AttrType.int: "INT",
-    AttrType.float: "FLOAT",
-    AttrType.string: "STRING",
-    AttrType.ints: "INTS",
-    AttrType.floats: "FLOATS",
-    AttrType.strings: "STRINGS",
-}
+# The ONNX AttributeProto enum names are the same in C++ (AttributeProto::INT).
+ONNX_ATTR_ENUM = ATTR_PROTO
 
 
 def ort_enum(dtype: DType) -> str:
@@ -249,13 +244,13 @@ def shaped_inputs(op: OpDef) -> list[dict]:
     return [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
 
 
-_PROTO_SETTER = {
-    AttrType.int: ("INT", "set_i", "int64_t{{{}}}"),
-    AttrType.float: ("FLOAT", "set_f", "{}f"),
-    AttrType.string: ("STRING", "set_s", None),
-    AttrType.ints: ("INTS", "add_ints", "int64_t{{{}}}"),
-    AttrType.floats: ("FLOATS", "add_floats", "{}f"),
-    AttrType.strings: ("STRINGS", "add_strings", None),
+_PROTO_SETTER = {  # NodeProto attribute setter, and how to spell one value (None: a string)
+    AttrType.int: ("set_i", "int64_t{{{}}}"),
+    AttrType.float: ("set_f", "{}f"),
+    AttrType.string: ("set_s", None),
+    AttrType.ints: ("add_ints", "int64_t{{{}}}"),
+    AttrType.floats: ("add_floats", "{}f"),
+    AttrType.strings: ("add_strings", None),
 }
 
 
@@ -264,7 +259,8 @@ def node_attribute_statements(node: str, attrs: dict[str, Attribute], values: di
     statements = []
     for name, value in values.items():
         kind = attrs[name].type
-        enum, setter, pattern = _PROTO_SETTER[kind]
+        enum = ATTR_PROTO[kind]
+        setter, pattern = _PROTO_SETTER[kind]
         var = f"{name}_attribute"
         statements.append(f"auto* {var} = {node}->add_attribute();")
         statements.append(f"{var}->set_name({string_literal(name)});")

@@ -174,15 +174,13 @@ def _schema_context(op: OpDef) -> dict:
 def _schema_test_context(op: OpDef) -> dict:
     first = op.instantiations[0] if op.type_constraints else None
 
-    def input_dtype(t):
+    def tensor_dtype(t):
+        """The tensor's dtype in the first instantiation (what the C++ test models use)."""
         return t.dtype if t.type_var is None else first.dtype(t.type_var)
 
     def dims_literal(dims) -> str:
         entries = [f'{{0, "{d}"}}' if isinstance(d, str) else f'{{{d}, ""}}' for d in dims]
         return "{" + ", ".join(entries) + "}"
-
-    def output_dtype(t):
-        return t.dtype if t.type_var is None else first.dtype(t.type_var)
 
     attrs = {a.name: a for a in op.attributes}
     valid = []
@@ -195,7 +193,7 @@ def _schema_test_context(op: OpDef) -> dict:
                     "node", attrs, case.attributes
                 ),
                 "label": f"random case {index} {named}".replace('"', "'"),
-                "dtype_expr": cpp.onnx_proto_enum(input_dtype(op.inputs[0])),
+                "dtype_expr": cpp.onnx_proto_enum(tensor_dtype(op.inputs[0])),
                 "input_shapes": "{"
                 + ", ".join(dims_literal(named[t.name]) for t in op.inputs)
                 + "}",
@@ -204,7 +202,7 @@ def _schema_test_context(op: OpDef) -> dict:
                         "name": t.name,
                         "index": i,
                         "expected_literal": cpp.string_literal(
-                            f"{TENSOR_PROTO_NUMBER[output_dtype(t)]} ["
+                            f"{TENSOR_PROTO_NUMBER[tensor_dtype(t)]} ["
                             + ", ".join(str(d) for d in expected[t.name])
                             + "]"
                         ),
@@ -217,7 +215,7 @@ def _schema_test_context(op: OpDef) -> dict:
         {
             "attribute_statements": cpp.node_attribute_statements("node", attrs, case.attributes),
             "label": f"error case {index} {dict(case.shapes)}".replace('"', "'"),
-            "dtype_expr": cpp.onnx_proto_enum(input_dtype(op.inputs[0])),
+            "dtype_expr": cpp.onnx_proto_enum(tensor_dtype(op.inputs[0])),
             "input_shapes": "{"
             + ", ".join(dims_literal(list(case.shapes[t.name])) for t in op.inputs)
             + "}",
@@ -231,7 +229,7 @@ def _schema_test_context(op: OpDef) -> dict:
             "name": t.name,
             "index": i,
             "name_literal": cpp.string_literal(t.name),
-            "dtype_expr": cpp.onnx_proto_enum(input_dtype(t)),
+            "dtype_expr": cpp.onnx_proto_enum(tensor_dtype(t)),
         }
         for i, t in enumerate(op.inputs)
     ]
@@ -240,7 +238,7 @@ def _schema_test_context(op: OpDef) -> dict:
             "name": t.name,
             "index": i,
             "name_literal": cpp.string_literal(t.name),
-            "dtype_expr": cpp.onnx_proto_enum(output_dtype(t)),
+            "dtype_expr": cpp.onnx_proto_enum(tensor_dtype(t)),
         }
         for i, t in enumerate(op.outputs)
     ]
