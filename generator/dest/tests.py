@@ -39,6 +39,9 @@ def emit(op: OpDef) -> list[GeneratedFile]:
             for d, t in sorted(tests.tolerances.items(), key=lambda item: item[0].value)
         ],
         "input_names": py.literal([t.name for t in op.inputs]),
+        "input_dtypes": "{"
+        + ", ".join(f"{t.name!r}: {_input_dtype(op, t)}" for t in op.inputs)
+        + "}",
         "output_names": py.literal([t.name for t in op.outputs]),
         "input_params": ", ".join(t.name for t in op.inputs),
         "reference_params": ", ".join(
@@ -112,3 +115,13 @@ def _unsupported_dtype(op: OpDef) -> str | None:
         if candidate not in accepted:
             return py.TORCH_DTYPE[candidate]
     return None
+
+
+def _input_dtype(op: OpDef, tensor) -> str:
+    """None when the input follows the dtype under test (the first type variable); otherwise
+    its fixed dtype (a concrete dtype, or another variable's first dtype)."""
+    if tensor.type_var is None:
+        return py.TORCH_DTYPE[tensor.dtype]
+    if tensor.type_var == op.type_constraints[0].name:
+        return "None"
+    return py.TORCH_DTYPE[op.type_var_dtypes[tensor.type_var][0]]
