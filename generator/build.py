@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from generator.errors import DefinitionErrors
+
 NPM_PACKAGE = "com.github.asus4.onnxruntime@0.4.9"
 NPM_INTEGRITY = "sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
 HEADERS_IN_PACKAGE = (
@@ -109,7 +111,7 @@ def _op_for_path(path: str, ops) -> str | None:
     return None
 
 
-def _run(command: list[str], log, quiet: bool) -> tuple[int, list[str]]:
+def _run(command: list[str], quiet: bool) -> tuple[int, list[str]]:
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
@@ -143,8 +145,9 @@ def build(args) -> int:
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except Exception as exc:  # a bad definition: generation reports it properly
-        print(f"error: {exc}", file=sys.stderr)
+    except DefinitionErrors as errors:
+        for error in errors.errors:
+            print(f"error: {error}", file=sys.stderr)
         return 2
     started = time.monotonic()
     if not (build_dir / "CMakeCache.txt").is_file():
@@ -165,7 +168,6 @@ def build(args) -> int:
                 f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
                 "-DCMAKE_BUILD_TYPE=Release",
             ],
-            log,
             args.quiet,
         )
         if code != 0:
@@ -181,7 +183,7 @@ def build(args) -> int:
         )
     log(f"building with {args.jobs} job(s)")
     code, lines = _run(
-        ["cmake", "--build", str(build_dir), "--parallel", str(args.jobs)], log, args.quiet
+        ["cmake", "--build", str(build_dir), "--parallel", str(args.jobs)], args.quiet
     )
     if code != 0:
         failed = sorted(

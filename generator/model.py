@@ -15,7 +15,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
-from generator.errors import DefinitionError, ErrorCollector
+from generator.errors import DefinitionError, ErrorCollector, Location
 from generator.source import Node, load_definition_file
 
 # --------------------------------------------------------------------------- dtypes and types
@@ -535,13 +535,6 @@ def _parse_tensor(
     return TensorParam(name, doc, type_var, dtype, shape, same)
 
 
-ATTR_PYTHON_TYPES = {
-    AttrType.int: int,
-    AttrType.float: (int, float),
-    AttrType.string: str,
-}
-
-
 def _attr_value(node: Node, attr_type: AttrType) -> Any:
     def scalar(item: Node, base: AttrType) -> Any:
         if base is AttrType.int:
@@ -768,7 +761,7 @@ def _parse_tests(
     if missing:
         errors.add(tol_node.error(f"declare tolerances for every tested dtype; missing {missing}"))
 
-    def tensor_map(n: Node, names: set[str], what: str) -> dict[str, Node]:
+    def tensor_map(n: Node, names: set[str]) -> dict[str, Node]:
         return _mapping(n, names, names) if names else {}
 
     known = []
@@ -778,12 +771,9 @@ def _parse_tests(
             kf = _mapping(
                 item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"}
             )
-            ins = {
-                k: _tensor_literal(v) for k, v in tensor_map(kf["inputs"], input_names, "").items()
-            }
+            ins = {k: _tensor_literal(v) for k, v in tensor_map(kf["inputs"], input_names).items()}
             outs = {
-                k: _tensor_literal(v)
-                for k, v in tensor_map(kf["outputs"], output_names, "").items()
+                k: _tensor_literal(v) for k, v in tensor_map(kf["outputs"], output_names).items()
             }
             only = tuple(_dtype(d) for d in _list(kf["dtypes"])) if "dtypes" in kf else None
             return KnownCase(ins, outs, _parse_case_attributes(kf, attrs, item), only)
@@ -798,7 +788,7 @@ def _parse_tests(
         def parse_random(item=item) -> RandomCase:
             rf = _mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
             shapes = {}
-            for name, shape_node in tensor_map(rf["shapes"], input_names, "").items():
+            for name, shape_node in tensor_map(rf["shapes"], input_names).items():
                 dims = []
                 for d in _list(shape_node):
                     if isinstance(d.value, int) and not isinstance(d.value, bool) and d.value >= 0:
@@ -842,14 +832,13 @@ def _parse_tests(
             values = None
             if "inputs" in ef:
                 values = {
-                    k: _tensor_literal(v)
-                    for k, v in tensor_map(ef["inputs"], input_names, "").items()
+                    k: _tensor_literal(v) for k, v in tensor_map(ef["inputs"], input_names).items()
                 }
                 shapes = {}
             else:
                 shapes = {
                     name: tuple(_int(d, minimum=0) for d in _list(s))
-                    for name, s in tensor_map(ef["shapes"], input_names, "").items()
+                    for name, s in tensor_map(ef["shapes"], input_names).items()
                 }
             message = _str(ef["message"])
             return ErrorCase(shapes, values, message, _parse_case_attributes(ef, attrs, item))
@@ -1038,8 +1027,6 @@ def check_project(ops: list[OpDef]) -> None:
             (("torch", op.torch.qualified_name), "PyTorch name"),
         ):
             if key in seen:
-                from generator.errors import Location
-
                 errors.add(
                     DefinitionError(
                         Location(op.definition_path, 1, 1),

@@ -9,7 +9,7 @@ from generator.dest import cpp as cpp_dest
 from generator.dest import project as project_dest
 from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
-from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
+from generator.errors import DefinitionError, ErrorCollector, Location
 from generator.model import OpDef, check_project, parse_opdef
 from generator.render import GeneratedFile
 
@@ -49,10 +49,7 @@ def load(project: Project, paths: list[Path]) -> list[OpDef]:
         if op is not None:
             ops.append(op)
     errors.raise_if_any()
-    try:
-        check_project(ops)
-    except DefinitionErrors:
-        raise
+    check_project(ops)
     return ops
 
 

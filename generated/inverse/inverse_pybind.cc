@@ -38,9 +38,9 @@ void bind(py::module_& module) {
       [](const py::array& X_array) -> py::tuple {
         Attributes attrs;
         const std::string X_dtype = opgen::py_support::dtype_name(X_array);
-        if (X_dtype == "float32") return run<float>(X_array, attrs);
-        if (X_dtype == "float64") return run<double>(X_array, attrs);
-        if (X_dtype == "float16") return run<opgen::float16>(X_array, attrs);
+        if (X_dtype == opgen::py_support::numpy_name<float>()) return run<float>(X_array, attrs);
+        if (X_dtype == opgen::py_support::numpy_name<double>()) return run<double>(X_array, attrs);
+        if (X_dtype == opgen::py_support::numpy_name<opgen::float16>()) return run<opgen::float16>(X_array, attrs);
         opgen::fail(std::string(kOpName) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32|float64|float16");
       },
       py::arg("X"),

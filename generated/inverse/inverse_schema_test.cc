@@ -40,7 +40,7 @@ void set_shape(ONNX_NAMESPACE::ValueInfoProto* info, TensorProto_DataType dtype,
 // The model's single node, so that a test case can add its attributes.
 ONNX_NAMESPACE::NodeProto* only_node(ModelProto& model) { return model.mutable_graph()->mutable_node(0); }
 
-ModelProto make_model(TensorProto_DataType dtype, const std::vector<std::vector<Dim>>& input_shapes) {
+ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
   ModelProto model;
   model.set_ir_version(8);
   auto* standard = model.add_opset_import();
@@ -89,7 +89,7 @@ int main() {
   expect(schema != nullptr, "schema ai.opgen::Inverse v1 is registered");
   if (schema == nullptr) return 1;
   {
-    ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{0, "batch"}, {3, ""}, {3, ""}}});
+    ModelProto model = make_model({{{0, "batch"}, {3, ""}, {3, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {
@@ -107,7 +107,7 @@ int main() {
     }
   }
   {
-    ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{0, "batch"}, {2, ""}, {8, ""}, {8, ""}}});
+    ModelProto model = make_model({{{0, "batch"}, {2, ""}, {8, ""}, {8, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {
@@ -125,7 +125,7 @@ int main() {
     }
   }
   {
-    ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{2, ""}, {3, ""}, {4, ""}}});
+    ModelProto model = make_model({{{2, ""}, {3, ""}, {4, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {
@@ -137,7 +137,7 @@ int main() {
     }
   }
   {
-    ModelProto model = make_model(ONNX_NAMESPACE::TensorProto_DataType_FLOAT, {{{5, ""}}});
+    ModelProto model = make_model({{{5, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {

@@ -27,7 +27,6 @@ KERNEL_TYPE = {
     DType.uint8: "uint8_t",
     DType.bool: "bool",
 }
-ORT_TYPE = {**KERNEL_TYPE, DType.float16: "Ort::Float16_t", DType.bfloat16: "Ort::BFloat16_t"}
 ATTR_TYPE = {
     AttrType.int: "int64_t",
     AttrType.float: "float",
@@ -36,12 +35,6 @@ ATTR_TYPE = {
     AttrType.floats: "std::vector<float>",
     AttrType.strings: "std::vector<std::string>",
 }
-# The ONNX AttributeProto enum names are the same in C++ (AttributeProto::INT).
-ONNX_ATTR_ENUM = ATTR_PROTO
-
-
-def ort_enum(dtype: DType) -> str:
-    return f"ONNX_TENSOR_ELEMENT_DATA_TYPE_{TENSOR_PROTO[dtype]}"
 
 
 def onnx_proto_enum(dtype: DType) -> str:

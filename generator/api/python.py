@@ -16,7 +16,6 @@ from generator.model import (
 )
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
-NUMPY_DTYPE = {d: ("bool_" if d is DType.bool else d.value) for d in DType}
 SCHEMA_TYPE = {
     AttrType.int: "int",
     AttrType.float: "float",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator.api import cpp
+from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
 from generator.dest import common
 from generator.model import OpDef, evaluate_output_shapes
@@ -22,7 +23,7 @@ def _attributes(op: OpDef) -> list[dict]:
                 "initializer": "" if attr.required else f" = {cpp.attr_literal(attr)}",
                 "comment": " ".join(cpp.comment(attr.doc)) or attr.type.value,
                 "required": "true" if attr.required else "false",
-                "onnx_enum": cpp.ONNX_ATTR_ENUM[attr.type],
+                "onnx_enum": ATTR_PROTO[attr.type],
                 "name_literal": cpp.string_literal(attr.name),
                 "doc_literal": cpp.string_literal(attr.doc),
                 "schema_default": None if attr.required else _schema_default(attr),
@@ -55,16 +56,15 @@ def _instantiations(op: OpDef) -> list[dict]:
     for inst in op.instantiations:
         binding = {var: cpp.KERNEL_TYPE[dtype] for var, dtype in inst.bindings}
         dtype_of = {t.name: (inst.dtype(t.type_var) if t.type_var else t.dtype) for t in op.inputs}
-        from generator.api.python import NUMPY_DTYPE
-
-        numpy_names = {name: NUMPY_DTYPE[d].rstrip("_") for name, d in dtype_of.items()}
         result.append(
             {
                 "suffix": inst.suffix or "only",
                 "template_args": common.template_args(op, binding),
                 "compute_params": common.compute_params(op, binding),
+                # The numpy names live in one place: numpy_name<T>() of pybind_support.h.
                 "numpy_condition": " && ".join(
-                    f'{name}_dtype == "{numpy_names[name]}"' for name in numpy_names
+                    f"{name}_dtype == opgen::py_support::numpy_name<{cpp.KERNEL_TYPE[dtype]}>()"
+                    for name, dtype in dtype_of.items()
                 ),
             }
         )
@@ -193,7 +193,6 @@ def _schema_test_context(op: OpDef) -> dict:
                     "node", attrs, case.attributes
                 ),
                 "label": f"random case {index} {named}".replace('"', "'"),
-                "dtype_expr": cpp.onnx_proto_enum(tensor_dtype(op.inputs[0])),
                 "input_shapes": "{"
                 + ", ".join(dims_literal(named[t.name]) for t in op.inputs)
                 + "}",
@@ -215,7 +214,6 @@ def _schema_test_context(op: OpDef) -> dict:
         {
             "attribute_statements": cpp.node_attribute_statements("node", attrs, case.attributes),
             "label": f"error case {index} {dict(case.shapes)}".replace('"', "'"),
-            "dtype_expr": cpp.onnx_proto_enum(tensor_dtype(op.inputs[0])),
             "input_shapes": "{"
             + ", ".join(dims_literal(list(case.shapes[t.name])) for t in op.inputs)
             + "}",

@@ -19,6 +19,9 @@ template <typename T>
 const char* numpy_name();
 template <>
 inline const char* numpy_name<opgen::float16>() { return "float16"; }
+// numpy has no bfloat16: no array ever matches, so such inputs are rejected as unsupported.
+template <>
+inline const char* numpy_name<opgen::bfloat16>() { return "bfloat16"; }
 template <>
 inline const char* numpy_name<float>() { return "float32"; }
 template <>
