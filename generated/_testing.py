@@ -26,6 +26,19 @@ TENSOR_PROTO = {
 IR_VERSION = 10
 
 
+def float32_attributes(attributes: dict) -> dict:
+    """Float attributes as every runtime sees them: ONNX float attributes are float32."""
+
+    def rounded(value):
+        if isinstance(value, float):
+            return float(np.float32(value))
+        if isinstance(value, list | tuple) and value and isinstance(value[0], float):
+            return [float(np.float32(v)) for v in value]
+        return value
+
+    return {name: rounded(value) for name, value in attributes.items()}
+
+
 def session(model, domain_ident: str | None, threads: int = 1) -> ort.InferenceSession:
     """An ONNX Runtime session on the CPU, with the domain's custom-op library if given."""
     options = ort.SessionOptions()

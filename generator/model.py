@@ -172,6 +172,17 @@ class DimLiteralCheck:
 
 
 @dataclass(frozen=True)
+class ShapeEqualCheck:
+    """Input `b` must have exactly the shape of input `a` (an input's `same_shape_as`)."""
+
+    a: str
+    a_index: int
+    b: str
+    b_index: int
+    message: str
+
+
+@dataclass(frozen=True)
 class ShapePart:
     """One piece of an output shape: a slice of an input's dims, one input dim, or a literal."""
 
@@ -194,7 +205,17 @@ class OutputShape:
 class ShapeRule:
     rank_checks: tuple[RankCheck, ...]
     dim_checks: tuple[DimEqualCheck | DimLiteralCheck, ...]
+    shape_checks: tuple[ShapeEqualCheck, ...]
     outputs: tuple[OutputShape, ...]
+
+    @property
+    def shaped_inputs(self) -> frozenset[str]:
+        """Inputs whose shape the rule reads."""
+        used = {c.input for c in self.rank_checks}
+        used |= {name for c in self.shape_checks for name in (c.a, c.b)}
+        for out in self.outputs:
+            used |= {p.input for p in out.parts if p.input}
+        return frozenset(used)
 
 
 @dataclass(frozen=True)
@@ -510,7 +531,7 @@ def _parse_tensor(
     is_output: bool,
     declared_vars: frozenset[str] = frozenset(),
 ) -> TensorParam:
-    allowed = {"name", "type", "doc", "shape"} | ({"same_shape_as"} if is_output else set())
+    allowed = {"name", "type", "doc", "shape", "same_shape_as"}
     fields = _mapping(node, allowed, {"name", "type"})
     name = _identifier(fields["name"], "tensor name")
     type_name = _str(fields["type"], "a type variable or dtype")
@@ -527,7 +548,7 @@ def _parse_tensor(
             ) from None
     shape = _parse_shape(fields["shape"], True) if "shape" in fields else None
     same = _identifier(fields["same_shape_as"], "input name") if "same_shape_as" in fields else None
-    if is_output and shape is not None and same is not None:
+    if shape is not None and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
     if is_output and shape is None and same is None:
         raise node.error("an output needs a shape rule: 'shape: [...]' or 'same_shape_as: <input>'")
@@ -570,7 +591,11 @@ def _parse_attribute(node: Node) -> Attribute:
 
 
 def _compile_shape_rule(
-    op_type: str, inputs: tuple[TensorParam, ...], outputs: tuple[TensorParam, ...], node: Node
+    op_type: str,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    inputs_node: Node,
+    node: Node,
 ) -> ShapeRule:
     """Turn the input patterns and output rules into checks and output shape parts."""
     rank_checks: list[RankCheck] = []
@@ -624,6 +649,25 @@ def _compile_shape_rule(
     if len(ellipsis_inputs) > 1:
         raise node.error("only one input may use '...' for now (no broadcasting of batch dims yet)")
     by_name = {t.name: (i, t) for i, t in enumerate(inputs)}
+    shape_checks = []
+    for index, tensor in enumerate(inputs):
+        if tensor.same_shape_as is None:
+            continue
+        if tensor.same_shape_as not in by_name or by_name[tensor.same_shape_as][0] >= index:
+            raise inputs_node.value[index].error(
+                f"input '{tensor.name}': same_shape_as '{tensor.same_shape_as}' must name an "
+                "earlier input"
+            )
+        first = tensor.same_shape_as
+        shape_checks.append(
+            ShapeEqualCheck(
+                first,
+                by_name[first][0],
+                tensor.name,
+                index,
+                f"{op_type}: input '{tensor.name}' must have the shape of input '{first}'",
+            )
+        )
     shapes = []
     for output in outputs:
         if output.same_shape_as is not None:
@@ -662,7 +706,7 @@ def _compile_shape_rule(
                     parts_list.append(ShapePart("dim", ref.input, ref.input_index, axis=ref.axis))
             parts = tuple(parts_list)
         shapes.append(OutputShape(output.name, parts))
-    return ShapeRule(tuple(rank_checks), tuple(dim_checks), tuple(shapes))
+    return ShapeRule(tuple(rank_checks), tuple(dim_checks), tuple(shape_checks), tuple(shapes))
 
 
 REFERENCE_GLOBALS = {"torch", "F", "math"}
@@ -972,7 +1016,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     shape_rule = None
     if inputs and outputs and "outputs" in fields:
         shape_rule = errors.attempt(
-            _compile_shape_rule, op_type, inputs, outputs, fields["outputs"]
+            _compile_shape_rule, op_type, inputs, outputs, fields["inputs"], fields["outputs"]
         )
 
     names = {t.name for t in inputs} | {a.name for a in attributes}

@@ -135,6 +135,15 @@ def concrete_checks(op: OpDef) -> list[dict]:
                 "got": got,
             }
         )
+    for check in rule.shape_checks:
+        a, b = _shape_var(check.a), _shape_var(check.b)
+        checks.append(
+            {
+                "condition": f"{a} == {b}",
+                "message": string_literal(check.message + ", got "),
+                "got": f'opgen::shape_to_string({a}) + " and " + opgen::shape_to_string({b})',
+            }
+        )
     return checks
 
 
@@ -197,6 +206,17 @@ def symbolic_checks(op: OpDef) -> list[dict]:
         checks.append(
             {"input_index": None, "condition": condition, "message": string_literal(check.message)}
         )
+    for check in rule.shape_checks:
+        a, b = f"{check.a}_shape", f"{check.b}_shape"
+        # Ranks must agree; dims only where both are known.
+        condition = (
+            f"{a}.dim_size() == {b}.dim_size() && [&] {{ for (int i = 0; i < {a}.dim_size(); ++i) "
+            f"if ({a}.dim(i).has_dim_value() && {b}.dim(i).has_dim_value() && "
+            f"{a}.dim(i).dim_value() != {b}.dim(i).dim_value()) return false; return true; }}()"
+        )
+        checks.append(
+            {"input_index": None, "condition": condition, "message": string_literal(check.message)}
+        )
     return checks
 
 
@@ -231,9 +251,7 @@ def symbolic_output_shapes(op: OpDef) -> list[dict]:
 
 def shaped_inputs(op: OpDef) -> list[dict]:
     """Inputs whose shape the rule reads (the schema inference needs all of them known)."""
-    used = {c.input for c in op.shape_rule.rank_checks}
-    for out in op.shape_rule.outputs:
-        used |= {p.input for p in out.parts if p.input}
+    used = op.shape_rule.shaped_inputs
     return [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
 
 

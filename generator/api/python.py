@@ -77,6 +77,15 @@ def torch_checks(op: OpDef) -> list[dict]:
         checks.append(
             {"condition": condition, "message": literal(check.message + ", got "), "got": got}
         )
+    for check in rule.shape_checks:
+        a, b = f"list({check.a}.shape)", f"list({check.b}.shape)"
+        checks.append(
+            {
+                "condition": f"{a} == {b}",
+                "message": literal(check.message + ", got "),
+                "got": f'f"{{{a}}} and {{{b}}}"',
+            }
+        )
     return checks
 
 
@@ -122,6 +131,15 @@ def onnx_checks(op: OpDef) -> list[dict]:
                 f"_support.known_equal({_onnx_dim(check.ref)}, _support.fixed_dim({check.value}))"
             )
         checks.append({"condition": condition, "message": literal(check.message)})
+    for check in rule.shape_checks:
+        a, b = f"{check.a}_dims", f"{check.b}_dims"
+        checks.append(
+            {
+                "condition": f"len({a}) == len({b}) and all(_support.known_equal(d, e) "
+                f"for d, e in zip({a}, {b}, strict=True))",
+                "message": literal(check.message),
+            }
+        )
     return checks
 
 

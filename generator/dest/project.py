@@ -22,6 +22,8 @@ def _domains(ops: list[OpDef]) -> list[dict]:
                 "domain": domain,
                 "ident": ident,
                 "ops": [{"op_id": op.op_id} for op in members],
+                "kernel_ops": [{"op_id": op.op_id} for op in members],
+                "schema_ops": [{"op_id": op.op_id} for op in members],
                 "library_name": common.library_name(ident),
                 "module_name": common.module_name(ident),
                 "max_version": max(op.version for op in members),

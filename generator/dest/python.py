@@ -54,9 +54,7 @@ def _torch_context(op: OpDef) -> dict:
 
 
 def _onnx_schema_context(op: OpDef) -> dict:
-    used = {c.input for c in op.shape_rule.rank_checks}
-    for out in op.shape_rule.outputs:
-        used |= {p.input for p in out.parts if p.input}
+    used = op.shape_rule.shaped_inputs
     shaped = [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
     return {
         "inputs": [

@@ -5,7 +5,9 @@
 // source serves both runtimes.
 #pragma once
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
