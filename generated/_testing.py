@@ -39,13 +39,16 @@ def float32_attributes(attributes: dict) -> dict:
     return {name: rounded(value) for name, value in attributes.items()}
 
 
-def session(model, domain_ident: str | None, threads: int = 1) -> ort.InferenceSession:
-    """An ONNX Runtime session on the CPU, with the domain's custom-op library if given."""
+def session(model, libraries=(), threads: int = 1) -> ort.InferenceSession:
+    """An ONNX Runtime session on the CPU with the given custom-op libraries (domain idents;
+    one ident or None also work)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.log_severity_level = 3
-    if domain_ident is not None:
-        options.register_custom_ops_library(str(_support.ort_library(domain_ident)))
+    if libraries is None:
+        libraries = ()
+    for ident in [libraries] if isinstance(libraries, str) else libraries:
+        options.register_custom_ops_library(str(_support.ort_library(ident)))
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
     return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 

@@ -105,7 +105,7 @@ def ort_include_dir(log) -> Path:
 
 def _op_for_path(path: str, ops) -> str | None:
     for op in ops:
-        kernel = op.kernel.source_file
+        kernel = op.kernel.source_file if op.kernel else None
         if f"/{op.op_id}/" in path or (kernel is not None and path.endswith(kernel.name)):
             return f"{op.op_id} ({op.definition_path})"
     return None

@@ -289,24 +289,80 @@ class Tests:
 
 @dataclass(frozen=True)
 class TorchBinding:
+    """A new PyTorch op (`name`), or an existing ATen overload whose export the definition
+    overrides (`overrides`; no new PyTorch op)."""
+
     namespace: str
     name: str
     api: str  # "custom_op" (torch.library.custom_op) | "legacy" (torch._custom_op)
+    overload: str = "default"
+    is_override: bool = False
 
     @property
     def qualified_name(self) -> str:
         return f"{self.namespace}::{self.name}"
+
+    @property
+    def overload_name(self) -> str:
+        """As in the ONNX exporters' tables: `aten::add.Tensor`."""
+        return f"{self.qualified_name}.{self.overload}"
+
+
+@dataclass(frozen=True)
+class AttrRef:
+    """`@name` in a node: the value of the definition's attribute `name`."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NodeAttribute:
+    name: str
+    type: AttrType
+    value: Any  # a literal, a DType (an int attribute given as a dtype name), or an AttrRef
+
+
+@dataclass(frozen=True)
+class OnnxNode:
+    """One node of a function body or an export: `Z, W = domain::Op<attr=value>(X, Y)`."""
+
+    outputs: tuple[str, ...]
+    domain: str  # "" for the standard ONNX domain
+    op_type: str
+    inputs: tuple[str, ...]
+    attributes: tuple[NodeAttribute, ...]
+    location: Location
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.domain}::{self.op_type}" if self.domain else self.op_type
+
+
+@dataclass(frozen=True)
+class Function:
+    """The op is an ONNX function: a body of nodes (standard ops, at `opset`)."""
+
+    opset: int
+    nodes: tuple[OnnxNode, ...]
+
+
+@dataclass(frozen=True)
+class ExportRule:
+    """How the PyTorch op exports: these nodes, when every attribute in `when` has its value."""
+
+    when: tuple[tuple[str, Any], ...]
+    nodes: tuple[OnnxNode, ...]
 
 
 @dataclass(frozen=True)
 class OpDef:
     op_id: str  # file stem: names generated/<op_id>/ and the C++ namespace
     definition_path: str  # as shown in headers and errors (relative to the project)
-    op_type: str
-    domain: str
-    version: int
+    op_type: str | None  # the ONNX op it defines; None for an export-only definition
+    domain: str | None
+    version: int | None
     doc: str
-    torch: TorchBinding
+    torch: TorchBinding | None
     type_constraints: tuple[TypeConstraint, ...]
     inputs: tuple[TensorParam, ...]
     outputs: tuple[TensorParam, ...]
@@ -314,8 +370,30 @@ class OpDef:
     shape_rule: ShapeRule
     reference: str
     reference_upcast: bool
-    kernel: Kernel
+    kernel: Kernel | None
+    function: Function | None
+    provided_by: str | None  # "onnxruntime": the runtime already has this op
+    export: tuple[ExportRule, ...]  # empty without a PyTorch side
     tests: Tests
+
+    @property
+    def defines_onnx_op(self) -> bool:
+        return self.op_type is not None
+
+    @property
+    def has_cpp_schema(self) -> bool:
+        """Ops we implement get an ONNX C++ schema; ops a runtime provides do not."""
+        return self.kernel is not None or self.function is not None
+
+    @property
+    def new_torch_op(self) -> bool:
+        return self.torch is not None and not self.torch.is_override
+
+    @property
+    def nodes_used(self) -> tuple[OnnxNode, ...]:
+        """Every node of the export rules and the function body."""
+        nodes = [n for rule in self.export for n in rule.nodes]
+        return tuple(nodes + list(self.function.nodes if self.function else ()))
 
     @property
     def instantiations(self) -> tuple[Instantiation, ...]:
@@ -337,6 +415,8 @@ class OpDef:
     def exporters(self) -> tuple[str, ...]:
         """The PyTorch exporters that can export this op. The TorchScript tracer cannot
         record a list-of-strings argument ("unsupported input list type: str")."""
+        if self.torch is None:
+            return ()
         if any(a.type is AttrType.strings for a in self.attributes):
             return ("dynamo",)
         return ("dynamo", "torchscript")
@@ -458,8 +538,31 @@ def _dtype(node: Node) -> DType:
 # --------------------------------------------------------------------------- sections
 
 
+ATEN_OVERLOAD = re.compile(
+    r"^([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?$"
+)
+
+
 def _parse_torch(node: Node) -> TorchBinding:
-    fields = _mapping(node, {"name", "api"}, {"name"})
+    fields = _mapping(node, {"name", "api", "overrides"}, set())
+    if ("name" in fields) == ("overrides" in fields):
+        raise node.error(
+            "give exactly one of 'name' (a new PyTorch op 'namespace::name') or 'overrides' "
+            "(an existing overload such as 'aten::add.Tensor')"
+        )
+    if "overrides" in fields:
+        if "api" in fields:
+            raise fields["api"].error("'api' applies to new ops only, not to 'overrides'")
+        text = _str(fields["overrides"])
+        match = ATEN_OVERLOAD.match(text)
+        if not match:
+            raise fields["overrides"].error(
+                f"'{text}' is not a PyTorch overload 'namespace::name.overload' "
+                "(e.g. aten::add.Tensor; the overload defaults to 'default')"
+            )
+        return TorchBinding(
+            match.group(1), match.group(2), "custom_op", match.group(3) or "default", True
+        )
     qualified = _str(fields["name"])
     match = TORCH_NAME.match(qualified)
     if not match:
@@ -550,8 +653,6 @@ def _parse_tensor(
     same = _identifier(fields["same_shape_as"], "input name") if "same_shape_as" in fields else None
     if shape is not None and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
-    if is_output and shape is None and same is None:
-        raise node.error("an output needs a shape rule: 'shape: [...]' or 'same_shape_as: <input>'")
     doc = _str(fields["doc"]) if "doc" in fields else ""
     return TensorParam(name, doc, type_var, dtype, shape, same)
 
@@ -608,16 +709,17 @@ def _compile_shape_rule(
             continue
         exact = pattern.ellipsis_index is None
         relation = "exactly" if exact else "at least"
-        rank_checks.append(
-            RankCheck(
-                tensor.name,
-                index,
-                exact,
-                pattern.fixed_rank,
-                f"{op_type}: input '{tensor.name}' must have {relation} rank {pattern.fixed_rank} "
-                f"(shape {pattern})",
+        if exact or pattern.fixed_rank > 0:  # `[...]` accepts every rank
+            rank_checks.append(
+                RankCheck(
+                    tensor.name,
+                    index,
+                    exact,
+                    pattern.fixed_rank,
+                    f"{op_type}: input '{tensor.name}' must have {relation} rank {pattern.fixed_rank} "
+                    f"(shape {pattern})",
+                )
             )
-        )
         if not exact:
             ellipsis_inputs.append((index, tensor))
         for position, dim in enumerate(pattern.dims):
@@ -677,6 +779,8 @@ def _compile_shape_rule(
                 )
             index, _ = by_name[output.same_shape_as]
             parts = (ShapePart("slice", output.same_shape_as, index, None, None),)
+        elif output.shape is None:
+            continue  # no rule: allowed where nothing needs it (checked by the caller)
         else:
             parts_list = []
             for dim in output.shape.dims:
@@ -904,6 +1008,204 @@ def _symbols(shapes: dict[str, tuple[int | str, ...]]) -> list[str]:
     return [d for dims in shapes.values() for d in dims if isinstance(d, str)]
 
 
+# --------------------------------------------------------------------------- ONNX nodes
+
+NODE = re.compile(
+    r"^\s*(?P<outputs>[^=]+?)\s*=\s*(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9_]*)"
+    r"\s*(?:<(?P<attributes>.*)>)?\s*\((?P<inputs>[^()]*)\)\s*$"
+)
+NODE_SYNTAX = "'Y = Op(X)', 'Y = domain::Op<attr=value, other=@attribute>(X, Z)'"
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Splits on commas outside brackets and quotes."""
+    parts, depth, quote, current = [], 0, None, []
+    for char in text:
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(char)
+    if "".join(current).strip():
+        parts.append("".join(current).strip())
+    return parts
+
+
+def _literal_attr_type(value: Any) -> AttrType | None:
+    if isinstance(value, DType):
+        return AttrType.int
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return AttrType.int
+    if isinstance(value, float):
+        return AttrType.float
+    if isinstance(value, str):
+        return AttrType.string
+    if isinstance(value, list) and value:
+        kinds = {_literal_attr_type(v) for v in value}
+        if kinds <= {AttrType.int, AttrType.float} and AttrType.float in kinds:
+            return AttrType.floats
+        if kinds == {AttrType.int}:
+            return AttrType.ints
+        if kinds == {AttrType.string}:
+            return AttrType.strings
+    return None
+
+
+def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) -> NodeAttribute:
+    name, sep, value_text = text.partition("=")
+    name, value_text = name.strip(), value_text.strip()
+    if not sep or not IDENTIFIER.match(name) or not value_text:
+        raise item.error(f"node attribute '{text}' is not 'name=value'")
+    if value_text.startswith("@"):
+        ref = value_text[1:]
+        if ref not in attrs:
+            raise item.error(
+                f"'@{ref}' names no attribute of this definition; declared: {sorted(attrs)}"
+            )
+        return NodeAttribute(name, attrs[ref].type, AttrRef(ref))
+    if IDENTIFIER.match(value_text):
+        try:
+            return NodeAttribute(name, AttrType.int, DType(value_text))
+        except ValueError:
+            raise item.error(
+                f"node attribute {name}={value_text}: a bare word must be a dtype name "
+                f"{[d.value for d in DType]}; quote a string, write '@{value_text}' for an attribute"
+            ) from None
+    try:
+        value = ast.literal_eval(value_text)
+    except (ValueError, SyntaxError):
+        raise item.error(
+            f"node attribute {name}={value_text}: expected a number, a quoted string, a list, "
+            "a dtype name or @attribute"
+        ) from None
+    kind = _literal_attr_type(value)
+    if kind is None:
+        raise item.error(
+            f"node attribute {name}={value_text}: expected a number, a string or a non-empty "
+            "list of one of them"
+        )
+    if isinstance(value, list):
+        value = tuple(float(v) if kind is AttrType.floats else v for v in value)
+    return NodeAttribute(name, kind, value)
+
+
+def _parse_nodes(
+    node: Node,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attrs: dict[str, Attribute],
+) -> tuple[OnnxNode, ...]:
+    """Parses a node list; every name must be an input or an earlier node's output, and the
+    nodes must produce every output."""
+    items = _list(node)
+    if not items:
+        raise node.error("give at least one node")
+    available = {t.name for t in inputs}
+    result = []
+    for item in items:
+        text = _str(item, f"a node such as {NODE_SYNTAX}")
+        match = NODE.match(text)
+        if not match:
+            raise item.error(f"'{text}' is not a node; expected {NODE_SYNTAX}")
+        outs = tuple(o.strip() for o in match.group("outputs").split(","))
+        for name in outs:
+            if not IDENTIFIER.match(name):
+                raise item.error(f"node output '{name}' is not an identifier")
+            if name in available:
+                raise item.error(f"'{name}' is already defined; each name is assigned once")
+        domain = match.group("domain") or ""
+        if domain and not DOMAIN.match(domain):
+            raise item.error(f"'{domain}' is not a dotted lower-case domain name")
+        ins = tuple(i.strip() for i in _split_top_level(match.group("inputs")))
+        for name in ins:
+            if name not in available:
+                raise item.error(
+                    f"node input '{name}' is neither an input of the op nor an output of an "
+                    f"earlier node (defined so far: {sorted(available)})"
+                )
+        attributes = tuple(
+            _parse_node_attribute(part, item, attrs)
+            for part in _split_top_level(match.group("attributes") or "")
+        )
+        names = [a.name for a in attributes]
+        if len(set(names)) != len(names):
+            raise item.error("a node attribute is given twice")
+        available |= set(outs)
+        result.append(OnnxNode(outs, domain, match.group("op"), ins, attributes, item.location))
+    missing = [t.name for t in outputs if t.name not in available]
+    if missing:
+        raise node.error(f"the nodes never assign the op's output(s) {missing}")
+    return tuple(result)
+
+
+def _parse_function(
+    node: Node,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attrs: dict[str, Attribute],
+) -> Function:
+    fields = _mapping(node, {"opset", "nodes"}, {"opset", "nodes"})
+    opset = _int(fields["opset"], minimum=1)
+    nodes = _parse_nodes(fields["nodes"], inputs, outputs, attrs)
+    for item, parsed in zip(fields["nodes"].value, nodes, strict=True):
+        if parsed.domain:
+            raise item.error(
+                f"a function body uses standard ONNX ops only; '{parsed.qualified}' has a domain"
+            )
+    return Function(opset, nodes)
+
+
+def _parse_export(
+    node: Node,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attrs: dict[str, Attribute],
+) -> tuple[ExportRule, ...]:
+    rules = []
+    seen_when: set[tuple] = set()
+    for item in _list(node):
+        fields = _mapping(item, {"when", "nodes"}, {"nodes"})
+        when = []
+        if "when" in fields:
+            for name, value in _mapping(fields["when"], set(attrs), set()).items():
+                when.append((name, _attr_value(value, attrs[name].type)))
+        key = tuple(when)
+        if rules and not rules[-1].when:
+            raise item.error("unreachable: an earlier export rule has no 'when' and always applies")
+        if key in seen_when:
+            raise item.error("another export rule has the same 'when'")
+        seen_when.add(key)
+        rules.append(ExportRule(key, _parse_nodes(fields["nodes"], inputs, outputs, attrs)))
+    if not rules:
+        raise node.error("give at least one export rule")
+    return tuple(rules)
+
+
+def _default_export(
+    op_type: str, domain: str, inputs, outputs, attributes, location: Location
+) -> tuple[ExportRule, ...]:
+    """One node of the op itself, every attribute passed through."""
+    node = OnnxNode(
+        tuple(t.name for t in outputs),
+        domain,
+        op_type,
+        tuple(t.name for t in inputs),
+        tuple(NodeAttribute(a.name, a.type, AttrRef(a.name)) for a in attributes),
+        location,
+    )
+    return (ExportRule((), (node,)),)
+
+
 # --------------------------------------------------------------------------- entry point
 
 TOP_LEVEL = {
@@ -919,9 +1221,14 @@ TOP_LEVEL = {
     "reference",
     "reference_upcast",
     "kernel",
+    "function",
+    "provided_by",
+    "export",
     "tests",
 }
-TOP_LEVEL_REQUIRED = {"op", "domain", "version", "torch", "inputs", "outputs", "reference", "tests"}
+TOP_LEVEL_REQUIRED = {"inputs", "outputs", "tests"}
+IMPLEMENTATIONS = ("kernel", "function", "provided_by")
+PROVIDERS = ("onnxruntime",)
 
 
 def parse_opdef(path: Path, display_name: str) -> OpDef:
@@ -1013,18 +1320,78 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
                 )
             )
 
+    # What implements the op: a kernel, an ONNX function, the runtime itself, or nothing (an
+    # export-only definition, which lowers a PyTorch op onto other ONNX ops).
+    given = [key for key in IMPLEMENTATIONS if key in fields]
+    if len(given) > 1:
+        errors.add(root.error(f"give at most one of {list(IMPLEMENTATIONS)}; found {given}"))
+    implementation = given[0] if len(given) == 1 else None
+    onnx_keys = [key for key in ("op", "domain", "version") if key in fields]
+    if implementation is not None:
+        for key in sorted({"op", "domain", "version"} - set(onnx_keys)):
+            errors.add(
+                root.error(
+                    f"missing required field '{key}' (the ONNX op this {implementation} defines)"
+                )
+            )
+    elif onnx_keys:
+        errors.add(
+            fields[onnx_keys[0]].error(
+                "an export-only definition (no 'kernel', 'function' or 'provided_by') defines no "
+                f"ONNX op; remove {onnx_keys} or give an implementation"
+            )
+        )
+    elif "torch" in fields and "export" not in fields:
+        errors.add(
+            root.error(
+                "give an implementation ('kernel', 'function' or 'provided_by') or the "
+                "'export' nodes that a PyTorch op lowers to"
+            )
+        )
+    if "torch" not in fields and implementation in (None, "kernel"):
+        errors.add(root.error("missing required field 'torch' (the PyTorch side of the op)"))
+    if "export" in fields and "torch" not in fields:
+        errors.add(fields["export"].error("'export' needs a PyTorch op ('torch') to export"))
+    title = op_type or (torch_binding.qualified_name if torch_binding else op_id)
+
     shape_rule = None
     if inputs and outputs and "outputs" in fields:
         shape_rule = errors.attempt(
-            _compile_shape_rule, op_type, inputs, outputs, fields["inputs"], fields["outputs"]
+            _compile_shape_rule, title, inputs, outputs, fields["inputs"], fields["outputs"]
         )
+    new_torch_op = torch_binding is not None and not torch_binding.is_override
+    needs_output_shapes = new_torch_op or implementation in ("kernel", "provided_by")
+    if shape_rule is not None and needs_output_shapes:
+        ruled = {o.output for o in shape_rule.outputs}
+        for index, output in enumerate(outputs):
+            if output.name not in ruled:
+                errors.add(
+                    fields["outputs"]
+                    .value[index]
+                    .error(
+                        "an output needs a shape rule ('shape: [...]' or 'same_shape_as: "
+                        "<input>'); only a function's or an override's outputs may omit it"
+                    )
+                )
 
-    names = {t.name for t in inputs} | {a.name for a in attributes}
+    attrs_by_name = {a.name: a for a in attributes}
+    names = {t.name for t in inputs} | set(attrs_by_name)
     reference = get("reference", _parse_reference, names)
+    if "reference" not in fields and not (torch_binding and torch_binding.is_override):
+        errors.add(root.error("missing required field 'reference' (the parity tests' oracle)"))
     upcast = get("reference_upcast", _bool)
     kernel = get("kernel", _parse_kernel, path.parent)
-    if "kernel" not in fields:
-        errors.add(root.error("missing required field 'kernel' (source: <file> or body: ...)"))
+    function = get("function", _parse_function, inputs, outputs, attrs_by_name)
+    provided_by = get("provided_by", _str)
+    if provided_by is not None and provided_by not in PROVIDERS:
+        errors.add(
+            fields["provided_by"].error(f"expected one of {list(PROVIDERS)}, found '{provided_by}'")
+        )
+    export: tuple[ExportRule, ...] = ()
+    if "export" in fields:
+        export = get("export", _parse_export, inputs, outputs, attrs_by_name) or ()
+    elif torch_binding is not None and op_type is not None and domain is not None:
+        export = _default_export(op_type, domain, inputs, outputs, attributes, root.location)
     tested = constraints[0].dtypes if constraints else ()
     tests = (
         errors.attempt(
@@ -1032,7 +1399,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             fields["tests"],
             inputs,
             outputs,
-            {a.name: a for a in attributes},
+            attrs_by_name,
             tested,
             errors,
         )
@@ -1040,6 +1407,8 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         else None
     )
     errors.raise_if_any()
+    if reference is None:  # an override: the overload itself is the oracle
+        reference = _override_reference(torch_binding, inputs, attributes)
     return OpDef(
         op_id=op_id,
         definition_path=display_name,
@@ -1056,20 +1425,44 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         reference=reference,
         reference_upcast=True if upcast is None else upcast,
         kernel=kernel,
+        function=function,
+        provided_by=provided_by,
+        export=export,
         tests=tests,
     )
 
 
+def _override_reference(
+    binding: TorchBinding, inputs: tuple[TensorParam, ...], attributes: tuple[Attribute, ...]
+) -> str:
+    args = [t.name for t in inputs] + [f"{a.name}={a.name}" for a in attributes]
+    return f"torch.ops.{binding.namespace}.{binding.name}.{binding.overload}({', '.join(args)})"
+
+
+# Standard ONNX ops an export-only op's PyTorch implementation can run eagerly (spelled in
+# api/python.py); other nodes of such an op must be ops of this project with a PyTorch op.
+EAGER_STANDARD_OPS = frozenset({"Add", "Sub", "Mul", "Neg", "Identity", "Cast", "CastLike"})
+
+
+def onnx_op_index(ops: list[OpDef]) -> dict[tuple[str, str], OpDef]:
+    """(domain, op type) -> the definition of that ONNX op."""
+    return {(op.domain, op.op_type): op for op in ops if op.defines_onnx_op}
+
+
 def check_project(ops: list[OpDef]) -> None:
-    """Cross-definition rules: unique op ids, ONNX names and PyTorch names."""
+    """Cross-definition rules: unique op ids, ONNX names and PyTorch names; every custom op a
+    node calls is defined in the project."""
     errors = ErrorCollector()
     seen: dict[tuple, OpDef] = {}
     for op in ops:
-        for key, what in (
-            (("id", op.op_id), "file name"),
-            (("onnx", op.domain, op.op_type, op.version), "ONNX op (domain, type, version)"),
-            (("torch", op.torch.qualified_name), "PyTorch name"),
-        ):
+        keys = [(("id", op.op_id), "file name")]
+        if op.defines_onnx_op:
+            keys.append(
+                (("onnx", op.domain, op.op_type, op.version), "ONNX op (domain, type, version)")
+            )
+        if op.torch is not None:
+            keys.append((("torch", op.torch.overload_name), "PyTorch overload"))
+        for key, what in keys:
             if key in seen:
                 errors.add(
                     DefinitionError(
@@ -1079,6 +1472,39 @@ def check_project(ops: list[OpDef]) -> None:
                     )
                 )
             seen[key] = op
+    index = onnx_op_index(ops)
+    for op in ops:
+        for node in op.nodes_used:
+            target = index.get((node.domain, node.op_type))
+            path = "function" if op.function and node in op.function.nodes else "export"
+            if node.domain and target is None:
+                defined = sorted(f"{d}::{t}" for d, t in index)
+                errors.add(
+                    DefinitionError(
+                        node.location,
+                        path,
+                        f"'{node.qualified}' is not defined by any op definition of this project "
+                        f"(defined: {defined}); standard ONNX ops take no domain",
+                    )
+                )
+            elif target is op and path == "function":
+                errors.add(DefinitionError(node.location, path, "a function cannot call itself"))
+            elif op.new_torch_op and not op.defines_onnx_op:
+                eager_ok = (
+                    node.op_type in EAGER_STANDARD_OPS
+                    if not node.domain
+                    else target is not None and target.new_torch_op
+                )
+                if not eager_ok:
+                    errors.add(
+                        DefinitionError(
+                            node.location,
+                            path,
+                            f"'{node.qualified}' cannot run in PyTorch: an export-only op runs its "
+                            "nodes eagerly, so each must be an op of this project with a new "
+                            f"PyTorch op, or one of {sorted(EAGER_STANDARD_OPS)}",
+                        )
+                    )
     errors.raise_if_any()
 
 

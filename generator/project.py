@@ -10,7 +10,7 @@ from generator.dest import project as project_dest
 from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, ErrorCollector, Location
-from generator.model import OpDef, check_project, parse_opdef
+from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
 from generator.render import GeneratedFile
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
@@ -56,9 +56,10 @@ def load(project: Project, paths: list[Path]) -> list[OpDef]:
 def generate(project: Project, selected: list[OpDef], all_ops: list[OpDef]) -> list[GeneratedFile]:
     """Every file for the selected ops, plus the shared files (which depend on all ops)."""
     files: list[GeneratedFile] = []
+    index = onnx_op_index(all_ops)
     for op in sorted(selected, key=lambda op: op.op_id):
-        files += python_dest.emit(op)
+        files += python_dest.emit(op, index)
         files += cpp_dest.emit(op, project.output_dir)
-        files += tests_dest.emit(op)
+        files += tests_dest.emit(op, index)
     files += project_dest.emit(all_ops)
     return files

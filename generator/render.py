@@ -21,7 +21,7 @@ class GeneratedFile:
 
 @cache
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -29,6 +29,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
+    env.filters["py"] = repr  # a Python literal of a str, int or None
+    return env
 
 
 def header(output_path: str, sources: list[str]) -> str:

@@ -7,9 +7,10 @@ mydomain; the fake kernel applies the op definition's shape rule, so torch.expor
 torch.compile and the dynamo ONNX exporter see the right output shapes.
 """
 
+import onnx  # noqa: F401 (dtype attributes of eager nodes)
 import torch
 
-from .. import _support
+from .. import _support  # noqa: F401 (the kernel module)
 
 # Derived from the op definition (inferring it from Python cannot express list defaults).
 SCHEMA = "(Tensor X, Tensor num_groups, Tensor scale, Tensor bias, float epsilon=1e-05) -> Tensor"
@@ -78,5 +79,3 @@ custom_group_norm = torch.library.custom_op(
     "mydomain::custom_group_norm", _cpu, mutates_args=(), device_types="cpu", schema=SCHEMA
 )
 custom_group_norm.register_fake(_fake)
-
-OVERLOAD = torch.ops.mydomain.custom_group_norm.default

@@ -25,9 +25,6 @@ struct OutputShapes {
 // The shape rule: checks the input shapes and returns the output shapes; throws opgen::Error.
 inline OutputShapes infer_shapes(const opgen::Shape& X_shape, const opgen::Shape& Y_shape, const Attributes& attrs) {
   (void)attrs;
-  if (!(static_cast<int64_t>(X_shape.size()) >= 0)) {
-    opgen::fail("CustomOpOne: input 'X' must have at least rank 0 (shape [...]), got shape " + opgen::shape_to_string(X_shape));
-  }
   if (!(X_shape == Y_shape)) {
     opgen::fail("CustomOpOne: input 'Y' must have the shape of input 'X', got " + opgen::shape_to_string(X_shape) + " and " + opgen::shape_to_string(Y_shape));
   }

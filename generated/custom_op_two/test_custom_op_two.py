@@ -2,14 +2,15 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """Parity tests of test.customop::CustomOpTwo <-> torch.ops.test_customop.custom_op_two.
 
-Reference expression vs PyTorch op vs ONNX Runtime (with the built custom-op library), for
-every dtype, both exporters and two sizes of every dynamic dim. Nothing here skips: a
-missing build artifact is a failure.
+Reference expression vs PyTorch vs the exported model in ONNX Runtime (both
+exporters, two sizes of every dynamic dim, with graph assertions on what was exported) vs
+a one-node model of the ONNX op, for every dtype. Nothing here skips: a missing
+build artifact is a failure.
 """
 
 import math  # noqa: F401 (reference expressions may use it)
-import re
-import subprocess
+import re  # noqa: F401 (error messages)
+import subprocess  # noqa: F401 (the C++ schema test)
 
 import onnx
 import pytest
@@ -17,13 +18,24 @@ import torch
 import torch.nn.functional as F  # noqa: F401 (reference expressions may use it)
 
 import generated
-from generated import _support, _testing
+from generated import _support, _testing  # noqa: F401
 
+TITLE = "test.customop::CustomOpTwo"
 DOMAIN = "test.customop"
 OP_TYPE = "CustomOpTwo"
 VERSION = 1
+# The custom-op library serving this op (None: ONNX Runtime runs it without one).
 LIBRARY = "test_customop"
-TORCH_OP = torch.ops.test_customop.custom_op_two
+TORCH_OP = torch.ops.test_customop.custom_op_two.default
+# Override definitions apply only to exports that ask for them.
+OVERRIDES = []
+# Libraries the exported model needs: the domains of the custom ops it calls.
+EXPORT_LIBRARIES = ["test_customop"]
+# Which nodes come out of the export, by attribute values (first match).
+EXPORT_RULES = [({}, [("test.customop", "CustomOpTwo")])]
+# Model-local functions (ops defined as ONNX functions) and the ops of their bodies.
+FUNCTION_BODIES = {}
+DEFAULTS = {}
 DTYPES = [
     torch.float32,
 ]
@@ -32,6 +44,7 @@ TOLERANCES = {
 }
 EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X"]
+ATTRIBUTES = []
 # Each input's dtype: None follows the dtype under test, otherwise it is fixed.
 INPUT_DTYPES = {"X": None}
 OUTPUTS = ["Y"]
@@ -50,8 +63,17 @@ def expected_outputs(inputs: dict, attributes: dict, dtype: torch.dtype) -> tupl
     return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
 
 
+def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
+    return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
+
+
+def run_ort(session, inputs: dict) -> list:
+    feeds = {name: _testing.to_numpy(tensor) for name, tensor in inputs.items()}
+    return [torch.from_numpy(array) for array in session.run(None, feeds)]
+
+
 class Model(torch.nn.Module):
-    """A model that calls the op, as a user would write it."""
+    """A model that calls the PyTorch op, as a user would write it."""
 
     def __init__(self, attributes: dict):
         super().__init__()
@@ -62,12 +84,16 @@ class Model(torch.nn.Module):
 
 
 def run_torch(inputs: dict, attributes: dict) -> tuple:
-    result = TORCH_OP(**inputs, **attributes)
+    result = TORCH_OP(*inputs.values(), **attributes)
     return result if isinstance(result, tuple) else (result,)
 
 
-def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
-    return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
+def expected_nodes(attributes: dict) -> list:
+    values = {**DEFAULTS, **attributes}
+    for when, nodes in EXPORT_RULES:
+        if all(values[name] == value for name, value in when.items()):
+            return nodes
+    raise AssertionError(f"no export rule matches {values}")
 
 
 def single_node(
@@ -81,14 +107,11 @@ def single_node(
     """A one-node model of the op (or of another op with the same signature)."""
     signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
     shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else None
-    return _testing.single_node_model(
+    model = _testing.single_node_model(
         domain, op_type, version, signature, OUTPUTS, attributes, static_shapes=shapes
     )
-
-
-def run_ort(session, inputs: dict) -> list:
-    feeds = {name: _testing.to_numpy(tensor) for name, tensor in inputs.items()}
-    return [torch.from_numpy(array) for array in session.run(None, feeds)]
+    generated.add_functions(model)
+    return model
 
 
 # ---------------------------------------------------------------- known values
@@ -116,12 +139,12 @@ def test_known_values(index, dtype):
         torch.tensor(v, dtype=e.dtype)
         for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, dtype), strict=True)
     ]
-    for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
-        _testing.assert_close(got, want, TOLERANCES, f"PyTorch op, output {name}")
     for name, got, want in zip(
         OUTPUTS, expected_outputs(inputs, attributes, dtype), expected, strict=True
     ):
         _testing.assert_close(got, want, TOLERANCES, f"reference expression, output {name}")
+    for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
+        _testing.assert_close(got, want, TOLERANCES, f"PyTorch op, output {name}")
     model = single_node(inputs, attributes)
     for name, got, want in zip(
         OUTPUTS, run_ort(_testing.session(model, LIBRARY), inputs), expected, strict=True
@@ -129,7 +152,7 @@ def test_known_values(index, dtype):
         _testing.assert_close(got, want, TOLERANCES, f"ONNX Runtime, output {name}")
 
 
-# ---------------------------------------------------------------- random inputs, both exporters
+# ---------------------------------------------------------------- random inputs
 
 
 def _sample_0_X(shape, gen):
@@ -144,6 +167,7 @@ RANDOM_CASES = [
             "X": _sample_0_X,
         },
         "attributes": {},
+        "output_ranks": [2],
     },
 ]
 
@@ -163,11 +187,8 @@ def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> d
     return inputs
 
 
-def dynamic_axes(case: dict) -> dict:
-    return {
-        name: {axis: dim for axis, dim in enumerate(dims) if isinstance(dim, str)}
-        for name, dims in case["shapes"].items()
-    }
+def sizes(case: dict) -> int:
+    return len(next(iter(case["dynamic"].values()))) if case["dynamic"] else 1
 
 
 RANDOM_PARAMS = [
@@ -177,37 +198,55 @@ RANDOM_PARAMS = [
 ]
 
 
-@pytest.mark.parametrize("exporter", EXPORTERS)
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_export_and_parity(index, dtype, exporter, tmp_path):
-    case = RANDOM_CASES[index]
-    attributes = case["attributes"]
-    path = tmp_path / f"{OP_TYPE}.onnx"
+def dynamic_axes(case: dict) -> dict:
+    return {
+        name: {axis: dim for axis, dim in enumerate(dims) if isinstance(dim, str)}
+        for name, dims in case["shapes"].items()
+    }
+
+
+def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelProto:
+    """Exports the op as a user would (generated.export_model) and returns the model."""
     generated.export_model(
-        Model(attributes),
+        Model(case["attributes"]),
         tuple(make_inputs(case, 0, dtype, seed=0).values()),
         path,
         exporter=exporter,
         input_names=INPUTS,
         output_names=OUTPUTS,
         dynamic_axes=dynamic_axes(case),
+        overrides=OVERRIDES,
     )
-    exported = onnx.load(str(path))
+    return onnx.load(str(path))
+
+
+@pytest.mark.parametrize("exporter", EXPORTERS)
+@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
+def test_export_and_parity(index, dtype, exporter, tmp_path):
+    case = RANDOM_CASES[index]
+    attributes = case["attributes"]
+    exported = export(case, dtype, exporter, tmp_path / "model.onnx")
     nodes = [(n.domain, n.op_type) for n in exported.graph.node]
-    assert (
-        DOMAIN,
-        OP_TYPE,
-    ) in nodes, f"the exported graph should call {DOMAIN}::{OP_TYPE}: {nodes}"
-    assert {o.domain: o.version for o in exported.opset_import}.get(DOMAIN) == VERSION
+    assert nodes == expected_nodes(attributes), f"exported graph: {nodes}"
+    imports = {o.domain: o.version for o in exported.opset_import}
+    for domain, version in generated.custom_op_two.EXPORT_OPSETS.items():
+        assert imports.get(domain) == version, f"opset import of {domain}: {imports}"
+    functions = {
+        (f.domain, f.name): [(n.domain, n.op_type) for n in f.node] for f in exported.functions
+    }
+    for key, body in FUNCTION_BODIES.items():
+        if key in nodes:
+            assert functions.get(key) == body, f"model-local function {key}: {functions}"
     onnx.checker.check_model(exported, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(exported, strict_mode=True)
-    for output, dims in zip(inferred.graph.output, [[2]][index], strict=True):
-        assert (
-            len(output.type.tensor_type.shape.dim) == dims
-        ), f"rank of {output.name} after shape inference"
-    session = _testing.session(exported, LIBRARY)
-    sizes = len(next(iter(case["dynamic"].values()))) if case["dynamic"] else 1
-    for size_index in range(sizes):
+    for output, rank in zip(inferred.graph.output, case["output_ranks"], strict=True):
+        assert output.type.tensor_type.elem_type != 0, f"type of {output.name} after inference"
+        if rank is not None:
+            assert (
+                len(output.type.tensor_type.shape.dim) == rank
+            ), f"rank of {output.name} after shape inference"
+    session = _testing.session(exported, EXPORT_LIBRARIES)
+    for size_index in range(sizes(case)):
         inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)
         expected = expected_outputs(inputs, attributes, dtype)
         for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
@@ -219,10 +258,35 @@ def test_export_and_parity(index, dtype, exporter, tmp_path):
 
 
 @pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
+def test_single_node_parity(index, dtype):
+    """The ONNX op alone, straight from its schema: ONNX shape inference, then ONNX Runtime."""
+    case = RANDOM_CASES[index]
+    generated.register_all()
+    first = make_inputs(case, 0, dtype, seed=0)
+    inferred = onnx.shape_inference.infer_shapes(
+        single_node(first, case["attributes"], static=True), strict_mode=True
+    )
+    for output, rank in zip(inferred.graph.output, case["output_ranks"], strict=True):
+        assert output.type.tensor_type.elem_type != 0, f"type of {output.name} after inference"
+        if rank is not None:
+            assert (
+                len(output.type.tensor_type.shape.dim) == rank
+            ), f"rank of {output.name} after shape inference"
+    session = _testing.session(single_node(first, case["attributes"]), LIBRARY)
+    for size_index in range(sizes(case)):
+        inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)
+        expected = expected_outputs(inputs, case["attributes"], dtype)
+        for name, got, want in zip(OUTPUTS, run_ort(session, inputs), expected, strict=True):
+            _testing.assert_close(
+                got, want, TOLERANCES, f"ONNX Runtime, {name}, size #{size_index}"
+            )
+
+
+@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
 def test_opcheck(index, dtype):
     case = RANDOM_CASES[index]
     inputs = make_inputs(case, 0, dtype, seed=0)
-    torch.library.opcheck(TORCH_OP.default, tuple(inputs.values()), case["attributes"])
+    torch.library.opcheck(TORCH_OP, tuple(inputs.values()), case["attributes"])
 
 
 # ---------------------------------------------------------------- errors, never crashes
@@ -247,7 +311,7 @@ def test_bad_values_raise_in_both_runtimes(index, dtype):
         name: torch.tensor(value, dtype=input_dtype(name, dtype)) for name, value in values.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
-        TORCH_OP(**inputs, **attributes)
+        TORCH_OP(*inputs.values(), **attributes)
     session = _testing.session(single_node(inputs, attributes), LIBRARY)
     with pytest.raises(Exception, match=re.escape(message)) as raised:
         run_ort(session, inputs)
@@ -260,7 +324,7 @@ def test_unsupported_dtype_is_rejected():
     inputs = make_inputs(case, 0, DTYPES[0], seed=0)
     inputs = {k: v.to(torch.int32) if INPUT_DTYPES[k] is None else v for k, v in inputs.items()}
     with pytest.raises(ValueError, match="unsupported input dtypes"):
-        TORCH_OP(**inputs, **case["attributes"])
+        TORCH_OP(*inputs.values(), **case["attributes"])
     with pytest.raises(Exception) as raised:
         _testing.session(single_node(inputs, case["attributes"]), LIBRARY)
     assert OP_TYPE in str(raised.value), str(raised.value)

@@ -3,11 +3,11 @@
 """ONNX schema of ai.opgen::Inverse (since version 1), registered from Python.
 
 With it registered, onnx.checker and onnx.shape_inference understand the op, and the
-dynamo exporter can emit it.
-"""
+dynamo exporter can emit it."""
 
 import onnx
 import onnx.defs
+import onnx.parser  # noqa: F401 (function bodies)
 
 from .. import _support  # noqa: F401 (used by shape rules that need it)
 

@@ -7,9 +7,10 @@ ai.opgen; the fake kernel applies the op definition's shape rule, so torch.expor
 torch.compile and the dynamo ONNX exporter see the right output shapes.
 """
 
+import onnx  # noqa: F401 (dtype attributes of eager nodes)
 import torch
 
-from .. import _support
+from .. import _support  # noqa: F401 (the kernel module)
 
 # Derived from the op definition (inferring it from Python cannot express list defaults).
 SCHEMA = "(Tensor X) -> Tensor"
@@ -40,5 +41,3 @@ inverse = torch.library.custom_op(
     "opgen::inverse", _cpu, mutates_args=(), device_types="cpu", schema=SCHEMA
 )
 inverse.register_fake(_fake)
-
-OVERLOAD = torch.ops.opgen.inverse.default

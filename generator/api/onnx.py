@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from generator.model import AttrType, DType
+import json
+
+from generator.model import AttrRef, AttrType, DType, NodeAttribute, OnnxNode, OpDef
 
 _TYPE_NAME = {
     DType.float16: "float16",
@@ -54,3 +56,62 @@ ATTR_TYPE = {
 def onnx_type_string(dtype: DType) -> str:
     """The type string of ONNX schemas: tensor(float), tensor(float16), ..."""
     return f"tensor({_TYPE_NAME[dtype]})"
+
+
+# ---- nodes in ONNX's textual syntax (onnx.parser in Python, OnnxParser in C++)
+
+_TEXT_ATTR_TYPE = {
+    AttrType.int: "int",
+    AttrType.float: "float",
+    AttrType.string: "string",
+    AttrType.ints: "ints",
+    AttrType.floats: "floats",
+    AttrType.strings: "strings",
+}
+
+
+def _text_value(value) -> str:
+    if isinstance(value, DType):
+        return str(TENSOR_PROTO_NUMBER[value])
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_text_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return repr(value)
+
+
+def _text_attribute(attr: NodeAttribute) -> str:
+    if isinstance(attr.value, AttrRef):
+        return f"{attr.name}: {_TEXT_ATTR_TYPE[attr.type]} = @{attr.value.name}"
+    return f"{attr.name} = {_text_value(attr.value)}"
+
+
+def node_text(node: OnnxNode) -> str:
+    """`Z = custom.aten.Op <alpha: float = @alpha> (X, Y)`"""
+    op = f"{node.domain}.{node.op_type}" if node.domain else node.op_type
+    attrs = ", ".join(_text_attribute(a) for a in node.attributes)
+    return (
+        f"{', '.join(node.outputs)} = {op}"
+        + (f" <{attrs}>" if attrs else "")
+        + f" ({', '.join(node.inputs)})"
+    )
+
+
+def function_text(op: OpDef) -> str:
+    """The whole function, for onnx.parser.parse_function."""
+    opsets = f'"": {op.function.opset}'  # bodies use standard ops only (model.py)
+    attrs = ", ".join(
+        f"{a.name}: {_TEXT_ATTR_TYPE[a.type]}"
+        + ("" if a.required else f" = {_text_value(a.default)}")
+        for a in op.attributes
+    )
+    signature = (
+        f"{op.op_type}"
+        + (f" <{attrs}>" if attrs else "")
+        + f" ({', '.join(t.name for t in op.inputs)}) => ({', '.join(t.name for t in op.outputs)})"
+    )
+    body = "\n".join(f"  {node_text(n)}" for n in op.function.nodes)
+    return (
+        f"<\n  domain: {json.dumps(op.domain)},\n  opset_import: [{opsets}]\n>\n"
+        f"{signature}\n{{\n{body}\n}}\n"
+    )

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import json
 
+from generator.api.onnx import TENSOR_PROTO
 from generator.model import (
+    EAGER_STANDARD_OPS,
     Attribute,
+    AttrRef,
     AttrType,
     DimEqualCheck,
     DimRef,
     DType,
+    NodeAttribute,
+    OnnxNode,
     OpDef,
     ShapePart,
 )
@@ -217,3 +222,114 @@ def fill_defaults(op: OpDef) -> list[str]:
         for a in op.attributes
         if defaults_via_none(a)
     ]
+
+
+# ---- the export rules, as Python statements: the dynamo translation (onnxscript), the
+# TorchScript symbolic (g.op) and, for export-only ops, the eager PyTorch implementation
+
+
+def opset_variable(domain: str) -> str:
+    """Module-level name of the onnxscript Opset of a domain ("" is the standard domain)."""
+    return "_ONNX" if not domain else "_" + domain.replace(".", "_").upper()
+
+
+def _value(attr: NodeAttribute) -> str:
+    if isinstance(attr.value, AttrRef):
+        return attr.value.name
+    if isinstance(attr.value, DType):
+        return f"onnx.TensorProto.{TENSOR_PROTO[attr.value]}"
+    return literal(attr.value)
+
+
+def _translation_node(node: OnnxNode) -> str:
+    args = list(node.inputs) + [f"{a.name}={_value(a)}" for a in node.attributes]
+    return f"{', '.join(node.outputs)} = {opset_variable(node.domain)}.{node.op_type}({', '.join(args)})"
+
+
+_SYMBOLIC_SUFFIX = {
+    AttrType.int: "i",
+    AttrType.float: "f",
+    AttrType.string: "s",
+    AttrType.ints: "i",
+    AttrType.floats: "f",
+    AttrType.strings: "s",
+}
+
+
+def _symbolic_node(node: OnnxNode) -> str:
+    args = [json.dumps(node.qualified)] + list(node.inputs)
+    args += [f"{a.name}_{_SYMBOLIC_SUFFIX[a.type]}={_value(a)}" for a in node.attributes]
+    if len(node.outputs) > 1:
+        args.append(f"outputs={len(node.outputs)}")
+    return f"{', '.join(node.outputs)} = g.op({', '.join(args)})"
+
+
+# Eager spellings of the standard ops in model.EAGER_STANDARD_OPS.
+_EAGER_STANDARD = {
+    "Add": "{0} + {1}",
+    "Sub": "{0} - {1}",
+    "Mul": "{0} * {1}",
+    "Neg": "-{0}",
+    "Identity": "{0}",
+    "Cast": "{0}.to({to})",
+    "CastLike": "{0}.to({1}.dtype)",
+}
+assert _EAGER_STANDARD.keys() == EAGER_STANDARD_OPS
+
+
+def _eager_node(node: OnnxNode, index: dict[tuple[str, str], OpDef]) -> str:
+    if not node.domain:
+        attrs = {
+            a.name: TORCH_DTYPE[a.value] if isinstance(a.value, DType) else _value(a)
+            for a in node.attributes
+        }
+        expr = _EAGER_STANDARD[node.op_type].format(*node.inputs, **attrs)
+    else:
+        target = index[(node.domain, node.op_type)].torch
+        args = list(node.inputs) + [f"{a.name}={_value(a)}" for a in node.attributes]
+        expr = f"torch.ops.{target.namespace}.{target.name}.default({', '.join(args)})"
+    return f"{', '.join(node.outputs)} = {expr}"
+
+
+def _rules(op: OpDef, spell) -> list[str]:
+    """Statements choosing the export rule by attribute values, then running its nodes."""
+    returns = ", ".join(t.name for t in op.outputs)
+    lines: list[str] = []
+    for rule in op.export:
+        indent = ""
+        if rule.when:
+            condition = " and ".join(f"{name} == {literal(value)}" for name, value in rule.when)
+            lines.append(f"if {condition}:")
+            indent = "    "
+        lines += [indent + spell(node) for node in rule.nodes]
+        lines.append(f"{indent}return {returns}")
+        if not rule.when:
+            return lines
+    names = sorted({name for rule in op.export for name, _ in rule.when})
+    supported = "; ".join(
+        ", ".join(f"{name}={value!r}" for name, value in rule.when) for rule in op.export
+    )
+    got = ", ".join(f"{name}={{{name}!r}}" for name in names)
+    lines.append(
+        f"raise ValueError(f{json.dumps(f'{op_title(op)}: no ONNX export for {got}; supported: {supported}')})"
+    )
+    return lines
+
+
+def translation_statements(op: OpDef) -> list[str]:
+    return _rules(op, _translation_node)
+
+
+def symbolic_statements(op: OpDef) -> list[str]:
+    return _rules(op, _symbolic_node)
+
+
+def eager_statements(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[str]:
+    return _rules(op, lambda node: _eager_node(node, index))
+
+
+def op_title(op: OpDef) -> str:
+    """How messages name the op: its ONNX name, or the PyTorch overload it exports."""
+    if op.defines_onnx_op:
+        return f"{op.domain}::{op.op_type}"
+    return op.torch.overload_name

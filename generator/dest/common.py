@@ -12,7 +12,7 @@ from generator.model import OpDef, TensorParam
 def sources(op: OpDef) -> list[str]:
     """What a generated file of this op is made from (shown in its header)."""
     names = [op.definition_path]
-    if op.kernel.source_file is not None:
+    if op.kernel is not None and op.kernel.source_file is not None:
         names.append(str(Path(op.definition_path).parent / op.kernel.source_file.name))
     return names
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator.api import cpp
+from generator.api import onnx as onnx_api
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
 from generator.dest import common
@@ -75,7 +76,7 @@ def _instantiations(op: OpDef) -> list[dict]:
 def _common_context(op: OpDef, output_dir: Path) -> dict:
     inputs, outputs = _tensors(op)
     kernel_include = None
-    if op.kernel.source_file is not None:
+    if op.kernel is not None and op.kernel.source_file is not None:
         kernel_include = common.relative_include(
             output_dir.resolve() / op.op_id, op.kernel.source_file.resolve()
         )
@@ -104,10 +105,10 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
         "output_shapes": cpp.concrete_output_shapes(op),
         "instantiations": _instantiations(op),
         "kernel_include": kernel_include,
-        "kernel_body": op.kernel.body or "",
+        "kernel_body": (op.kernel.body if op.kernel else None) or "",
         "kernel_origin": (
             f"in {op.kernel.source_file.name}"
-            if op.kernel.source_file
+            if op.kernel and op.kernel.source_file
             else "inline in the definition"
         ),
     }
@@ -169,7 +170,26 @@ def _schema_context(op: OpDef) -> dict:
         "shaped_inputs": cpp.shaped_inputs(op),
         "checks": cpp.symbolic_checks(op),
         "output_shapes": cpp.symbolic_output_shapes(op),
+        "function_body_literal": (
+            cpp.string_literal(
+                "{\n" + "".join(f"  {onnx_api.node_text(n)}\n" for n in op.function.nodes) + "}"
+            )
+            if op.function
+            else None
+        ),
+        "function_opset": op.function.opset if op.function else None,
+        # A function whose outputs have no shape rule: ONNX infers through its body.
+        "infer_through_body": op.function is not None
+        and len(op.shape_rule.outputs) < len(op.outputs),
     }
+
+
+def _explicit_attributes(op: OpDef, given: dict) -> dict:
+    """A function op's test nodes spell out every attribute: ONNX 1.12's C++ inference does not
+    apply schema defaults to attribute references (@name) in a function body."""
+    if op.function is None:
+        return given
+    return {**{a.name: a.default for a in op.attributes if not a.required}, **given}
 
 
 def _schema_test_context(op: OpDef) -> dict:
@@ -187,11 +207,11 @@ def _schema_test_context(op: OpDef) -> dict:
     valid = []
     for index, case in enumerate(op.tests.random):
         named = {name: list(dims) for name, dims in case.shapes.items()}
-        expected = evaluate_output_shapes(op.shape_rule, named)
+        expected = evaluate_output_shapes(op.shape_rule, named)  # outputs with a rule
         valid.append(
             {
                 "attribute_statements": cpp.node_attribute_statements(
-                    "node", attrs, case.attributes
+                    "node", attrs, _explicit_attributes(op, case.attributes)
                 ),
                 "label": f"random case {index} {named}".replace('"', "'"),
                 "input_shapes": "{"
@@ -201,10 +221,17 @@ def _schema_test_context(op: OpDef) -> dict:
                     {
                         "name": t.name,
                         "index": i,
-                        "expected_literal": cpp.string_literal(
+                        "expected_literal": (
+                            cpp.string_literal(
+                                f"{TENSOR_PROTO_NUMBER[tensor_dtype(t)]} ["
+                                + ", ".join(str(d) for d in expected[t.name])
+                                + "]"
+                            )
+                            if t.name in expected
+                            else None
+                        ),
+                        "expected_prefix": cpp.string_literal(
                             f"{TENSOR_PROTO_NUMBER[tensor_dtype(t)]} ["
-                            + ", ".join(str(d) for d in expected[t.name])
-                            + "]"
                         ),
                     }
                     for i, t in enumerate(op.outputs)
@@ -251,17 +278,28 @@ def _schema_test_context(op: OpDef) -> dict:
 
 
 def emit(op: OpDef, output_dir: Path) -> list[GeneratedFile]:
+    """Kernel ops: kernel API, instantiations, ONNX Runtime and pybind11 wrappers, C++ schema
+    and its test. Function ops: the C++ schema (with its body) and its test. Nothing else has
+    C++ (ops ONNX Runtime provides, export-only definitions)."""
+    if not op.has_cpp_schema:
+        return []
     base = f"{op.op_id}/{op.op_id}"
     srcs = common.sources(op)
     context = _common_context(op, output_dir)
     schema = {**context, **_schema_context(op)}
     test = {**schema, **_schema_test_context(op)}
     test["inputs"], test["outputs"] = test.pop("schema_inputs"), test.pop("schema_outputs")
-    return [
-        render("cpp/op.h.j2", f"{base}_op.h", srcs, **context),
-        render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, **context),
-        render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, **context),
-        render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, **context, **_pybind_context(op)),
+    files = []
+    if op.kernel is not None:
+        files += [
+            render("cpp/op.h.j2", f"{base}_op.h", srcs, **context),
+            render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, **context),
+            render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, **context),
+            render(
+                "cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, **context, **_pybind_context(op)
+            ),
+        ]
+    return files + [
         render("cpp/onnx_schema.cc.j2", f"{base}_schema.cc", srcs, **schema),
         render("cpp/schema_test.cc.j2", f"{base}_schema_test.cc", srcs, **test),
     ]

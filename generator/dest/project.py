@@ -12,7 +12,8 @@ from generator.render import GeneratedFile, render
 
 
 def _domains(ops: list[OpDef]) -> list[dict]:
-    ordered = sorted(ops, key=lambda op: (op.domain, op.op_id))
+    """Domains with C++ artifacts: kernel ops (libraries) or C++ schemas."""
+    ordered = sorted((op for op in ops if op.has_cpp_schema), key=lambda op: (op.domain, op.op_id))
     domains = []
     for domain, members in groupby(ordered, key=lambda op: op.domain):
         members = list(members)
@@ -21,8 +22,7 @@ def _domains(ops: list[OpDef]) -> list[dict]:
             {
                 "domain": domain,
                 "ident": ident,
-                "ops": [{"op_id": op.op_id} for op in members],
-                "kernel_ops": [{"op_id": op.op_id} for op in members],
+                "kernel_ops": [{"op_id": op.op_id} for op in members if op.kernel],
                 "schema_ops": [{"op_id": op.op_id} for op in members],
                 "library_name": common.library_name(ident),
                 "module_name": common.module_name(ident),
@@ -63,30 +63,33 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
     for domain in domains:
         base = f"domains/{domain['ident']}"
         literal = cpp.string_literal(domain["domain"])
+        if domain["kernel_ops"]:
+            files += [
+                render(
+                    "cpp/ort_library.cc.j2",
+                    f"{base}/ort_library.cc",
+                    domain["sources"],
+                    ops=domain["kernel_ops"],
+                    domain=domain["domain"],
+                    domain_literal=literal,
+                    library_name=domain["library_name"],
+                ),
+                render(
+                    "cpp/pybind_module.cc.j2",
+                    f"{base}/pybind_module.cc",
+                    domain["sources"],
+                    ops=domain["kernel_ops"],
+                    domain=domain["domain"],
+                    module_name=domain["module_name"],
+                    doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain['domain']}"),
+                ),
+            ]
         files += [
-            render(
-                "cpp/ort_library.cc.j2",
-                f"{base}/ort_library.cc",
-                domain["sources"],
-                ops=domain["ops"],
-                domain=domain["domain"],
-                domain_literal=literal,
-                library_name=domain["library_name"],
-            ),
-            render(
-                "cpp/pybind_module.cc.j2",
-                f"{base}/pybind_module.cc",
-                domain["sources"],
-                ops=domain["ops"],
-                domain=domain["domain"],
-                module_name=domain["module_name"],
-                doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain['domain']}"),
-            ),
             render(
                 "cpp/schemas.cc.j2",
                 f"{base}/schemas.cc",
                 domain["sources"],
-                ops=domain["ops"],
+                ops=domain["schema_ops"],
                 domain=domain["domain"],
                 domain_literal=literal,
                 register_function=f"Register_{domain['ident']}_Schemas",

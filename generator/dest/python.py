@@ -14,10 +14,12 @@ def output_dtype_expr(op: OpDef, output) -> str:
     return f"{source}.dtype" if source else py.TORCH_DTYPE[output.dtype]
 
 
-def _torch_context(op: OpDef) -> dict:
+def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
     names = [t.name for t in op.outputs]
     single = len(names) == 1
     return {
+        # An export-only op runs its export nodes eagerly; others call their kernel.
+        "eager_statements": None if op.kernel else py.eager_statements(op, index),
         "legacy": op.torch.api == "legacy",
         "schema_literal": py.literal(py.torch_schema(op)),
         "fill_defaults": py.fill_defaults(op),
@@ -66,6 +68,12 @@ def _onnx_schema_context(op: OpDef) -> dict:
             }
             for i, t in enumerate(op.inputs)
         ],
+        # Inputs whose type the inference function reads: shapes, or an output's dtype.
+        "read_inputs": [
+            {"name": t.name, "index": i}
+            for i, t in enumerate(op.inputs)
+            if t.name in used or t.name in {op.dtype_source(o) for o in op.outputs}
+        ],
         "outputs": [
             {
                 "name": t.name,
@@ -87,6 +95,10 @@ def _onnx_schema_context(op: OpDef) -> dict:
         or "True",
         "checks": py.onnx_checks(op),
         "output_shapes": py.onnx_output_shapes(op),
+        "function_text": onnx_api.function_text(op) if op.function else None,
+        "function_text_literal": py.literal(onnx_api.function_text(op)) if op.function else None,
+        "function_opset": op.function.opset if op.function else None,
+        "provided_by": op.provided_by,
         "type_constraints": [
             {
                 "name": tc.name,
@@ -117,44 +129,69 @@ _PARSE_ARG = {
     "floats": "fs",
     "strings": "ss",
 }
-_ATTR_SUFFIX = {"int": "i", "float": "f", "string": "s", "ints": "i", "floats": "f", "strings": "s"}
 
 
-def _export_context(op: OpDef) -> dict:
-    input_names = [t.name for t in op.inputs]
-    outputs = []
-    for i, o in enumerate(op.outputs):
-        source = op.dtype_source(o)
-        shape = op.shape_rule.outputs[i]
+def export_opsets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict[str, int]:
+    """Custom domain -> version, for every custom op the export nodes call."""
+    opsets: dict[str, int] = {}
+    for rule in op.export:
+        for node in rule.nodes:
+            if node.domain:
+                version = index[(node.domain, node.op_type)].version
+                opsets[node.domain] = max(opsets.get(node.domain, 0), version)
+    return dict(sorted(opsets.items()))
+
+
+def _set_types(op: OpDef) -> list[str]:
+    """TorchScript values carry no type from g.op: outputs that provably have an input's shape
+    get that input's type (with their own dtype)."""
+    statements = []
+    rules = {shape.output: shape for shape in op.shape_rule.outputs}
+    for output in op.outputs:
+        dtype = "" if op.dtype_source(output) else f".with_dtype({py.TORCH_DTYPE[output.dtype]})"
+        shape = rules.get(output.name)
+        if shape is None:  # no shape rule: the dtype, and sizes left to ONNX inference
+            source = op.dtype_source(output) or op.inputs[0].name
+            statements.append(f"{output.name}.setType({source}.type(){dtype}.with_sizes(None))")
+            continue
         same_shape = next((t.name for t in op.inputs if _same_shape(shape, t, op)), None)
-        entry = {"index": i, "same_type_as": None, "with_dtype": ""}
-        if same_shape is not None:
-            entry["same_type_as"] = same_shape
-            if source is None:
-                entry["with_dtype"] = f".with_dtype({py.TORCH_DTYPE[o.dtype]})"
-        outputs.append(entry)
-    symbolic_args = input_names + [
-        f"{a.name}_{_ATTR_SUFFIX[a.type.value]}={a.name}" for a in op.attributes
-    ]
-    if len(op.outputs) > 1:
-        symbolic_args.append(f"outputs={len(op.outputs)}")
+        if same_shape is None:
+            continue
+        statements.append(f"{output.name}.setType({same_shape}.type(){dtype})")
+    return statements
+
+
+def _export_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
+    input_names = [t.name for t in op.inputs]
+    opsets = export_opsets(op, index)
+    set_types = _set_types(op)
+    symbolic = []
+    for line in py.symbolic_statements(op):
+        if line.lstrip().startswith("return "):
+            indent = line[: len(line) - len(line.lstrip())]
+            symbolic += [indent + statement for statement in set_types]
+        symbolic.append(line)
+    uses_standard = any(not n.domain for rule in op.export for n in rule.nodes)
     return {
+        "overload_name": op.torch.overload_name,
+        "opsets": [
+            {"domain": d, "version": v, "variable": py.opset_variable(d)} for d, v in opsets.items()
+        ],
+        "opsets_literal": py.literal_dict(opsets),
+        "uses_standard": uses_standard,
         "translation_params": py.python_params(op, annotate=False),
         "fill_defaults": py.fill_defaults(op),
+        "translation_statements": py.translation_statements(op),
         "string_list_constants": [
             {"name": a.name, "default": py.literal(a.default) if not a.required else "None"}
             for a in op.attributes
             if a.type.value == "strings"
         ],
-        "translation_args": ", ".join(input_names + [f"{a.name}={a.name}" for a in op.attributes]),
         "parse_args": ", ".join(
             ['"v"'] * len(op.inputs) + [f'"{_PARSE_ARG[a.type.value]}"' for a in op.attributes]
         ),
         "symbolic_params": ", ".join(input_names + [a.name for a in op.attributes]),
-        "symbolic_args": ", ".join(symbolic_args),
-        "outputs": outputs,
-        "symbolic_return": "outputs[0]" if len(op.outputs) == 1 else "outputs",
-        "uses_torch": any(o["with_dtype"] for o in outputs),
+        "symbolic_statements": symbolic,
     }
 
 
@@ -168,38 +205,69 @@ def _same_shape(shape, tensor, op: OpDef) -> bool:
 
 
 def base_context(op: OpDef) -> dict:
+    torch = op.torch
     return {
         "op_id": op.op_id,
         "op_type": op.op_type,
         "domain": op.domain,
-        "domain_ident": op.domain_ident,
+        "domain_ident": op.domain_ident if op.defines_onnx_op else None,
         "version": op.version,
-        "torch_namespace": op.torch.namespace,
-        "torch_name": op.torch.name,
-        "qualified_name": op.torch.qualified_name,
+        "title": py.op_title(op),
+        "torch_namespace": torch.namespace if torch else None,
+        "torch_name": torch.name if torch else None,
+        "qualified_name": torch.qualified_name if torch else None,
+        "overload_expr": (
+            f"torch.ops.{torch.namespace}.{torch.name}.{torch.overload}" if torch else None
+        ),
+        "is_override": bool(torch and torch.is_override),
+        "new_torch_op": op.new_torch_op,
+        "defines_onnx_op": op.defines_onnx_op,
+        "has_function": op.function is not None,
+        "has_export": bool(op.export),
+        "modules": [
+            module
+            for module, present in (
+                ("onnx_export", bool(op.export)),
+                ("onnx_schema", op.defines_onnx_op),
+                ("torch_op", op.new_torch_op),
+            )
+            if present
+        ],
     }
 
 
-def emit(op: OpDef) -> list[GeneratedFile]:
+def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     srcs = common.sources(op)
     base = base_context(op)
-    return [
-        render("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, **base),
-        render(
-            "python/torch_op.py.j2", f"{op.op_id}/torch_op.py", srcs, **base, **_torch_context(op)
-        ),
-        render(
-            "python/onnx_schema.py.j2",
-            f"{op.op_id}/onnx_schema.py",
-            srcs,
-            **base,
-            **_onnx_schema_context(op),
-        ),
-        render(
-            "python/onnx_export.py.j2",
-            f"{op.op_id}/onnx_export.py",
-            srcs,
-            **base,
-            **_export_context(op),
-        ),
-    ]
+    files = [render("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, **base)]
+    if op.new_torch_op:
+        files.append(
+            render(
+                "python/torch_op.py.j2",
+                f"{op.op_id}/torch_op.py",
+                srcs,
+                **base,
+                **_torch_context(op, index),
+            )
+        )
+    if op.defines_onnx_op:
+        files.append(
+            render(
+                "python/onnx_schema.py.j2",
+                f"{op.op_id}/onnx_schema.py",
+                srcs,
+                **base,
+                **_onnx_schema_context(op),
+            )
+        )
+    if op.export:
+        files.append(
+            render(
+                "python/onnx_export.py.j2",
+                f"{op.op_id}/onnx_export.py",
+                srcs,
+                **base,
+                **_export_context(op, index),
+            )
+        )
+    return files

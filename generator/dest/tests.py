@@ -15,24 +15,51 @@ def _dtype_list(dtypes) -> str | None:
     return "(" + "".join(f"{py.TORCH_DTYPE[d]}, " for d in dtypes) + ")"
 
 
-def emit(op: OpDef) -> list[GeneratedFile]:
+def _export_facts(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
+    """What the export must produce: nodes per rule, the libraries and functions they need."""
+    called = [index.get((n.domain, n.op_type)) for rule in op.export for n in rule.nodes]
+    libraries = sorted({t.domain_ident for t in called if t is not None and t.kernel})
+    bodies = {
+        (t.domain, t.op_type): [("", n.op_type) for n in t.function.nodes]
+        for t in called
+        if t is not None and t.function
+    }
+    rules = [(dict(rule.when), [(n.domain, n.op_type) for n in rule.nodes]) for rule in op.export]
+    return {
+        "overrides": py.literal([op.op_id] if op.torch.is_override else []),
+        "export_libraries": py.literal(libraries),
+        "export_rules": "[" + ", ".join(f"({py.literal_dict(w)}, {n!r})" for w, n in rules) + "]",
+        "function_bodies": repr(bodies),
+    }
+
+
+def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     tests = op.tests
     random_cases = []
-    ranks = []
-    for index, case in enumerate(tests.random):
+    for case_index, case in enumerate(tests.random):
+        named = {k: list(v) for k, v in case.shapes.items()}
+        shapes = evaluate_output_shapes(op.shape_rule, named)
         random_cases.append(
             {
-                "index": index,
+                "index": case_index,
                 "shapes": py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
                 "dynamic": py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
                 "samples": [{"input": k, "expr": v} for k, v in case.samples.items()],
                 "attributes": py.literal_dict(case.attributes),
+                # None: the output has no shape rule (shapes come through a function body).
+                "output_ranks": py.literal(
+                    [len(shapes[o.name]) if o.name in shapes else None for o in op.outputs]
+                ),
             }
         )
-        named = {k: list(v) for k, v in case.shapes.items()}
-        ranks.append([len(dims) for dims in evaluate_output_shapes(op.shape_rule, named).values()])
     context = {
         **base_context(op),
+        **(_export_facts(op, index) if op.export else {}),
+        "library": op.domain_ident if op.kernel else None,
+        "has_kernel": op.kernel is not None,
+        "has_cpp_schema": op.has_cpp_schema,
+        "defaults": py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
+        "attribute_names": py.literal([a.name for a in op.attributes]),
         "dtypes": [{"torch": py.TORCH_DTYPE[d]} for d in op.all_dtypes],
         "tolerances": [
             {"torch": py.TORCH_DTYPE[d], "rtol": t.rtol, "atol": t.atol}
@@ -62,7 +89,6 @@ def emit(op: OpDef) -> list[GeneratedFile]:
             for case in tests.known
         ],
         "random_cases": random_cases,
-        "expected_output_ranks": py.literal(ranks),
         "error_cases": [
             {
                 "shapes": py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
@@ -81,7 +107,7 @@ def emit(op: OpDef) -> list[GeneratedFile]:
             for case in tests.errors
             if case.values is not None
         ],
-        "unsupported_dtype": _unsupported_dtype(op),
+        "unsupported_dtype": _unsupported_dtype(op) if op.kernel and op.new_torch_op else None,
         "builtin_equivalents": [
             {
                 "domain": b.domain,
