@@ -131,3 +131,111 @@ def test_duplicate_key(tmp_path, run_generator):
 
 def test_bad_usage_exits_2(run_generator):
     assert run_generator("--no-such-flag").returncode == 2
+
+
+# Errors in the scenario definitions' newer fields (overrides, functions, export nodes). Each
+# case edits one shipped definition inside a copy of the whole opdefs/ folder, since nodes may
+# call ops of other definitions.
+SCENARIO_CASES = [
+    # (file, replace this, with this, field path, message fragment)
+    (
+        "aten_add.yaml",
+        '"scaled = Mul(Y, alpha_cast)"',
+        '"scaled = Mul(Y, alpha_kast)"',
+        "function.nodes[2]",
+        "node input 'alpha_kast' is neither an input of the op nor an output of an earlier node",
+    ),
+    (
+        "aten_add.yaml",
+        "Constant<value_float=@alpha>",
+        "Constant<value_float=@alfa>",
+        "function.nodes[0]",
+        "'@alfa' names no attribute of this definition",
+    ),
+    (
+        "aten_add.yaml",
+        '    - "Z = Add(X, scaled)"\n',
+        "",
+        "function.nodes",
+        "the nodes never assign the op's output(s) ['Z']",
+    ),
+    (
+        "aten_add.yaml",
+        '"Z = Add(X, scaled)"',
+        '"Z = custom.aten::AtenAdd(X, scaled)"',
+        "function.nodes[3]",
+        "a function body uses standard ONNX ops only",
+    ),
+    (
+        "aten_add.yaml",
+        '"scaled = Mul(Y, alpha_cast)"',
+        '"scaled = Mul Y"',
+        "function.nodes[2]",
+        "is not a node; expected",
+    ),
+    (
+        "aten_add.yaml",
+        "overrides: aten::add.Tensor",
+        "overrides: add",
+        "torch.overrides",
+        "is not a PyTorch overload",
+    ),
+    (
+        "gelu.yaml",
+        '"Y = com.microsoft::FastGelu(X)"',
+        '"Y = com.microsoft::FasterGelu(X)"',
+        "export",
+        "'com.microsoft::FasterGelu' is not defined by any op definition of this project",
+    ),
+    (
+        "gelu.yaml",
+        "when: {approximate: tanh}",
+        "when: {approx: tanh}",
+        "export[1].when.approx",
+        "unknown field 'approx'",
+    ),
+    (
+        "gelu.yaml",
+        "torch:\n  overrides: aten::gelu.default",
+        "op: Gelu\ntorch:\n  overrides: aten::gelu.default",
+        "op",
+        "an export-only definition",
+    ),
+    (
+        "addandround.yaml",
+        "Cast<to=float32>",
+        "Cast<to=float33>",
+        "export[0].nodes[2]",
+        "a bare word must be a dtype name",
+    ),
+    (
+        "addandround.yaml",
+        '"Y = Cast<to=float32>(rounded)"',
+        '"Y = Round(rounded)"',
+        "export",
+        "'Round' cannot run in PyTorch",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "file,old,new,field,fragment",
+    SCENARIO_CASES,
+    ids=[f"{c[0]}-{c[3]}-{i}" for i, c in enumerate(SCENARIO_CASES)],
+)
+def test_scenario_errors_name_file_line_field(
+    tmp_path, run_generator, file, old, new, field, fragment
+):
+    shutil.copytree(ROOT / "opdefs", tmp_path / "opdefs")
+    path = tmp_path / "opdefs" / file
+    assert old in path.read_text(), file
+    path.write_text(path.read_text().replace(old, new, 1))
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    match = re.search(
+        rf"error: opdefs/{re.escape(file)}:(\d+):(\d+): {re.escape(field)}: (.*)", result.stderr
+    )
+    assert match, result.stderr
+    assert fragment in match.group(3), result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "generated").exists(), "nothing may be written on a bad definition"

@@ -147,6 +147,13 @@ RANDOM_CASES = [
         "attributes": {},
         "output_ranks": [3],
     },
+    {
+        "shapes": {"X": ["batch"]},
+        "dynamic": {"batch": [4, 9]},
+        "samplers": {},
+        "attributes": {},
+        "output_ranks": [1],
+    },
 ]
 
 
@@ -247,9 +254,21 @@ ERROR_CASES = []
 ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]
 
 
-VALUE_ERROR_CASES = []
+VALUE_ERROR_CASES = [
+    ({"X": [1.0, 1500000000.0]}, {}, "does not round to an int32"),
+]
 VALUE_ERROR_PARAMS = [
     pytest.param(i, dtype, id=f"value-error{i}-{str(dtype)[6:]}")
     for i in range(len(VALUE_ERROR_CASES))
     for dtype in DTYPES
 ]
+
+
+@pytest.mark.parametrize("index,dtype", VALUE_ERROR_PARAMS)
+def test_bad_values_raise_in_both_runtimes(index, dtype):
+    values, attributes, message = VALUE_ERROR_CASES[index]
+    inputs = {
+        name: torch.tensor(value, dtype=input_dtype(name, dtype)) for name, value in values.items()
+    }
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TORCH_OP(*inputs.values(), **attributes)

@@ -70,11 +70,12 @@ _TEXT_ATTR_TYPE = {
 }
 
 
-def _text_value(value) -> str:
+def text_value(value) -> str:
+    """A literal as both ONNX's text syntax and PyTorch schemas spell it (JSON-like)."""
     if isinstance(value, DType):
         return str(TENSOR_PROTO_NUMBER[value])
     if isinstance(value, tuple | list):
-        return "[" + ", ".join(_text_value(v) for v in value) + "]"
+        return "[" + ", ".join(text_value(v) for v in value) + "]"
     if isinstance(value, str):
         return json.dumps(value)
     return repr(value)
@@ -83,7 +84,7 @@ def _text_value(value) -> str:
 def _text_attribute(attr: NodeAttribute) -> str:
     if isinstance(attr.value, AttrRef):
         return f"{attr.name}: {_TEXT_ATTR_TYPE[attr.type]} = @{attr.value.name}"
-    return f"{attr.name} = {_text_value(attr.value)}"
+    return f"{attr.name} = {text_value(attr.value)}"
 
 
 def node_text(node: OnnxNode) -> str:
@@ -102,7 +103,7 @@ def function_text(op: OpDef) -> str:
     opsets = f'"": {op.function.opset}'  # bodies use standard ops only (model.py)
     attrs = ", ".join(
         f"{a.name}: {_TEXT_ATTR_TYPE[a.type]}"
-        + ("" if a.required else f" = {_text_value(a.default)}")
+        + ("" if a.required else f" = {text_value(a.default)}")
         for a in op.attributes
     )
     signature = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from generator.api.onnx import TENSOR_PROTO
+from generator.api.onnx import TENSOR_PROTO, text_value
 from generator.model import (
     EAGER_STANDARD_OPS,
     Attribute,
@@ -174,14 +174,6 @@ def literal_dict(values: dict) -> str:
     return "{" + ", ".join(f"{k!r}: {literal(v)}" for k, v in values.items()) + "}"
 
 
-def _schema_literal(value) -> str:
-    if isinstance(value, tuple | list):
-        return "[" + ", ".join(_schema_literal(v) for v in value) + "]"
-    if isinstance(value, str):
-        return json.dumps(value)
-    return repr(value)
-
-
 def defaults_via_none(attr: Attribute) -> bool:
     """PyTorch schemas cannot hold a default list of strings: such an attribute is `str[]?`
     with None meaning the definition's default."""
@@ -197,7 +189,7 @@ def torch_schema(op: OpDef) -> str:
         elif defaults_via_none(attr):
             args.append(f"{SCHEMA_TYPE[attr.type]}? {attr.name}=None")
         else:
-            args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={_schema_literal(attr.default)}")
+            args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={text_value(attr.default)}")
     returns = ", ".join("Tensor" for _ in op.outputs)
     return f"({', '.join(args)}) -> " + (returns if len(op.outputs) == 1 else f"({returns})")
 
