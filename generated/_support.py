@@ -78,3 +78,41 @@ def constant_strings(value, default):
     if constant is None:
         raise ValueError(f"list-of-strings attribute must be a constant, got {node.kind()}")
     return list(constant)
+
+
+def infer_through_function(ctx, function, input_names: list[str], output_names: list[str]) -> None:
+    """ONNX shape inference for a node of a function op: the node's input types and
+    attributes, the function inlined (standard ops only), inferred, outputs copied back. A
+    registered schema takes precedence over a model's local function in ONNX's inference, so
+    the schema has to do this itself to keep the body's shapes (a broadcast, for instance)."""
+    import onnx
+    import onnx.inliner
+    from onnx import helper
+
+    attributes = [ctx.get_attribute(name) for name in function.attribute]
+    # Defaults spelled out: the inliner does not apply them to @references (onnx 1.23).
+    attributes += [ctx.get_attribute(d.name) or d for d in function.attribute_proto]
+    attributes = [a for a in attributes if a is not None]
+    node = helper.make_node(function.name, input_names, output_names, domain=function.domain)
+    node.attribute.extend(attributes)
+    graph = helper.make_graph(
+        [node],
+        "infer_through_function",
+        [
+            helper.make_value_info(name, ctx.get_input_type(index))
+            for index, name in enumerate(input_names)
+        ],
+        [helper.make_value_info(name, onnx.TypeProto()) for name in output_names],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=list(function.opset_import) + [helper.make_opsetid(function.domain, 1)],
+        functions=[function],
+        ir_version=10,
+    )
+    inferred = onnx.shape_inference.infer_shapes(onnx.inliner.inline_local_functions(model))
+    types = {value.name: value.type for value in inferred.graph.output}
+    types.update({value.name: value.type for value in inferred.graph.value_info})
+    for index, name in enumerate(output_names):
+        if name in types and types[name].tensor_type.elem_type:
+            ctx.set_output_type(index, types[name])

@@ -386,6 +386,11 @@ class OpDef:
         return self.kernel is not None or self.function is not None
 
     @property
+    def infers_through_function(self) -> bool:
+        """A function op with outputs that have no shape rule: ONNX infers through its body."""
+        return self.function is not None and len(self.shape_rule.outputs) < len(self.outputs)
+
+    @property
     def new_torch_op(self) -> bool:
         return self.torch is not None and not self.torch.is_override
 

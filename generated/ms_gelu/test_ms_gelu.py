@@ -167,12 +167,17 @@ def test_single_node_parity(index, dtype):
     inferred = onnx.shape_inference.infer_shapes(
         single_node(first, case["attributes"], static=True), strict_mode=True
     )
-    for output, rank in zip(inferred.graph.output, case["output_ranks"], strict=True):
-        assert output.type.tensor_type.elem_type != 0, f"type of {output.name} after inference"
-        if rank is not None:
-            assert (
-                len(output.type.tensor_type.shape.dim) == rank
-            ), f"rank of {output.name} after shape inference"
+    # With static input shapes, inference must give exactly the shapes and dtypes PyTorch does.
+    for output, want in zip(
+        inferred.graph.output, expected_outputs(first, case["attributes"], dtype), strict=True
+    ):
+        tensor_type = output.type.tensor_type
+        assert (
+            tensor_type.elem_type == _testing.TENSOR_PROTO[want.dtype]
+        ), f"type of {output.name} after inference"
+        assert [d.dim_value for d in tensor_type.shape.dim] == list(
+            want.shape
+        ), f"shape of {output.name} after inference"
     session = _testing.session(single_node(first, case["attributes"]), LIBRARY)
     for size_index in range(sizes(case)):
         inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)

@@ -179,8 +179,7 @@ def _schema_context(op: OpDef) -> dict:
         ),
         "function_opset": op.function.opset if op.function else None,
         # A function whose outputs have no shape rule: ONNX infers through its body.
-        "infer_through_body": op.function is not None
-        and len(op.shape_rule.outputs) < len(op.outputs),
+        "infer_through_body": op.infers_through_function,
     }
 
 

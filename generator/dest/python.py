@@ -98,6 +98,9 @@ def _onnx_schema_context(op: OpDef) -> dict:
         "function_text": onnx_api.function_text(op) if op.function else None,
         "function_text_literal": py.literal(onnx_api.function_text(op)) if op.function else None,
         "function_opset": op.function.opset if op.function else None,
+        "infer_through_body": op.infers_through_function,
+        "input_names": py.literal([t.name for t in op.inputs]),
+        "output_names": py.literal([t.name for t in op.outputs]),
         "provided_by": op.provided_by,
         "type_constraints": [
             {
