@@ -265,7 +265,7 @@ VALUE_ERROR_PARAMS = [
 
 
 @pytest.mark.parametrize("index,dtype", VALUE_ERROR_PARAMS)
-def test_bad_values_raise_in_both_runtimes(index, dtype):
+def test_bad_values_raise_in_pytorch(index, dtype):
     values, attributes, message = VALUE_ERROR_CASES[index]
     inputs = {
         name: torch.tensor(value, dtype=input_dtype(name, dtype)) for name, value in values.items()
