@@ -89,3 +89,22 @@ def assert_close(actual, expected, tolerances: dict, what: str) -> None:
     actual = torch.as_tensor(actual) if not isinstance(actual, torch.Tensor) else actual
     rtol, atol = tolerances.get(expected.dtype, (0.0, 0.0))
     torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
+
+
+def run_ort(session, inputs: dict) -> list:
+    """Runs a session on torch tensors; returns torch tensors."""
+    feeds = {name: to_numpy(tensor) for name, tensor in inputs.items()}
+    return [torch.from_numpy(array) for array in session.run(None, feeds)]
+
+
+def sizes(case: dict) -> int:
+    """How many sizes a random case runs each dynamic dim at."""
+    return len(next(iter(case["dynamic"].values()))) if case["dynamic"] else 1
+
+
+def dynamic_axes(case: dict) -> dict:
+    """A random case's dynamic dims in the exporters' {input: {axis: name}} form."""
+    return {
+        name: {axis: dim for axis, dim in enumerate(dims) if isinstance(dim, str)}
+        for name, dims in case["shapes"].items()
+    }

@@ -1454,6 +1454,11 @@ def onnx_op_index(ops: list[OpDef]) -> dict[tuple[str, str], OpDef]:
     return {(op.domain, op.op_type): op for op in ops if op.defines_onnx_op}
 
 
+def export_targets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[OpDef]:
+    """The project's ops that the export nodes call (validated by check_project)."""
+    return [index[(n.domain, n.op_type)] for rule in op.export for n in rule.nodes if n.domain]
+
+
 def check_project(ops: list[OpDef]) -> None:
     """Cross-definition rules: unique op ids, ONNX names and PyTorch names; every custom op a
     node calls is defined in the project."""

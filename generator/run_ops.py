@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 
-def _compare(tests, op, case, dtype, exporter, session, inputs) -> int:
+def _compare(tests, case, dtype, exporter, session, inputs) -> int:
     """Prints one row; returns 1 when ONNX Runtime misses the reference's tolerance."""
     import torch
 
@@ -62,7 +62,7 @@ def run(output_dir: Path) -> int:
                         session = tests._testing.session(model, tests.EXPORT_LIBRARIES)
                         for size_index in range(tests.sizes(case)):
                             inputs = tests.make_inputs(case, size_index, dtype, seed=size_index + 1)
-                            failures += _compare(tests, op, case, dtype, exporter, session, inputs)
+                            failures += _compare(tests, case, dtype, exporter, session, inputs)
     print(
         "all ops agree within their declared tolerances"
         if not failures

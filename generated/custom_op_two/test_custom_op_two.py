@@ -67,9 +67,7 @@ def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
     return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
 
 
-def run_ort(session, inputs: dict) -> list:
-    feeds = {name: _testing.to_numpy(tensor) for name, tensor in inputs.items()}
-    return [torch.from_numpy(array) for array in session.run(None, feeds)]
+run_ort = _testing.run_ort
 
 
 class Model(torch.nn.Module):
@@ -187,8 +185,7 @@ def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> d
     return inputs
 
 
-def sizes(case: dict) -> int:
-    return len(next(iter(case["dynamic"].values()))) if case["dynamic"] else 1
+sizes = _testing.sizes
 
 
 RANDOM_PARAMS = [
@@ -198,11 +195,7 @@ RANDOM_PARAMS = [
 ]
 
 
-def dynamic_axes(case: dict) -> dict:
-    return {
-        name: {axis: dim for axis, dim in enumerate(dims) if isinstance(dim, str)}
-        for name, dims in case["shapes"].items()
-    }
+dynamic_axes = _testing.dynamic_axes
 
 
 def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelProto:

@@ -61,9 +61,7 @@ def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
     return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
 
 
-def run_ort(session, inputs: dict) -> list:
-    feeds = {name: _testing.to_numpy(tensor) for name, tensor in inputs.items()}
-    return [torch.from_numpy(array) for array in session.run(None, feeds)]
+run_ort = _testing.run_ort
 
 
 def single_node(
@@ -149,8 +147,7 @@ def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> d
     return inputs
 
 
-def sizes(case: dict) -> int:
-    return len(next(iter(case["dynamic"].values()))) if case["dynamic"] else 1
+sizes = _testing.sizes
 
 
 RANDOM_PARAMS = [

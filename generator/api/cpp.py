@@ -249,12 +249,6 @@ def symbolic_output_shapes(op: OpDef) -> list[dict]:
     ]
 
 
-def shaped_inputs(op: OpDef) -> list[dict]:
-    """Inputs whose shape the rule reads (the schema inference needs all of them known)."""
-    used = op.shape_rule.shaped_inputs
-    return [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
-
-
 _PROTO_SETTER = {  # NodeProto attribute setter, and how to spell one value (None: a string)
     AttrType.int: ("set_i", "int64_t{{{}}}"),
     AttrType.float: ("set_f", "{}f"),

@@ -283,8 +283,9 @@ def _eager_node(node: OnnxNode, index: dict[tuple[str, str], OpDef]) -> str:
     return f"{', '.join(node.outputs)} = {expr}"
 
 
-def _rules(op: OpDef, spell) -> list[str]:
-    """Statements choosing the export rule by attribute values, then running its nodes."""
+def _rules(op: OpDef, spell, before_return: list[str] = ()) -> list[str]:
+    """Statements choosing the export rule by attribute values, then running its nodes
+    (and `before_return` ahead of each return)."""
     returns = ", ".join(t.name for t in op.outputs)
     lines: list[str] = []
     for rule in op.export:
@@ -294,6 +295,7 @@ def _rules(op: OpDef, spell) -> list[str]:
             lines.append(f"if {condition}:")
             indent = "    "
         lines += [indent + spell(node) for node in rule.nodes]
+        lines += [indent + statement for statement in before_return]
         lines.append(f"{indent}return {returns}")
         if not rule.when:
             return lines
@@ -312,8 +314,8 @@ def translation_statements(op: OpDef) -> list[str]:
     return _rules(op, _translation_node)
 
 
-def symbolic_statements(op: OpDef) -> list[str]:
-    return _rules(op, _symbolic_node)
+def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
+    return _rules(op, _symbolic_node, set_types)
 
 
 def eager_statements(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[str]:

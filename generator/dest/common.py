@@ -17,6 +17,12 @@ def sources(op: OpDef) -> list[str]:
     return names
 
 
+def shaped_inputs(op: OpDef) -> list[dict]:
+    """Inputs whose shape the shape rule reads (schema inference needs all of them known)."""
+    used = op.shape_rule.shaped_inputs
+    return [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
+
+
 def tensor_cpp_type(tensor: TensorParam) -> str:
     return tensor.type_var if tensor.type_var else cpp.KERNEL_TYPE[tensor.dtype]
 

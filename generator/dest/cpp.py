@@ -167,7 +167,7 @@ def _schema_context(op: OpDef) -> dict:
             }
             for tc in op.type_constraints
         ],
-        "shaped_inputs": cpp.shaped_inputs(op),
+        "shaped_inputs": common.shaped_inputs(op),
         "checks": cpp.symbolic_checks(op),
         "output_shapes": cpp.symbolic_output_shapes(op),
         "function_body_literal": (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
-from generator.model import OpDef
+from generator.model import OpDef, export_targets
 from generator.render import GeneratedFile, render
 
 
@@ -56,8 +56,9 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
 
 
 def _onnx_schema_context(op: OpDef) -> dict:
-    used = op.shape_rule.shaped_inputs
-    shaped = [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
+    shaped = common.shaped_inputs(op)
+    used = {s["name"] for s in shaped}
+    function_text = onnx_api.function_text(op) if op.function else None
     return {
         "inputs": [
             {
@@ -95,8 +96,8 @@ def _onnx_schema_context(op: OpDef) -> dict:
         or "True",
         "checks": py.onnx_checks(op),
         "output_shapes": py.onnx_output_shapes(op),
-        "function_text": onnx_api.function_text(op) if op.function else None,
-        "function_text_literal": py.literal(onnx_api.function_text(op)) if op.function else None,
+        "function_text": function_text,
+        "function_text_literal": py.literal(function_text) if function_text else None,
         "function_opset": op.function.opset if op.function else None,
         "infer_through_body": op.infers_through_function,
         "input_names": py.literal([t.name for t in op.inputs]),
@@ -137,11 +138,8 @@ _PARSE_ARG = {
 def export_opsets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict[str, int]:
     """Custom domain -> version, for every custom op the export nodes call."""
     opsets: dict[str, int] = {}
-    for rule in op.export:
-        for node in rule.nodes:
-            if node.domain:
-                version = index[(node.domain, node.op_type)].version
-                opsets[node.domain] = max(opsets.get(node.domain, 0), version)
+    for target in export_targets(op, index):
+        opsets[target.domain] = max(opsets.get(target.domain, 0), target.version)
     return dict(sorted(opsets.items()))
 
 
@@ -167,13 +165,6 @@ def _set_types(op: OpDef) -> list[str]:
 def _export_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
     input_names = [t.name for t in op.inputs]
     opsets = export_opsets(op, index)
-    set_types = _set_types(op)
-    symbolic = []
-    for line in py.symbolic_statements(op):
-        if line.lstrip().startswith("return "):
-            indent = line[: len(line) - len(line.lstrip())]
-            symbolic += [indent + statement for statement in set_types]
-        symbolic.append(line)
     uses_standard = any(not n.domain for rule in op.export for n in rule.nodes)
     return {
         "overload_name": op.torch.overload_name,
@@ -194,7 +185,7 @@ def _export_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
             ['"v"'] * len(op.inputs) + [f'"{_PARSE_ARG[a.type.value]}"' for a in op.attributes]
         ),
         "symbolic_params": ", ".join(input_names + [a.name for a in op.attributes]),
-        "symbolic_statements": symbolic,
+        "symbolic_statements": py.symbolic_statements(op, _set_types(op)),
     }
 
 

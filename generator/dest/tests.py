@@ -5,7 +5,7 @@ from __future__ import annotations
 from generator.api import python as py
 from generator.dest import common
 from generator.dest.python import base_context, output_dtype_expr
-from generator.model import DType, OpDef, evaluate_output_shapes
+from generator.model import DType, OpDef, evaluate_output_shapes, export_targets
 from generator.render import GeneratedFile, render
 
 
@@ -17,12 +17,12 @@ def _dtype_list(dtypes) -> str | None:
 
 def _export_facts(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
     """What the export must produce: nodes per rule, the libraries and functions they need."""
-    called = [index.get((n.domain, n.op_type)) for rule in op.export for n in rule.nodes]
-    libraries = sorted({t.domain_ident for t in called if t is not None and t.kernel})
+    called = export_targets(op, index)
+    libraries = sorted({t.domain_ident for t in called if t.kernel})
     bodies = {
         (t.domain, t.op_type): [("", n.op_type) for n in t.function.nodes]
         for t in called
-        if t is not None and t.function
+        if t.function
     }
     rules = [(dict(rule.when), [(n.domain, n.op_type) for n in rule.nodes]) for rule in op.export]
     return {
