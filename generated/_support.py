@@ -58,6 +58,94 @@ def fixed_dim(value: int):
     return dim
 
 
+class Unknown(Exception):
+    """A dim whose value ONNX inference does not know."""
+
+
+def value(dim) -> int:
+    """The value of a TensorShapeProto.Dimension; raises Unknown for a symbolic dim."""
+    if not dim.HasField("dim_value"):
+        raise Unknown()
+    return dim.dim_value
+
+
+def computed_dim(compute):
+    """A dim computed from other dims: known if every dim it reads is known."""
+    import onnx
+
+    try:
+        return fixed_dim(compute())
+    except Unknown:
+        return onnx.TensorShapeProto.Dimension()
+
+
+def known_true(condition) -> bool:
+    """False only when the condition can be evaluated (every dim known) and is false."""
+    try:
+        return bool(condition())
+    except Unknown:
+        return True
+
+
+def attribute(ctx, name: str, default, missing_message: str = ""):
+    """An attribute's value in ONNX shape inference (strings decoded); the default when absent."""
+    import onnx
+
+    proto = ctx.get_attribute(name)
+    if proto is None:
+        if default is None:
+            raise onnx.shape_inference.InferenceError(missing_message)
+        return default
+    result = onnx.helper.get_attribute_value(proto)
+    return result.decode() if isinstance(result, bytes) else result
+
+
+def broadcast_sizes(message: str, *shapes) -> list:
+    """numpy broadcasting of torch sizes (symbolic sizes stay symbolic), with our message."""
+    import torch
+
+    rank = max(len(shape) for shape in shapes)
+    result = [1] * rank
+    for shape in shapes:
+        for i, size in enumerate(shape, start=rank - len(shape)):
+            current = result[i]
+            torch._check(
+                size == 1 or current == 1 or size == current,
+                lambda: message + " and ".join(str(list(s)) for s in shapes),
+            )
+            if current == 1:
+                result[i] = size
+    return result
+
+
+def broadcast_dims(message: str, *shapes) -> list:
+    """ONNX's multidirectional broadcasting of TensorShapeProto dims (as ONNX's C++ helper
+    does): a known dim other than 1 wins; a single named dim among ones is kept."""
+    import onnx
+
+    rank = max(len(shape) for shape in shapes)
+    result = []
+    for i in range(rank):
+        column = [shape[i - rank + len(shape)] for shape in shapes if i >= rank - len(shape)]
+        known = {d.dim_value for d in column if d.HasField("dim_value") and d.dim_value != 1}
+        if len(known) > 1:
+            raise onnx.shape_inference.InferenceError(message + str(sorted(known)))
+        symbolic = [d for d in column if not d.HasField("dim_value")]
+        if known or not symbolic:
+            result.append(fixed_dim(known.pop() if known else 1))
+        elif len({d.dim_param for d in symbolic}) == 1 and symbolic[0].dim_param:
+            result.append(symbolic[0])
+        else:
+            result.append(onnx.TensorShapeProto.Dimension())
+    return result
+
+
+def reduced_sizes(sizes: list, axis: int, keepdims, one) -> list:
+    """`sizes` without `axis`, or with a `one` there when keepdims."""
+    axis = axis % len(sizes)
+    return sizes[:axis] + ([one] if keepdims else []) + sizes[axis + 1 :]
+
+
 def known_equal(a, b) -> bool:
     """False only when both dims are known numbers that differ."""
     if a.HasField("dim_value") and b.HasField("dim_value"):

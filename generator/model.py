@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from itertools import product
 from pathlib import Path
@@ -39,6 +39,7 @@ class DType(Enum):
 
 
 class AttrType(Enum):
+    bool = "bool"  # an ONNX int attribute (0 or 1); a PyTorch bool
     int = "int"
     float = "float"
     string = "string"
@@ -82,16 +83,17 @@ class TypeConstraint:
 
 @dataclass(frozen=True)
 class Dim:
-    """One entry of a shape pattern: `...`, a symbol such as N, or an integer literal."""
+    """One entry of a shape pattern: `...`, a symbol such as N, an integer literal, or (in an
+    output pattern) an expression such as `(L - window) // stride + 1`."""
 
-    kind: str  # "ellipsis" | "symbol" | "literal"
-    symbol: str | None = None
+    kind: str  # "ellipsis" | "symbol" | "literal" | "expr"
+    symbol: str | None = None  # the symbol, or the expression's text
     value: int | None = None
 
     def __str__(self) -> str:
         if self.kind == "ellipsis":
             return "..."
-        return self.symbol if self.kind == "symbol" else str(self.value)
+        return str(self.value) if self.kind == "literal" else self.symbol
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,9 @@ class TensorParam:
     type_var: str | None  # a type constraint name, or None when dtype is concrete
     dtype: DType | None
     shape: ShapePattern | None  # inputs: the accepted pattern; outputs: see ShapeRule
-    same_shape_as: str | None  # outputs only
+    same_shape_as: str | None
+    # outputs only: `broadcast(A, B)` or `reduce(X, axis, keepdims)`, as (name, arguments)
+    shape_function: tuple[str, tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,7 @@ class Attribute:
     doc: str
     required: bool
     default: Any  # None when required
+    allowed: tuple | None = None  # the values it may take (None: any)
 
 
 @dataclass(frozen=True)
@@ -183,16 +188,71 @@ class ShapeEqualCheck:
 
 
 @dataclass(frozen=True)
-class ShapePart:
-    """One piece of an output shape: a slice of an input's dims, one input dim, or a literal."""
+class DimExpr:
+    """An output dim: an input dim, an integer, an int attribute, or `+ - * //` of two dims
+    (`//` floors, as in Python)."""
 
-    kind: str  # "slice" | "dim" | "literal"
-    input: str | None = None
+    kind: str  # "dim" | "literal" | "attr" | "binary"
+    ref: DimRef | None = None
+    value: int | None = None
+    attr: str | None = None
+    op: str | None = None  # "+" | "-" | "*" | "//"
+    left: DimExpr | None = None
+    right: DimExpr | None = None
+    text: str = field(default="", compare=False)  # as the definition writes it
+
+    def walk(self):
+        yield self
+        for child in (self.left, self.right):
+            if child is not None:
+                yield from child.walk()
+
+    @property
+    def refs(self) -> list[DimRef]:
+        return [e.ref for e in self.walk() if e.kind == "dim"]
+
+    @property
+    def attrs(self) -> list[str]:
+        return [e.attr for e in self.walk() if e.kind == "attr"]
+
+    def spell(self, dim, attr, floordiv) -> str:
+        """The expression in a target language: `dim(ref)`, `attr(name)` and
+        `floordiv(a, b)` spell the leaves and `//`; every binary is parenthesised."""
+        if self.kind == "dim":
+            return dim(self.ref)
+        if self.kind == "literal":
+            return str(self.value)
+        if self.kind == "attr":
+            return attr(self.attr)
+        a = self.left.spell(dim, attr, floordiv)
+        b = self.right.spell(dim, attr, floordiv)
+        return floordiv(a, b) if self.op == "//" else f"({a} {self.op} {b})"
+
+    def evaluate(self, dim, attr) -> int:
+        if self.kind == "dim":
+            return dim(self.ref)
+        if self.kind == "literal":
+            return self.value
+        if self.kind == "attr":
+            return attr(self.attr)
+        a, b = self.left.evaluate(dim, attr), self.right.evaluate(dim, attr)
+        return {"+": a + b, "-": a - b, "*": a * b}[self.op] if self.op != "//" else a // b
+
+
+@dataclass(frozen=True)
+class ShapePart:
+    """One piece of an output shape."""
+
+    kind: str  # "slice" | "expr" | "broadcast" | "reduce"
+    input: str | None = None  # slice, reduce: the input whose dims are used
     input_index: int | None = None
     start: int | None = None  # slice bounds, Python semantics (None = open)
     stop: int | None = None
-    axis: int | None = None
-    value: int | None = None
+    expr: DimExpr | None = None  # expr: one dim
+    operands: tuple[tuple[str, int], ...] = ()  # broadcast: (input, index) of every operand
+    axis: DimExpr | None = None  # reduce: the axis (a literal or an int attribute)
+    keepdims: DimExpr | None = None  # reduce: 0/1 (a literal or a bool/int attribute)
+    message: str = ""  # broadcast: what incompatible operands report
 
 
 @dataclass(frozen=True)
@@ -202,10 +262,41 @@ class OutputShape:
 
 
 @dataclass(frozen=True)
+class ExprCheck:
+    """A computed dim (or a divisor) that must be >= 0 (or > 0)."""
+
+    expr: DimExpr
+    strict: bool  # > 0 instead of >= 0
+    message: str
+
+
+@dataclass(frozen=True)
+class AxisCheck:
+    """An axis attribute (or literal) must index input `input`: -rank <= axis < rank."""
+
+    input: str
+    input_index: int
+    axis: DimExpr
+    message: str
+
+
+@dataclass(frozen=True)
+class AllowedValuesCheck:
+    """An attribute with declared allowed values."""
+
+    attribute: str
+    allowed: tuple
+    message: str
+
+
+@dataclass(frozen=True)
 class ShapeRule:
+    attribute_checks: tuple[AllowedValuesCheck, ...]
     rank_checks: tuple[RankCheck, ...]
     dim_checks: tuple[DimEqualCheck | DimLiteralCheck, ...]
     shape_checks: tuple[ShapeEqualCheck, ...]
+    axis_checks: tuple[AxisCheck, ...]
+    expr_checks: tuple[ExprCheck, ...]
     outputs: tuple[OutputShape, ...]
 
     @property
@@ -213,9 +304,26 @@ class ShapeRule:
         """Inputs whose shape the rule reads."""
         used = {c.input for c in self.rank_checks}
         used |= {name for c in self.shape_checks for name in (c.a, c.b)}
+        used |= {c.input for c in self.axis_checks}
+        used |= {ref.input for c in self.expr_checks for ref in c.expr.refs}
         for out in self.outputs:
-            used |= {p.input for p in out.parts if p.input}
+            for part in out.parts:
+                used |= {part.input} if part.input else set()
+                used |= {name for name, _ in part.operands}
+                used |= {ref.input for ref in (part.expr.refs if part.expr else ())}
         return frozenset(used)
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """Attributes the rule reads: allowed-value checks, int attributes in dims, reduce axes
+        and keepdims."""
+        names: list[str] = [c.attribute for c in self.attribute_checks]
+        exprs = [c.expr for c in self.expr_checks] + [c.axis for c in self.axis_checks]
+        for out in self.outputs:
+            exprs += [e for p in out.parts for e in (p.expr, p.axis, p.keepdims) if e]
+        for expr in exprs:
+            names += [name for name in expr.attrs if name not in names]
+        return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -611,7 +719,12 @@ def _parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeCon
     return tuple(result)
 
 
-def _parse_shape(node: Node, symbols_allowed: bool) -> ShapePattern:
+DIM_EXPRESSION_SYNTAX = (
+    "dim symbols bound by the inputs, int attributes and integers with + - * // and parentheses"
+)
+
+
+def _parse_shape(node: Node, is_output: bool) -> ShapePattern:
     items = _list(node)
     dims = []
     for item in items:
@@ -622,15 +735,104 @@ def _parse_shape(node: Node, symbols_allowed: bool) -> ShapePattern:
             if value < 0:
                 raise item.error(f"a literal dimension must be >= 0, found {value}")
             dims.append(Dim("literal", value=value))
-        elif isinstance(value, str) and IDENTIFIER.match(value) and symbols_allowed:
+        elif isinstance(value, str) and IDENTIFIER.match(value):
             dims.append(Dim("symbol", symbol=value))
+        elif isinstance(value, str) and is_output:
+            _dim_expression_tree(value, item)  # syntax now; names when the rule is compiled
+            dims.append(Dim("expr", symbol=value.strip()))
         else:
-            raise item.error(
-                f"expected '...', a dimension symbol such as N, or an integer, found {_kind(item)}"
-            )
+            allowed = "'...', a dimension symbol such as N, an integer"
+            if is_output:
+                allowed += f", or an expression of {DIM_EXPRESSION_SYNTAX}"
+            raise item.error(f"expected {allowed}, found {_kind(item)}")
     if sum(1 for d in dims if d.kind == "ellipsis") > 1:
         raise node.error("a shape pattern may contain '...' at most once")
     return ShapePattern(tuple(dims))
+
+
+_BINARY_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"}
+
+
+def _dim_expression_tree(text: str, node: Node) -> ast.expr:
+    """Parses a dim expression and checks that it uses only the allowed syntax."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as exc:
+        raise node.error(f"'{text}' is not a valid dim expression: {exc.msg}") from None
+    for sub in ast.walk(tree):
+        allowed = (
+            isinstance(sub, ast.Name | ast.Load | ast.BinOp)
+            or type(sub) in _BINARY_OPS
+            or (isinstance(sub, ast.Constant) and type(sub.value) is int)
+        )
+        if not allowed:
+            raise node.error(f"'{text}': a dim expression uses {DIM_EXPRESSION_SYNTAX}")
+    return tree
+
+
+def _dim_expression(
+    text: str, node: Node, bound: dict[str, DimRef], attrs: dict[str, Attribute]
+) -> DimExpr:
+    def build(sub: ast.expr) -> DimExpr:
+        if isinstance(sub, ast.Constant):
+            return DimExpr("literal", value=sub.value, text=str(sub.value))
+        if isinstance(sub, ast.Name):
+            if sub.id in bound:
+                return DimExpr("dim", ref=bound[sub.id], text=sub.id)
+            if sub.id in attrs and attrs[sub.id].type is AttrType.int:
+                return DimExpr("attr", attr=sub.id, text=sub.id)
+            ints = sorted(name for name, a in attrs.items() if a.type is AttrType.int)
+            raise node.error(
+                f"'{sub.id}' in '{text}' is neither a dim symbol bound by an input shape "
+                f"pattern {sorted(bound)} nor an int attribute {ints}"
+            )
+        return DimExpr(
+            "binary",
+            op=_BINARY_OPS[type(sub.op)],
+            left=build(sub.left),
+            right=build(sub.right),
+            text=ast.unparse(sub),
+        )
+
+    return build(_dim_expression_tree(text, node))
+
+
+SHAPE_FUNCTIONS = {
+    "broadcast": "broadcast(A, B, ...): the inputs' shapes broadcast together (numpy rules)",
+    "reduce": "reduce(X, axis, keepdims): X's shape without `axis` (kept as 1 when keepdims)",
+}
+
+
+def _parse_shape_function(node: Node) -> tuple[str, tuple[str, ...]]:
+    text = _str(node)
+    forms = "; ".join(SHAPE_FUNCTIONS.values())
+    try:
+        call = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        call = None
+    if (
+        not isinstance(call, ast.Call)
+        or not isinstance(call.func, ast.Name)
+        or call.func.id not in SHAPE_FUNCTIONS
+        or call.keywords
+    ):
+        raise node.error(f"'{text}' is not a shape; expected a list of dims, or one of: {forms}")
+    args = []
+    for arg in call.args:
+        if isinstance(arg, ast.Name):
+            args.append(arg.id)
+        elif isinstance(arg, ast.Constant) and type(arg.value) in (int, bool):
+            args.append(repr(arg.value))
+        elif (
+            isinstance(arg, ast.UnaryOp)
+            and isinstance(arg.op, ast.USub)
+            and isinstance(arg.operand, ast.Constant)
+            and type(arg.operand.value) is int
+        ):
+            args.append(repr(-arg.operand.value))
+        else:
+            raise node.error(f"'{text}': arguments are names or integer/boolean literals")
+    return call.func.id, tuple(args)
 
 
 def _parse_tensor(
@@ -654,16 +856,23 @@ def _parse_tensor(
                 f"'{type_name}' is neither a declared type variable {sorted(constraints)} "
                 f"nor a dtype {[d.value for d in DType]}"
             ) from None
-    shape = _parse_shape(fields["shape"], True) if "shape" in fields else None
+    shape, function = None, None
+    if "shape" in fields:
+        if is_output and isinstance(fields["shape"].value, str):
+            function = _parse_shape_function(fields["shape"])
+        else:
+            shape = _parse_shape(fields["shape"], is_output)
     same = _identifier(fields["same_shape_as"], "input name") if "same_shape_as" in fields else None
-    if shape is not None and same is not None:
+    if "shape" in fields and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
     doc = _str(fields["doc"]) if "doc" in fields else ""
-    return TensorParam(name, doc, type_var, dtype, shape, same)
+    return TensorParam(name, doc, type_var, dtype, shape, same, function)
 
 
 def _attr_value(node: Node, attr_type: AttrType) -> Any:
     def scalar(item: Node, base: AttrType) -> Any:
+        if base is AttrType.bool:
+            return _bool(item)
         if base is AttrType.int:
             return _int(item)
         if base is AttrType.float:
@@ -681,7 +890,7 @@ def _attr_value(node: Node, attr_type: AttrType) -> Any:
 
 
 def _parse_attribute(node: Node) -> Attribute:
-    fields = _mapping(node, {"name", "type", "default", "doc"}, {"name", "type"})
+    fields = _mapping(node, {"name", "type", "default", "allowed", "doc"}, {"name", "type"})
     name = _identifier(fields["name"], "attribute name")
     type_name = _str(fields["type"])
     try:
@@ -692,14 +901,29 @@ def _parse_attribute(node: Node) -> Attribute:
         ) from None
     required = "default" not in fields
     default = None if required else _attr_value(fields["default"], attr_type)
+    allowed = None
+    if "allowed" in fields:
+        if attr_type not in (AttrType.int, AttrType.string):
+            raise fields["allowed"].error(
+                f"'allowed' applies to int and string attributes, not to {attr_type.value}"
+            )
+        items = _list(fields["allowed"])
+        if not items:
+            raise fields["allowed"].error("list at least one allowed value")
+        allowed = tuple(_attr_value(item, attr_type) for item in items)
+        if len(set(allowed)) != len(allowed):
+            raise fields["allowed"].error("a value is listed twice")
+        if not required and default not in allowed:
+            raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
     doc = _str(fields["doc"]) if "doc" in fields else ""
-    return Attribute(name, attr_type, doc, required, default)
+    return Attribute(name, attr_type, doc, required, default, allowed)
 
 
 def _compile_shape_rule(
     op_type: str,
     inputs: tuple[TensorParam, ...],
     outputs: tuple[TensorParam, ...],
+    attrs: dict[str, Attribute],
     inputs_node: Node,
     node: Node,
 ) -> ShapeRule:
@@ -776,14 +1000,32 @@ def _compile_shape_rule(
             )
         )
     shapes = []
-    for output in outputs:
+    expr_checks: list[ExprCheck] = []
+    axis_checks: list[AxisCheck] = []
+    output_nodes = node.value if node.is_sequence else []
+    for position, output in enumerate(outputs):
+        where = output_nodes[position] if position < len(output_nodes) else node
         if output.same_shape_as is not None:
             if output.same_shape_as not in by_name:
-                raise node.error(
+                raise where.error(
                     f"output '{output.name}': same_shape_as '{output.same_shape_as}' is not an input"
                 )
             index, _ = by_name[output.same_shape_as]
-            parts = (ShapePart("slice", output.same_shape_as, index, None, None),)
+            parts = (ShapePart("slice", output.same_shape_as, index),)
+        elif output.shape_function is not None:
+            part = _shape_function_part(op_type, output, by_name, attrs, where)
+            checked = {(c.input, c.axis) for c in axis_checks}
+            if part.kind == "reduce" and (part.input, part.axis) not in checked:
+                axis_checks.append(
+                    AxisCheck(
+                        part.input,
+                        part.input_index,
+                        part.axis,
+                        f"{op_type}: reduction axis {part.axis.text} is out of range for input "
+                        f"'{part.input}'",
+                    )
+                )
+            parts = (part,)
         elif output.shape is None:
             continue  # no rule: allowed where nothing needs it (checked by the caller)
         else:
@@ -791,7 +1033,7 @@ def _compile_shape_rule(
             for dim in output.shape.dims:
                 if dim.kind == "ellipsis":
                     if not ellipsis_inputs:
-                        raise node.error(
+                        raise where.error(
                             f"output '{output.name}' uses '...' but no input pattern has '...'"
                         )
                     index, source = ellipsis_inputs[0]
@@ -803,19 +1045,107 @@ def _compile_shape_rule(
                             "slice", source.name, index, ell or None, -after if after else None
                         )
                     )
-                elif dim.kind == "literal":
-                    parts_list.append(ShapePart("literal", value=dim.value))
+                    continue
+                if dim.kind == "literal":
+                    expr = DimExpr("literal", value=dim.value)
+                elif dim.kind == "symbol" and dim.symbol in bound:
+                    expr = DimExpr("dim", ref=bound[dim.symbol])
+                elif dim.kind == "symbol" and dim.symbol not in attrs:
+                    raise where.error(
+                        f"output '{output.name}': dimension symbol '{dim.symbol}' is not bound "
+                        f"by any input shape pattern (bound: {sorted(bound)})"
+                    )
                 else:
-                    if dim.symbol not in bound:
-                        raise node.error(
-                            f"output '{output.name}': dimension symbol '{dim.symbol}' is not bound "
-                            f"by any input shape pattern (bound: {sorted(bound)})"
-                        )
-                    ref = bound[dim.symbol]
-                    parts_list.append(ShapePart("dim", ref.input, ref.input_index, axis=ref.axis))
+                    expr = _dim_expression(dim.symbol, where, bound, attrs)
+                parts_list.append(ShapePart("expr", expr=expr))
+                if expr.kind != "dim" and expr.kind != "literal":
+                    expr_checks += _expression_checks(op_type, output.name, expr)
             parts = tuple(parts_list)
         shapes.append(OutputShape(output.name, parts))
-    return ShapeRule(tuple(rank_checks), tuple(dim_checks), tuple(shape_checks), tuple(shapes))
+    attribute_checks = tuple(
+        AllowedValuesCheck(
+            a.name,
+            a.allowed,
+            f"{op_type}: attribute '{a.name}' must be one of {list(a.allowed)}",
+        )
+        for a in attrs.values()
+        if a.allowed is not None
+    )
+    return ShapeRule(
+        attribute_checks,
+        tuple(rank_checks),
+        tuple(dim_checks),
+        tuple(shape_checks),
+        tuple(axis_checks),
+        tuple(expr_checks),
+        tuple(shapes),
+    )
+
+
+def _expression_checks(op_type: str, output: str, expr: DimExpr) -> list[ExprCheck]:
+    """Every divisor must be positive, and the dim itself must not be negative."""
+    checks = []
+    for sub in expr.walk():
+        if sub.op == "//" and not (sub.right.kind == "literal" and sub.right.value > 0):
+            checks.append(
+                ExprCheck(
+                    sub.right,
+                    True,
+                    f"{op_type}: the divisor {sub.right.text} in the shape of "
+                    f"output '{output}' must be positive",
+                )
+            )
+    if any(sub.op == "-" for sub in expr.walk()) or expr.kind == "attr":
+        checks.append(
+            ExprCheck(
+                expr,
+                False,
+                f"{op_type}: output '{output}' would have a negative dim {expr.text}",
+            )
+        )
+    return checks
+
+
+def _shape_function_part(
+    op_type: str,
+    output: TensorParam,
+    by_name: dict[str, tuple[int, TensorParam]],
+    attrs: dict[str, Attribute],
+    where: Node,
+) -> ShapePart:
+    kind, args = output.shape_function
+    if kind == "broadcast":
+        if len(args) < 2 or any(a not in by_name for a in args) or len(set(args)) != len(args):
+            raise where.error(
+                f"output '{output.name}': broadcast(...) takes two or more distinct input names "
+                f"(inputs: {sorted(by_name)})"
+            )
+        return ShapePart(
+            "broadcast",
+            operands=tuple((name, by_name[name][0]) for name in args),
+            message=f"{op_type}: inputs {', '.join(repr(a) for a in args)} cannot be broadcast "
+            "together, got ",
+        )
+    if len(args) != 3 or args[0] not in by_name:
+        raise where.error(
+            f"output '{output.name}': expected {SHAPE_FUNCTIONS['reduce']} with X an input"
+        )
+
+    def attribute_or_literal(text: str, types: tuple[AttrType, ...], what: str) -> DimExpr:
+        if text in attrs and attrs[text].type in types:
+            return DimExpr("attr", attr=text, text=f"'{text}'")
+        try:
+            return DimExpr("literal", value=int(ast.literal_eval(text)), text=text)
+        except ValueError:
+            names = sorted(n for n, a in attrs.items() if a.type in types)
+            raise where.error(
+                f"output '{output.name}': {what} '{text}' must be a literal or an attribute of "
+                f"type {'/'.join(t.value for t in types)} {names}"
+            ) from None
+
+    axis = attribute_or_literal(args[1], (AttrType.int,), "axis")
+    keepdims = attribute_or_literal(args[2], (AttrType.bool, AttrType.int), "keepdims")
+    return ShapePart("reduce", args[0], by_name[args[0]][0], axis=axis, keepdims=keepdims)
 
 
 REFERENCE_GLOBALS = {"torch", "F", "math"}
@@ -1362,7 +1692,13 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     shape_rule = None
     if inputs and outputs and "outputs" in fields:
         shape_rule = errors.attempt(
-            _compile_shape_rule, title, inputs, outputs, fields["inputs"], fields["outputs"]
+            _compile_shape_rule,
+            title,
+            inputs,
+            outputs,
+            {a.name: a for a in attributes},
+            fields["inputs"],
+            fields["outputs"],
         )
     new_torch_op = torch_binding is not None and not torch_binding.is_override
     needs_output_shapes = new_torch_op or implementation in ("kernel", "provided_by")
@@ -1518,19 +1854,61 @@ def check_project(ops: list[OpDef]) -> None:
     errors.raise_if_any()
 
 
+UNKNOWN_DIM = "?"
+
+
 def evaluate_output_shapes(
-    rule: ShapeRule, input_dims: dict[str, list[int | str]]
+    op: OpDef, input_dims: dict[str, list[int | str]], attributes: dict[str, Any]
 ) -> dict[str, list[int | str]]:
-    """Applies the shape rule to concrete or named dims (for tests and docs)."""
+    """Applies the shape rule to concrete dims or named (symbolic) ones, as ONNX shape
+    inference does: a named dim is copied, a dim computed from a named one is unknown ("?"),
+    broadcasting follows ONNX's multidirectional rule. For tests and docs."""
+    values = {a.name: a.default for a in op.attributes if not a.required} | dict(attributes)
+
+    def attr(name: str) -> int:
+        return int(values[name])
+
+    def dim(ref: DimRef) -> int:
+        value = input_dims[ref.input][ref.axis]
+        if isinstance(value, str):
+            raise LookupError(value)
+        return value
+
     result = {}
-    for out in rule.outputs:
+    for out in op.shape_rule.outputs:
         dims: list[int | str] = []
         for part in out.parts:
             if part.kind == "slice":
                 dims.extend(input_dims[part.input][part.start : part.stop])
-            elif part.kind == "dim":
-                dims.append(input_dims[part.input][part.axis])
+            elif part.kind == "expr" and part.expr.kind == "dim":
+                dims.append(input_dims[part.expr.ref.input][part.expr.ref.axis])
+            elif part.kind == "expr":
+                try:
+                    dims.append(part.expr.evaluate(dim, attr))
+                except LookupError:
+                    dims.append(UNKNOWN_DIM)
+            elif part.kind == "broadcast":
+                dims.extend(_broadcast_named([input_dims[name] for name, _ in part.operands]))
             else:
-                dims.append(part.value)
+                source = list(input_dims[part.input])
+                axis = part.axis.evaluate(dim, attr) % len(source)
+                keep = part.keepdims.evaluate(dim, attr)
+                dims.extend(source[:axis] + ([1] if keep else []) + source[axis + 1 :])
         result[out.output] = dims
+    return result
+
+
+def _broadcast_named(shapes: list[list[int | str]]) -> list[int | str]:
+    rank = max(len(shape) for shape in shapes)
+    result: list[int | str] = []
+    for i in range(rank):
+        column = [shape[i - rank + len(shape)] for shape in shapes if i >= rank - len(shape)]
+        known = {d for d in column if isinstance(d, int) and d != 1}
+        named = {d for d in column if isinstance(d, str)}
+        if known or not named:
+            result.append(known.pop() if known else 1)
+        else:
+            result.append(
+                named.pop() if len(named) == 1 and UNKNOWN_DIM not in named else UNKNOWN_DIM
+            )
     return result

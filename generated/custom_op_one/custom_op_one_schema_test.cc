@@ -72,7 +72,10 @@ std::string describe(const ONNX_NAMESPACE::TypeProto& type) {
   const auto& shape = type.tensor_type().shape();
   for (int i = 0; i < shape.dim_size(); ++i) {
     if (i) text += ", ";
-    text += shape.dim(i).has_dim_value() ? std::to_string(shape.dim(i).dim_value()) : shape.dim(i).dim_param();
+    const auto& dim = shape.dim(i);
+    // Unknown dims print as "?" (ONNX names them unk__<n> when it merges them into outputs).
+    const bool unknown = !dim.has_dim_param() || dim.dim_param().rfind("unk__", 0) == 0;
+    text += dim.has_dim_value() ? std::to_string(dim.dim_value()) : (unknown ? "?" : dim.dim_param());
   }
   return text + "]";
 }

@@ -5,9 +5,11 @@ from __future__ import annotations
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
 from generator.model import (
+    AllowedValuesCheck,
     Attribute,
     AttrType,
     DimEqualCheck,
+    DimExpr,
     DimLiteralCheck,
     DimRef,
     DType,
@@ -28,6 +30,7 @@ KERNEL_TYPE = {
     DType.bool: "bool",
 }
 ATTR_TYPE = {
+    AttrType.bool: "bool",
     AttrType.int: "int64_t",
     AttrType.float: "float",
     AttrType.string: "std::string",
@@ -73,6 +76,8 @@ def _float_literal(value: float) -> str:
 def attr_literal(attr: Attribute) -> str:
     """The default value as a C++ initializer."""
     value, kind = attr.default, attr.type
+    if kind is AttrType.bool:
+        return "true" if value else "false"
     if kind is AttrType.int:
         return f"int64_t{{{value}}}"
     if kind is AttrType.float:
@@ -103,10 +108,38 @@ def _concrete_dim(ref: DimRef) -> str:
     return f"opgen::axis_size({_shape_var(ref.input)}, {ref.axis})"
 
 
+def _floordiv(a: str, b: str) -> str:
+    return f"opgen::floor_div({a}, {b})"
+
+
+def _concrete_expr(expr: DimExpr) -> str:
+    return expr.spell(_concrete_dim, lambda name: f"attrs.{name}", _floordiv)
+
+
+def _allowed_condition(check: AllowedValuesCheck, value: str) -> str:
+    attribute_type = type(check.allowed[0])
+    spell = string_literal if attribute_type is str else lambda v: f"int64_t{{{v}}}"
+    return " || ".join(f"{value} == {spell(v)}" for v in check.allowed)
+
+
 def concrete_checks(op: OpDef) -> list[dict]:
     """Each check: a C++ condition that must hold, the message, and the values to report."""
     rule = op.shape_rule
     checks = []
+    for check in rule.attribute_checks:
+        value = f"attrs.{check.attribute}"
+        is_string = isinstance(check.allowed[0], str)
+        checks.append(
+            {
+                "condition": _allowed_condition(check, value),
+                "message": string_literal(check.message + ", got "),
+                "got": (
+                    f'std::string("\\"") + {value} + "\\""'
+                    if is_string
+                    else f"std::to_string({value})"
+                ),
+            }
+        )
     for rank in rule.rank_checks:
         relation = "==" if rank.exact else ">="
         var = _shape_var(rank.input)
@@ -115,7 +148,6 @@ def concrete_checks(op: OpDef) -> list[dict]:
                 "condition": f"static_cast<int64_t>({var}.size()) {relation} {rank.rank}",
                 "message": string_literal(rank.message + ", got shape "),
                 "got": f"opgen::shape_to_string({var})",
-                "guard": "true",
             }
         )
     for check in rule.dim_checks:
@@ -144,6 +176,27 @@ def concrete_checks(op: OpDef) -> list[dict]:
                 "got": f'opgen::shape_to_string({a}) + " and " + opgen::shape_to_string({b})',
             }
         )
+    for check in rule.axis_checks:
+        axis, rank = (
+            _concrete_expr(check.axis),
+            f"static_cast<int64_t>({_shape_var(check.input)}.size())",
+        )
+        checks.append(
+            {
+                "condition": f"-{rank} <= {axis} && {axis} < {rank}",
+                "message": string_literal(check.message + ", got axis "),
+                "got": f'std::to_string({axis}) + " and rank " + std::to_string({rank})',
+            }
+        )
+    for check in rule.expr_checks:
+        value = _concrete_expr(check.expr)
+        checks.append(
+            {
+                "condition": f"{value} {'>' if check.strict else '>='} 0",
+                "message": string_literal(check.message + ", got "),
+                "got": f"std::to_string({value})",
+            }
+        )
     return checks
 
 
@@ -152,9 +205,15 @@ def _part_concrete(target: str, part: ShapePart) -> str:
         start = part.start if part.start is not None else 0
         stop = part.stop if part.stop is not None else "opgen::kShapeEnd"
         return f"opgen::append_dims({target}, {_shape_var(part.input)}, {start}, {stop});"
-    if part.kind == "dim":
-        return f"{target}.push_back(opgen::axis_size({_shape_var(part.input)}, {part.axis}));"
-    return f"{target}.push_back({part.value});"
+    if part.kind == "expr":
+        return f"{target}.push_back({_concrete_expr(part.expr)});"
+    if part.kind == "broadcast":
+        shapes = ", ".join(f"&{_shape_var(name)}" for name, _ in part.operands)
+        return f"{target} = opgen::broadcast_shapes({string_literal(part.message)}, {{{shapes}}});"
+    return (
+        f"{target} = opgen::reduced_shape({_shape_var(part.input)}, {_concrete_expr(part.axis)}, "
+        f"{_concrete_expr(part.keepdims)});"
+    )
 
 
 def concrete_output_shapes(op: OpDef) -> list[dict]:
@@ -178,6 +237,65 @@ def _proto_index(ref: DimRef) -> str:
     if ref.axis >= 0:
         return str(ref.axis)
     return f"{ref.input}_shape.dim_size() - {-ref.axis}"
+
+
+def schema_attribute_variable(name: str) -> str:
+    return f"attr_{name}"
+
+
+def _proto_expr(expr: DimExpr) -> tuple[str, str]:
+    """(condition that every dim it reads is known, the value)."""
+    known = " && ".join(dict.fromkeys(f"{_proto_dim(r)}.has_dim_value()" for r in expr.refs))
+    value = expr.spell(
+        lambda ref: f"{_proto_dim(ref)}.dim_value()", schema_attribute_variable, _floordiv_proto
+    )
+    return known or "true", value
+
+
+def _floordiv_proto(a: str, b: str) -> str:
+    # The schema is self-contained (no opgen headers): Python's floor division, inline.
+    return f"([](int64_t n, int64_t d) {{ return n / d - ((n % d != 0) && ((n < 0) != (d < 0))); }}({a}, {b}))"
+
+
+def schema_attributes(op: OpDef) -> list[dict]:
+    """The attributes the inference function reads: allowed-value checks and the shape rule."""
+    attrs = {a.name: a for a in op.attributes}
+    result = []
+    for name in op.shape_rule.attributes:
+        attr = attrs[name]
+        getter = {
+            AttrType.string: "s()",
+        }.get(attr.type, "i()")
+        result.append(
+            {
+                "variable": schema_attribute_variable(name),
+                "name_literal": string_literal(name),
+                "cpp_type": "std::string" if attr.type is AttrType.string else "int64_t",
+                "getter": getter,
+                "default": None if attr.required else _schema_value(attr),
+                "missing_message": string_literal(
+                    f"{op.op_type}: required attribute '{name}' is missing"
+                ),
+            }
+        )
+    return result
+
+
+def _schema_value(attr: Attribute) -> str:
+    if attr.type is AttrType.string:
+        return f"std::string({string_literal(attr.default)})"
+    return f"int64_t{{{int(attr.default)}}}"
+
+
+def symbolic_attribute_checks(op: OpDef) -> list[dict]:
+    return [
+        {
+            "condition": _allowed_condition(check, schema_attribute_variable(check.attribute)),
+            "message": string_literal(check.message + ", got "),
+            "got": schema_attribute_variable(check.attribute),
+        }
+        for check in op.shape_rule.attribute_checks
+    ]
 
 
 def symbolic_checks(op: OpDef) -> list[dict]:
@@ -217,6 +335,26 @@ def symbolic_checks(op: OpDef) -> list[dict]:
         checks.append(
             {"input_index": None, "condition": condition, "message": string_literal(check.message)}
         )
+    for check in rule.axis_checks:
+        _, axis = _proto_expr(check.axis)
+        rank = f"{check.input}_shape.dim_size()"
+        checks.append(
+            {
+                "input_index": None,
+                "condition": f"-{rank} <= {axis} && {axis} < {rank}",
+                "message": string_literal(check.message),
+            }
+        )
+    for check in rule.expr_checks:
+        known, value = _proto_expr(check.expr)
+        relation = ">" if check.strict else ">="
+        checks.append(
+            {
+                "input_index": None,
+                "condition": f"!({known}) || {value} {relation} 0",
+                "message": string_literal(check.message),
+            }
+        )
     return checks
 
 
@@ -231,10 +369,26 @@ def _part_symbolic(target: str, part: ShapePart) -> str:
             else (f"{source}.dim_size() - {-part.stop}" if part.stop < 0 else str(part.stop))
         )
         return f"for (int i = {start_expr}; i < {stop_expr}; ++i) *{target}->add_dim() = {source}.dim(i);"
-    if part.kind == "dim":
-        ref = DimRef(part.input, part.input_index, part.axis)
-        return f"*{target}->add_dim() = {_proto_dim(ref)};"
-    return f"{target}->add_dim()->set_dim_value({part.value});"
+    if part.kind == "expr" and part.expr.kind == "dim":
+        return f"*{target}->add_dim() = {_proto_dim(part.expr.ref)};"  # a named dim stays named
+    if part.kind == "expr":
+        known, value = _proto_expr(part.expr)
+        return f"{{ auto* dim = {target}->add_dim(); if ({known}) dim->set_dim_value({value}); }}"
+    if part.kind == "broadcast":
+        shapes = ", ".join(f"&{name}_shape" for name, _ in part.operands)
+        return (
+            f"try {{ ONNX_NAMESPACE::multidirectionalBroadcastShapeInference({{{shapes}}}, *{target}); }} "
+            f"catch (const ONNX_NAMESPACE::InferenceError& error) {{ "
+            f"fail_shape_inference({string_literal(part.message)}, error.what()); }}"
+        )
+    source = f"{part.input}_shape"
+    _, axis = _proto_expr(part.axis)
+    _, keep = _proto_expr(part.keepdims)
+    return (
+        f"{{ const int rank = {source}.dim_size(); const int64_t axis = ({axis} + rank) % rank; "
+        f"for (int i = 0; i < rank; ++i) {{ if (i != axis) *{target}->add_dim() = {source}.dim(i); "
+        f"else if ({keep}) {target}->add_dim()->set_dim_value(1); }} }}"
+    )
 
 
 def symbolic_output_shapes(op: OpDef) -> list[dict]:
@@ -250,6 +404,7 @@ def symbolic_output_shapes(op: OpDef) -> list[dict]:
 
 
 _PROTO_SETTER = {  # NodeProto attribute setter, and how to spell one value (None: a string)
+    AttrType.bool: ("set_i", "int64_t{{{}}}"),
     AttrType.int: ("set_i", "int64_t{{{}}}"),
     AttrType.float: ("set_f", "{}f"),
     AttrType.string: ("set_s", None),
@@ -257,6 +412,10 @@ _PROTO_SETTER = {  # NodeProto attribute setter, and how to spell one value (Non
     AttrType.floats: ("add_floats", "{}f"),
     AttrType.strings: ("add_strings", None),
 }
+
+
+def _plain(value):
+    return int(value) if isinstance(value, bool) else value
 
 
 def node_attribute_statements(node: str, attrs: dict[str, Attribute], values: dict) -> list[str]:
@@ -271,6 +430,8 @@ def node_attribute_statements(node: str, attrs: dict[str, Attribute], values: di
         statements.append(f"{var}->set_name({string_literal(name)});")
         statements.append(f"{var}->set_type(ONNX_NAMESPACE::AttributeProto::{enum});")
         for item in value if kind.is_list else [value]:
-            spelled = string_literal(item) if pattern is None else pattern.format(repr(item))
+            spelled = (
+                string_literal(item) if pattern is None else pattern.format(repr(_plain(item)))
+            )
             statements.append(f"{var}->{setter}({spelled});")
     return statements

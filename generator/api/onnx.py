@@ -44,6 +44,7 @@ TENSOR_PROTO_NUMBER = {
     DType.bfloat16: 16,
 }
 ATTR_TYPE = {
+    AttrType.bool: "INT",  # ONNX has no bool attributes
     AttrType.int: "INT",
     AttrType.float: "FLOAT",
     AttrType.string: "STRING",
@@ -61,6 +62,7 @@ def onnx_type_string(dtype: DType) -> str:
 # ---- nodes in ONNX's textual syntax (onnx.parser in Python, OnnxParser in C++)
 
 _TEXT_ATTR_TYPE = {
+    AttrType.bool: "int",
     AttrType.int: "int",
     AttrType.float: "float",
     AttrType.string: "string",

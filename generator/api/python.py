@@ -8,10 +8,12 @@ import json
 from generator.api.onnx import TENSOR_PROTO, text_value
 from generator.model import (
     EAGER_STANDARD_OPS,
+    AllowedValuesCheck,
     Attribute,
     AttrRef,
     AttrType,
     DimEqualCheck,
+    DimExpr,
     DimRef,
     DType,
     NodeAttribute,
@@ -22,6 +24,7 @@ from generator.model import (
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
 SCHEMA_TYPE = {
+    AttrType.bool: "bool",
     AttrType.int: "int",
     AttrType.float: "float",
     AttrType.string: "str",
@@ -30,6 +33,7 @@ SCHEMA_TYPE = {
     AttrType.strings: "str[]",
 }
 ANNOTATION = {
+    AttrType.bool: "bool",
     AttrType.int: "int",
     AttrType.float: "float",
     AttrType.string: "str",
@@ -60,9 +64,33 @@ def _slice(part: ShapePart) -> str:
 # ---- torch shapes (fake kernel): torch._check so that symbolic sizes stay symbolic
 
 
+def _torch_dim(ref: DimRef) -> str:
+    return f"{ref.input}.shape[{ref.axis}]"
+
+
+def _floordiv(a: str, b: str) -> str:
+    return f"({a} // {b})"
+
+
+def _torch_expr(expr: DimExpr) -> str:
+    return expr.spell(_torch_dim, lambda name: name, _floordiv)
+
+
+def _allowed_condition(check: AllowedValuesCheck, value: str) -> str:
+    return f"{value} in {literal(list(check.allowed))}"
+
+
 def torch_checks(op: OpDef) -> list[dict]:
     rule = op.shape_rule
     checks = []
+    for check in rule.attribute_checks:
+        checks.append(
+            {
+                "condition": _allowed_condition(check, check.attribute),
+                "message": literal(check.message + ", got "),
+                "got": f"repr({check.attribute})",
+            }
+        )
     for rank in rule.rank_checks:
         relation = "==" if rank.exact else ">="
         checks.append(
@@ -91,24 +119,45 @@ def torch_checks(op: OpDef) -> list[dict]:
                 "got": f'f"{{{a}}} and {{{b}}}"',
             }
         )
+    for check in rule.axis_checks:
+        axis = _torch_expr(check.axis)
+        checks.append(
+            {
+                "condition": f"-{check.input}.dim() <= {axis} < {check.input}.dim()",
+                "message": literal(check.message + ", got axis "),
+                "got": f'f"{{{axis}}} and rank {{{check.input}.dim()}}"',
+            }
+        )
+    for check in rule.expr_checks:
+        value = _torch_expr(check.expr)
+        checks.append(
+            {
+                "condition": f"{value} {'>' if check.strict else '>='} 0",
+                "message": literal(check.message + ", got "),
+                "got": value,
+            }
+        )
     return checks
 
 
-def _torch_dim(ref: DimRef) -> str:
-    return f"{ref.input}.shape[{ref.axis}]"
-
-
 def torch_output_shapes(op: OpDef) -> list[dict]:
+    """Each output's shape as a Python list expression over the (fake) input tensors."""
     shapes = []
     for out in op.shape_rule.outputs:
         parts = []
         for part in out.parts:
             if part.kind == "slice":
                 parts.append(f"*{part.input}.shape[{_slice(part)}]")
-            elif part.kind == "dim":
-                parts.append(f"{part.input}.shape[{part.axis}]")
+            elif part.kind == "expr":
+                parts.append(_torch_expr(part.expr))
+            elif part.kind == "broadcast":
+                shapes_list = ", ".join(f"{name}.shape" for name, _ in part.operands)
+                parts.append(f"*_support.broadcast_sizes({literal(part.message)}, {shapes_list})")
             else:
-                parts.append(str(part.value))
+                parts.append(
+                    f"*_support.reduced_sizes(list({part.input}.shape), "
+                    f"{_torch_expr(part.axis)}, {_torch_expr(part.keepdims)}, 1)"
+                )
         shapes.append({"name": out.output, "expr": "[" + ", ".join(parts) + "]"})
     return shapes
 
@@ -116,7 +165,24 @@ def torch_output_shapes(op: OpDef) -> list[dict]:
 # ---- ONNX shapes (Python OpSchema inference): lists of TensorShapeProto.Dimension
 
 
+def _onnx_dim(ref: DimRef) -> str:
+    return f"{ref.input}_dims[{ref.axis}]"
+
+
+def onnx_attribute_variable(name: str) -> str:
+    return f"attr_{name}"
+
+
+def _onnx_value_expr(expr: DimExpr) -> str:
+    """The expression on dim values; `_support.value` raises _support.Unknown for an unknown
+    dim, so the caller gets None."""
+    return expr.spell(
+        lambda ref: f"_support.value({_onnx_dim(ref)})", onnx_attribute_variable, _floordiv
+    )
+
+
 def onnx_checks(op: OpDef) -> list[dict]:
+    """Checks on shapes (run when every input shape is known); see onnx_attribute_checks."""
     rule = op.shape_rule
     checks = []
     for rank in rule.rank_checks:
@@ -145,11 +211,53 @@ def onnx_checks(op: OpDef) -> list[dict]:
                 "message": literal(check.message),
             }
         )
+    for check in rule.axis_checks:
+        axis = _onnx_value_expr(check.axis)
+        checks.append(
+            {
+                "condition": f"-len({check.input}_dims) <= {axis} < len({check.input}_dims)",
+                "message": literal(check.message),
+            }
+        )
+    for check in rule.expr_checks:
+        relation = ">" if check.strict else ">="
+        checks.append(
+            {
+                "condition": f"_support.known_true(lambda: {_onnx_value_expr(check.expr)} "
+                f"{relation} 0)",
+                "message": literal(check.message),
+            }
+        )
     return checks
 
 
-def _onnx_dim(ref: DimRef) -> str:
-    return f"{ref.input}_dims[{ref.axis}]"
+def onnx_inference_attributes(op: OpDef) -> list[dict]:
+    """The attributes the inference function reads, with their defaults (None: required)."""
+    attrs = {a.name: a for a in op.attributes}
+    return [
+        {
+            "variable": onnx_attribute_variable(name),
+            "name": name,
+            "default": "None" if attrs[name].required else literal(attrs[name].default),
+            "missing_message": (
+                f", {literal(f'{op.op_type}: required attribute {name!r} is missing')}"
+                if attrs[name].required
+                else ""
+            ),
+        }
+        for name in op.shape_rule.attributes
+    ]
+
+
+def onnx_attribute_checks(op: OpDef) -> list[dict]:
+    return [
+        {
+            "condition": _allowed_condition(check, onnx_attribute_variable(check.attribute)),
+            "message": literal(check.message + ", got "),
+            "got": onnx_attribute_variable(check.attribute),
+        }
+        for check in op.shape_rule.attribute_checks
+    ]
 
 
 def onnx_output_shapes(op: OpDef) -> list[dict]:
@@ -160,10 +268,18 @@ def onnx_output_shapes(op: OpDef) -> list[dict]:
         for part in out.parts:
             if part.kind == "slice":
                 parts.append(f"*{part.input}_dims[{_slice(part)}]")
-            elif part.kind == "dim":
-                parts.append(f"{part.input}_dims[{part.axis}]")
+            elif part.kind == "expr" and part.expr.kind == "dim":
+                parts.append(_onnx_dim(part.expr.ref))  # copied: a named dim stays named
+            elif part.kind == "expr":
+                parts.append(f"_support.computed_dim(lambda: {_onnx_value_expr(part.expr)})")
+            elif part.kind == "broadcast":
+                dims = ", ".join(f"{name}_dims" for name, _ in part.operands)
+                parts.append(f"*_support.broadcast_dims({literal(part.message)}, {dims})")
             else:
-                parts.append(f"_support.fixed_dim({part.value})")
+                parts.append(
+                    f"*_support.reduced_sizes({part.input}_dims, {_onnx_value_expr(part.axis)}, "
+                    f"{_onnx_value_expr(part.keepdims)}, _support.fixed_dim(1))"
+                )
         shapes.append(
             {"name": out.output, "index": index[out.output], "expr": "[" + ", ".join(parts) + "]"}
         )
@@ -239,6 +355,7 @@ def _translation_node(node: OnnxNode) -> str:
 
 
 _SYMBOLIC_SUFFIX = {
+    AttrType.bool: "i",
     AttrType.int: "i",
     AttrType.float: "f",
     AttrType.string: "s",

@@ -38,6 +38,8 @@ def _schema_default(attr) -> str:
     literal = cpp.attr_literal(attr)
     if attr.type.value == "float":
         return f"static_cast<float>({literal})"
+    if attr.type.value == "bool":  # ONNX has no bool attributes: an int 0/1
+        return f"int64_t{{{int(attr.default)}}}"
     return literal
 
 
@@ -168,6 +170,8 @@ def _schema_context(op: OpDef) -> dict:
             for tc in op.type_constraints
         ],
         "shaped_inputs": common.shaped_inputs(op),
+        "inference_attributes": cpp.schema_attributes(op),
+        "attribute_checks": cpp.symbolic_attribute_checks(op),
         "checks": cpp.symbolic_checks(op),
         "output_shapes": cpp.symbolic_output_shapes(op),
         "function_body_literal": (
@@ -206,7 +210,7 @@ def _schema_test_context(op: OpDef) -> dict:
     valid = []
     for index, case in enumerate(op.tests.random):
         named = {name: list(dims) for name, dims in case.shapes.items()}
-        expected = evaluate_output_shapes(op.shape_rule, named)  # outputs with a rule
+        expected = evaluate_output_shapes(op, named, case.attributes)  # outputs with a rule
         valid.append(
             {
                 "attribute_statements": cpp.node_attribute_statements(

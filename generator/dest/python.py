@@ -94,6 +94,8 @@ def _onnx_schema_context(op: OpDef) -> dict:
             f'{s["name"]}_type.tensor_type.HasField("shape")' for s in shaped
         )
         or "True",
+        "inference_attributes": py.onnx_inference_attributes(op),
+        "attribute_checks": py.onnx_attribute_checks(op),
         "checks": py.onnx_checks(op),
         "output_shapes": py.onnx_output_shapes(op),
         "function_text": function_text,
@@ -117,7 +119,7 @@ def _onnx_schema_context(op: OpDef) -> dict:
                 "required": a.required,
                 "onnx_enum": onnx_api.ATTR_TYPE[a.type],
                 "doc_literal": py.literal(a.doc),
-                "python_default": None if a.required else py.literal(a.default),
+                "python_default": None if a.required else py.literal(_onnx_value(a.default)),
             }
             for a in op.attributes
         ],
@@ -125,7 +127,13 @@ def _onnx_schema_context(op: OpDef) -> dict:
     }
 
 
+def _onnx_value(value):
+    """ONNX has no bool attributes: a PyTorch bool is an int 0/1."""
+    return int(value) if isinstance(value, bool) else value
+
+
 _PARSE_ARG = {
+    "bool": "b",
     "int": "i",
     "float": "f",
     "string": "s",

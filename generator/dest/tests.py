@@ -38,7 +38,7 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     random_cases = []
     for case_index, case in enumerate(tests.random):
         named = {k: list(v) for k, v in case.shapes.items()}
-        shapes = evaluate_output_shapes(op.shape_rule, named)
+        shapes = evaluate_output_shapes(op, named, case.attributes)
         random_cases.append(
             {
                 "index": case_index,

@@ -78,6 +78,14 @@ void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char
   }
 }
 
+// ONNX has no bool attributes: a bool is an int attribute, 0 or 1.
+inline void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
+                           bool required, bool& value) {
+  int64_t number = value ? 1 : 0;
+  read_attribute(info, op, name, required, number);
+  value = number != 0;
+}
+
 template <typename T>
 void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
                     bool required, std::vector<T>& value) {

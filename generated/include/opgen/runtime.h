@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,6 +49,77 @@ inline void append_dims(Shape& out, const Shape& shape, int64_t start, int64_t s
   if (start < 0) start += rank;
   stop = stop == kShapeEnd ? rank : (stop < 0 ? stop + rank : stop);
   for (int64_t i = start; i < stop; ++i) out.push_back(shape[static_cast<size_t>(i)]);
+}
+
+// Python's floor division (the shape rules' `//`); the rule checks that d > 0 first.
+inline int64_t floor_div(int64_t n, int64_t d) {
+  const int64_t q = n / d;
+  return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
+}
+
+// numpy broadcasting of several shapes; `message` names the op and its inputs.
+inline Shape broadcast_shapes(const std::string& message, std::initializer_list<const Shape*> shapes) {
+  size_t rank = 0;
+  for (const Shape* shape : shapes) rank = std::max(rank, shape->size());
+  Shape result(rank, 1);
+  for (const Shape* shape : shapes) {
+    const size_t offset = rank - shape->size();
+    for (size_t i = 0; i < shape->size(); ++i) {
+      const int64_t d = (*shape)[i];
+      int64_t& r = result[offset + i];
+      if (d == r || d == 1) continue;
+      if (r != 1) {
+        std::string got;
+        for (const Shape* s : shapes) got += (got.empty() ? "" : " and ") + shape_to_string(*s);
+        fail(message + got);
+      }
+      r = d;
+    }
+  }
+  return result;
+}
+
+// The shape without `axis` (kept as a 1 when keepdims); the rule checked the axis range.
+inline Shape reduced_shape(const Shape& shape, int64_t axis, bool keepdims) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (axis < 0) axis += rank;
+  Shape result;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i != axis) {
+      result.push_back(shape[static_cast<size_t>(i)]);
+    } else if (keepdims) {
+      result.push_back(1);
+    }
+  }
+  return result;
+}
+
+// Offsets that broadcasting an input of `shape` to `out_shape` gives, one per output element
+// in row-major order: kernels of broadcasting ops read input i at offsets[i].
+inline std::vector<int64_t> broadcast_offsets(const Shape& shape, const Shape& out_shape) {
+  const size_t rank = out_shape.size();
+  const size_t offset = rank - shape.size();
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[offset + i] = shape[i] == 1 ? 0 : stride;
+    stride *= shape[i];
+  }
+  int64_t total = 1;
+  for (int64_t d : out_shape) total *= d;
+  std::vector<int64_t> result(static_cast<size_t>(total), 0);
+  std::vector<int64_t> index(rank, 0);
+  int64_t position = 0;
+  for (int64_t k = 0; k < total; ++k) {
+    result[static_cast<size_t>(k)] = position;
+    for (size_t axis = rank; axis-- > 0;) {
+      position += strides[axis];
+      if (++index[axis] < out_shape[axis]) break;
+      position -= strides[axis] * out_shape[axis];
+      index[axis] = 0;
+    }
+  }
+  return result;
 }
 
 // IEEE 754 half precision, stored as bits; same layout as Ort::Float16_t and numpy.float16.
