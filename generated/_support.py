@@ -50,6 +50,29 @@ def kernels(domain_ident: str):
     raise NotBuiltError(f"no {name} module in {lib}; run `python -m generator build`")
 
 
+def to_numpy(tensor):
+    """A CPU tensor as a numpy array sharing its memory (bfloat16 as ml_dtypes.bfloat16)."""
+    import torch
+
+    tensor = tensor.detach().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
+
+
+def from_numpy(array):
+    """A numpy array as a tensor sharing its memory (the inverse of to_numpy)."""
+    import torch
+
+    if array.dtype.name == "bfloat16":
+        import numpy as np
+
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
 def fixed_dim(value: int):
     import onnx
 
@@ -101,9 +124,11 @@ def attribute(ctx, name: str, default, missing_message: str = ""):
 
 
 def broadcast_sizes(message: str, *shapes) -> list:
-    """numpy broadcasting of torch sizes (symbolic sizes stay symbolic), with our message."""
+    """numpy broadcasting of torch sizes (symbolic sizes stay symbolic), with our message;
+    None stands for an absent optional input."""
     import torch
 
+    shapes = [shape for shape in shapes if shape is not None]
     rank = max(len(shape) for shape in shapes)
     result = [1] * rank
     for shape in shapes:
@@ -120,9 +145,11 @@ def broadcast_sizes(message: str, *shapes) -> list:
 
 def broadcast_dims(message: str, *shapes) -> list:
     """ONNX's multidirectional broadcasting of TensorShapeProto dims (as ONNX's C++ helper
-    does): a known dim other than 1 wins; a single named dim among ones is kept."""
+    does): a known dim other than 1 wins; a single named dim among ones is kept. None stands
+    for an absent optional input."""
     import onnx
 
+    shapes = [shape for shape in shapes if shape is not None]
     rank = max(len(shape) for shape in shapes)
     result = []
     for i in range(rank):

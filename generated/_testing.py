@@ -92,9 +92,26 @@ def assert_close(actual, expected, tolerances: dict, what: str) -> None:
 
 
 def run_ort(session, inputs: dict) -> list:
-    """Runs a session on torch tensors; returns torch tensors."""
-    feeds = {name: to_numpy(tensor) for name, tensor in inputs.items()}
-    return [torch.from_numpy(array) for array in session.run(None, feeds)]
+    """Runs a session on torch tensors; returns torch tensors. ONNX Runtime's Python API has
+    no numpy type for bfloat16, so such tensors cross as OrtValues through DLPack."""
+    feeds = {
+        name: (
+            ort.OrtValue.from_dlpack(tensor.detach().contiguous())
+            if tensor.dtype == torch.bfloat16
+            else ort.OrtValue.ortvalue_from_numpy(to_numpy(tensor))
+        )
+        for name, tensor in inputs.items()
+    }
+    names = [output.name for output in session.get_outputs()]
+    values = session.run_with_ort_values(names, feeds)
+    return [
+        (
+            torch.from_dlpack(value).clone()
+            if value.data_type() == "tensor(bfloat16)"
+            else torch.from_numpy(value.numpy())
+        )
+        for value in values
+    ]
 
 
 def sizes(case: dict) -> int:

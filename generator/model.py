@@ -132,6 +132,7 @@ class TensorParam:
     same_shape_as: str | None
     # outputs only: `broadcast(A, B)` or `reduce(X, axis, keepdims)`, as (name, arguments)
     shape_function: tuple[str, tuple[str, ...]] | None = None
+    optional: bool = False  # inputs only: may be absent (None in PyTorch, "" in ONNX)
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,17 @@ class ShapeRule:
     outputs: tuple[OutputShape, ...]
 
     @property
+    def input_checks(self) -> tuple:
+        """The checks on input shapes, in the order every runtime runs them."""
+        return (
+            self.rank_checks
+            + self.dim_checks
+            + self.shape_checks
+            + self.axis_checks
+            + self.expr_checks
+        )
+
+    @property
     def shaped_inputs(self) -> frozenset[str]:
         """Inputs whose shape the rule reads."""
         used = {c.input for c in self.rank_checks}
@@ -324,6 +336,19 @@ class ShapeRule:
         for expr in exprs:
             names += [name for name in expr.attrs if name not in names]
         return tuple(names)
+
+
+def inputs_read(check) -> tuple[str, ...]:
+    """The inputs whose shapes a check reads."""
+    if isinstance(check, RankCheck | AxisCheck):
+        return (check.input,)
+    if isinstance(check, DimEqualCheck):
+        return tuple(dict.fromkeys((check.a.input, check.b.input)))
+    if isinstance(check, DimLiteralCheck):
+        return (check.ref.input,)
+    if isinstance(check, ShapeEqualCheck):
+        return (check.a, check.b)
+    return tuple(dict.fromkeys(ref.input for ref in check.expr.refs))
 
 
 @dataclass(frozen=True)
@@ -522,7 +547,15 @@ class OpDef:
         """The first input whose dtype an output follows (None for a concrete dtype)."""
         if output.type_var is None:
             return None
-        return next(i.name for i in self.inputs if i.type_var == output.type_var)
+        return next(i.name for i in self.inputs if i.type_var == output.type_var and not i.optional)
+
+    @property
+    def optional_inputs(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.inputs if t.optional)
+
+    def guards(self, check) -> list[str]:
+        """The optional inputs a shape check reads: it applies only when they are present."""
+        return [name for name in inputs_read(check) if name in self.optional_inputs]
 
     @property
     def exporters(self) -> tuple[str, ...]:
@@ -537,13 +570,6 @@ class OpDef:
     @property
     def domain_ident(self) -> str:
         return self.domain.replace(".", "_")
-
-    @property
-    def all_dtypes(self) -> tuple[DType, ...]:
-        """Every dtype the tests parametrize over (the first type variable's list)."""
-        if not self.type_constraints:
-            return ()
-        return self.type_constraints[0].dtypes
 
 
 # --------------------------------------------------------------------------- parsing helpers
@@ -841,7 +867,9 @@ def _parse_tensor(
     is_output: bool,
     declared_vars: frozenset[str] = frozenset(),
 ) -> TensorParam:
-    allowed = {"name", "type", "doc", "shape", "same_shape_as"}
+    allowed = {"name", "type", "doc", "shape", "same_shape_as"} | (
+        set() if is_output else {"optional"}
+    )
     fields = _mapping(node, allowed, {"name", "type"})
     name = _identifier(fields["name"], "tensor name")
     type_name = _str(fields["type"], "a type variable or dtype")
@@ -866,7 +894,8 @@ def _parse_tensor(
     if "shape" in fields and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
     doc = _str(fields["doc"]) if "doc" in fields else ""
-    return TensorParam(name, doc, type_var, dtype, shape, same, function)
+    optional = _bool(fields["optional"]) if "optional" in fields else False
+    return TensorParam(name, doc, type_var, dtype, shape, same, function, optional)
 
 
 def _attr_value(node: Node, attr_type: AttrType) -> Any:
@@ -931,6 +960,7 @@ def _compile_shape_rule(
     rank_checks: list[RankCheck] = []
     dim_checks: list[DimEqualCheck | DimLiteralCheck] = []
     bound: dict[str, DimRef] = {}
+    bound_by_optional: set[str] = set()  # symbols an output cannot use (the input may be absent)
     ellipsis_inputs: list[tuple[int, TensorParam]] = []
     for index, tensor in enumerate(inputs):
         pattern = tensor.shape
@@ -949,7 +979,7 @@ def _compile_shape_rule(
                     f"(shape {pattern})",
                 )
             )
-        if not exact:
+        if not exact and not tensor.optional:
             ellipsis_inputs.append((index, tensor))
         for position, dim in enumerate(pattern.dims):
             if dim.kind == "ellipsis":
@@ -977,6 +1007,8 @@ def _compile_shape_rule(
                 )
             else:
                 bound[dim.symbol] = ref
+                if tensor.optional:
+                    bound_by_optional.add(dim.symbol)
     if len(ellipsis_inputs) > 1:
         raise node.error("only one input may use '...' for now (no broadcasting of batch dims yet)")
     by_name = {t.name: (i, t) for i, t in enumerate(inputs)}
@@ -1003,12 +1035,14 @@ def _compile_shape_rule(
     expr_checks: list[ExprCheck] = []
     axis_checks: list[AxisCheck] = []
     output_nodes = node.value if node.is_sequence else []
+    required_bound = {k: v for k, v in bound.items() if k not in bound_by_optional}
     for position, output in enumerate(outputs):
         where = output_nodes[position] if position < len(output_nodes) else node
         if output.same_shape_as is not None:
-            if output.same_shape_as not in by_name:
+            if output.same_shape_as not in by_name or by_name[output.same_shape_as][1].optional:
                 raise where.error(
-                    f"output '{output.name}': same_shape_as '{output.same_shape_as}' is not an input"
+                    f"output '{output.name}': same_shape_as '{output.same_shape_as}' is not a "
+                    "required input"
                 )
             index, _ = by_name[output.same_shape_as]
             parts = (ShapePart("slice", output.same_shape_as, index),)
@@ -1048,15 +1082,15 @@ def _compile_shape_rule(
                     continue
                 if dim.kind == "literal":
                     expr = DimExpr("literal", value=dim.value)
-                elif dim.kind == "symbol" and dim.symbol in bound:
+                elif dim.kind == "symbol" and dim.symbol in required_bound:
                     expr = DimExpr("dim", ref=bound[dim.symbol])
                 elif dim.kind == "symbol" and dim.symbol not in attrs:
                     raise where.error(
                         f"output '{output.name}': dimension symbol '{dim.symbol}' is not bound "
-                        f"by any input shape pattern (bound: {sorted(bound)})"
+                        f"by any required input's shape pattern (bound: {sorted(required_bound)})"
                     )
                 else:
-                    expr = _dim_expression(dim.symbol, where, bound, attrs)
+                    expr = _dim_expression(dim.symbol, where, required_bound, attrs)
                 parts_list.append(ShapePart("expr", expr=expr))
                 if expr.kind != "dim" and expr.kind != "literal":
                     expr_checks += _expression_checks(op_type, output.name, expr)
@@ -1126,9 +1160,9 @@ def _shape_function_part(
             message=f"{op_type}: inputs {', '.join(repr(a) for a in args)} cannot be broadcast "
             "together, got ",
         )
-    if len(args) != 3 or args[0] not in by_name:
+    if len(args) != 3 or args[0] not in by_name or by_name[args[0]][1].optional:
         raise where.error(
-            f"output '{output.name}': expected {SHAPE_FUNCTIONS['reduce']} with X an input"
+            f"output '{output.name}': expected {SHAPE_FUNCTIONS['reduce']} with X a required input"
         )
 
     def attribute_or_literal(text: str, types: tuple[AttrType, ...], what: str) -> DimExpr:
@@ -1198,8 +1232,10 @@ def _tensor_literal(node: Node) -> Any:
         if isinstance(value, list):
             for v in value:
                 check(v, where)
-        elif isinstance(value, bool) or not isinstance(value, int | float):
-            raise where.error(f"expected a number or nested lists of numbers, found {value!r}")
+        elif not isinstance(value, int | float):  # bools are ints: bool tensors
+            raise where.error(
+                f"expected a number, a boolean, or nested lists of them, found {value!r}"
+            )
 
     value = node.plain()
     check(value, node)
@@ -1244,8 +1280,19 @@ def _parse_tests(
     if missing:
         errors.add(tol_node.error(f"declare tolerances for every tested dtype; missing {missing}"))
 
+    optional = [t.name for t in inputs if t.optional]
+
     def tensor_map(n: Node, names: set[str]) -> dict[str, Node]:
-        return _mapping(n, names, names) if names else {}
+        """Every required input (or output) by name; optional inputs may be left out (absent),
+        but only trailing ones, as ONNX omits them."""
+        values = _mapping(n, names, names - set(optional)) if names else {}
+        given = [name in values for name in optional]
+        if names is input_names and given != sorted(given, reverse=True):
+            raise n.error(
+                f"optional inputs {optional} may be left out only from the end (ONNX omits "
+                "trailing optional inputs)"
+            )
+        return values
 
     known = []
     for item in _list(fields["known"]) if "known" in fields else []:
@@ -1646,12 +1693,23 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
                     root.error(f"name '{item.name}' is used by an {seen[item.name]} and an {kind}")
                 )
             seen[item.name] = kind
-    input_vars = {t.type_var for t in inputs if t.type_var}
+    for index, tensor in enumerate(inputs):
+        if not tensor.optional and any(t.optional for t in inputs[:index]):
+            errors.add(
+                fields["inputs"]
+                .value[index]
+                .error(
+                    f"required input '{tensor.name}' comes after an optional input; list optional "
+                    "inputs last (ONNX omits trailing optional inputs, PyTorch defaults them)"
+                )
+            )
+    input_vars = {t.type_var for t in inputs if t.type_var and not t.optional}
     for tc in constraints:
         if tc.name not in input_vars:
             errors.add(
                 fields["type_constraints"].error(
-                    f"type variable '{tc.name}' is not used by any input, so it cannot be bound"
+                    f"type variable '{tc.name}' is not used by any required input, so it cannot "
+                    "be bound"
                 )
             )
 
@@ -1733,7 +1791,14 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         export = get("export", _parse_export, inputs, outputs, attrs_by_name) or ()
     elif torch_binding is not None and op_type is not None and domain is not None:
         export = _default_export(op_type, domain, inputs, outputs, attributes, root.location)
-    tested = constraints[0].dtypes if constraints else ()
+    # Outputs are compared with a tolerance per dtype: every floating dtype they can have.
+    output_dtypes = {
+        d
+        for o in outputs
+        for d in (by_var[o.type_var].dtypes if o.type_var in by_var else (o.dtype,))
+        if d is not None
+    }
+    tested = tuple(d for d in DType if d in output_dtypes and d.is_floating)
     tests = (
         errors.attempt(
             _parse_tests,
@@ -1888,7 +1953,8 @@ def evaluate_output_shapes(
                 except LookupError:
                     dims.append(UNKNOWN_DIM)
             elif part.kind == "broadcast":
-                dims.extend(_broadcast_named([input_dims[name] for name, _ in part.operands]))
+                present = [input_dims[name] for name, _ in part.operands if name in input_dims]
+                dims.extend(_broadcast_named(present))
             else:
                 source = list(input_dims[part.input])
                 axis = part.axis.evaluate(dim, attr) % len(source)

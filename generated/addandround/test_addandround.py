@@ -3,7 +3,8 @@
 """Parity tests of mylibrary::addandround_op.default <-> torch.ops.mylibrary.addandround_op.
 
 Reference expression vs PyTorch vs the exported model in ONNX Runtime (both
-exporters, two sizes of every dynamic dim, with graph assertions on what was exported), for every dtype. Nothing here skips: a missing
+exporters, two sizes of every dynamic dim, with graph assertions on what was exported), for every combination of the type variables' dtypes.
+Nothing here skips: a missing
 build artifact is a failure.
 """
 
@@ -37,8 +38,9 @@ EXPORT_RULES = [
 # Model-local functions (ops defined as ONNX functions) and the ops of their bodies.
 FUNCTION_BODIES = {}
 DEFAULTS = {}
-DTYPES = [
-    torch.float32,
+# Every combination of the type variables' dtypes (what the kernels are compiled for).
+TYPES = [
+    {"T": torch.float32},
 ]
 TOLERANCES = {
     torch.float32: (0.0, 0.0),
@@ -46,26 +48,40 @@ TOLERANCES = {
 EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X"]
 ATTRIBUTES = []
-# Each input's dtype: None follows the dtype under test, otherwise it is fixed.
-INPUT_DTYPES = {"X": None}
+# Each input's and output's type: a type variable, or a fixed dtype.
+INPUT_TYPES = {"X": "T"}
+OUTPUT_TYPES = {"Y": "T"}
 OUTPUTS = ["Y"]
 
 
-def reference(X):
+def reference(*, X):
     return torch.sign(X + X) * torch.floor(torch.abs(X + X) + 0.5)
 
 
-def expected_outputs(inputs: dict, attributes: dict, dtype: torch.dtype) -> tuple:
+def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     """The reference, computed at the input dtype and cast to the outputs' dtypes."""
     args = dict(inputs)
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
-    dtypes = (dtype,)
+    dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
     return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
 
 
-def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
-    return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
+def bound_dtype(declared, types: dict) -> torch.dtype:
+    return types[declared] if isinstance(declared, str) else declared
+
+
+def input_dtype(name: str, types: dict) -> torch.dtype:
+    return bound_dtype(INPUT_TYPES[name], types)
+
+
+def types_id(types: dict) -> str:
+    return "-".join(str(dtype)[6:] for dtype in types.values()) or "untyped"
+
+
+def call_args(inputs: dict) -> tuple:
+    """The inputs as the PyTorch op takes them: None for an absent optional input."""
+    return tuple(inputs.get(name) for name in INPUTS)
 
 
 run_ort = _testing.run_ort
@@ -83,7 +99,7 @@ class Model(torch.nn.Module):
 
 
 def run_torch(inputs: dict, attributes: dict) -> tuple:
-    result = TORCH_OP(*inputs.values(), **attributes)
+    result = TORCH_OP(*call_args(inputs), **attributes)
     return result if isinstance(result, tuple) else (result,)
 
 
@@ -105,23 +121,23 @@ KNOWN_CASES = [
     ),
 ]
 KNOWN_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
-    for dtype in DTYPES
-    if case[3] is None or dtype in case[3]
+    for types in TYPES
+    if case[3] is None or types["T"] in case[3]
 ]
 
 
-@pytest.mark.parametrize("index,dtype", KNOWN_PARAMS)
-def test_known_values(index, dtype):
+@pytest.mark.parametrize("index,types", KNOWN_PARAMS)
+def test_known_values(index, types):
     inputs, outputs, attributes, _ = KNOWN_CASES[index]
-    inputs = {k: torch.tensor(v, dtype=input_dtype(k, dtype)) for k, v in inputs.items()}
+    inputs = {k: torch.tensor(v, dtype=input_dtype(k, types)) for k, v in inputs.items()}
     expected = [
         torch.tensor(v, dtype=e.dtype)
-        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, dtype), strict=True)
+        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, types), strict=True)
     ]
     for name, got, want in zip(
-        OUTPUTS, expected_outputs(inputs, attributes, dtype), expected, strict=True
+        OUTPUTS, expected_outputs(inputs, attributes, types), expected, strict=True
     ):
         _testing.assert_close(got, want, TOLERANCES, f"reference expression, output {name}")
     for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
@@ -155,7 +171,7 @@ RANDOM_CASES = [
 ]
 
 
-def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> dict:
+def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     inputs = {}
     for name, dims in case["shapes"].items():
@@ -166,7 +182,7 @@ def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> d
             if sampler
             else torch.randn(shape, generator=gen, dtype=torch.float64)
         )
-        inputs[name] = value.to(input_dtype(name, dtype))
+        inputs[name] = value.to(input_dtype(name, types))
     return inputs
 
 
@@ -174,23 +190,23 @@ sizes = _testing.sizes
 
 
 RANDOM_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index in range(len(RANDOM_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]
 
 
 dynamic_axes = _testing.dynamic_axes
 
 
-def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelProto:
+def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
     """Exports the op as a user would (generated.export_model) and returns the model."""
     generated.export_model(
         Model(case["attributes"]),
-        tuple(make_inputs(case, 0, dtype, seed=0).values()),
+        tuple(make_inputs(case, 0, types, seed=0).values()),
         path,
         exporter=exporter,
-        input_names=INPUTS,
+        input_names=list(case["shapes"]),
         output_names=OUTPUTS,
         dynamic_axes=dynamic_axes(case),
         overrides=OVERRIDES,
@@ -199,11 +215,11 @@ def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelPro
 
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_export_and_parity(index, dtype, exporter, tmp_path):
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_export_and_parity(index, types, exporter, tmp_path):
     case = RANDOM_CASES[index]
     attributes = case["attributes"]
-    exported = export(case, dtype, exporter, tmp_path / "model.onnx")
+    exported = export(case, types, exporter, tmp_path / "model.onnx")
     nodes = [(n.domain, n.op_type) for n in exported.graph.node]
     assert nodes == expected_nodes(attributes), f"exported graph: {nodes}"
     imports = {o.domain: o.version for o in exported.opset_import}
@@ -225,8 +241,8 @@ def test_export_and_parity(index, dtype, exporter, tmp_path):
             ), f"rank of {output.name} after shape inference"
     session = _testing.session(exported, EXPORT_LIBRARIES)
     for size_index in range(sizes(case)):
-        inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)
-        expected = expected_outputs(inputs, attributes, dtype)
+        inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+        expected = expected_outputs(inputs, attributes, types)
         for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
             _testing.assert_close(got, want, TOLERANCES, f"PyTorch op, {name}, size #{size_index}")
         for name, got, want in zip(OUTPUTS, run_ort(session, inputs), expected, strict=True):
@@ -235,11 +251,11 @@ def test_export_and_parity(index, dtype, exporter, tmp_path):
             )
 
 
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_opcheck(index, dtype):
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_opcheck(index, types):
     case = RANDOM_CASES[index]
-    inputs = make_inputs(case, 0, dtype, seed=0)
-    torch.library.opcheck(TORCH_OP, tuple(inputs.values()), case["attributes"])
+    inputs = make_inputs(case, 0, types, seed=0)
+    torch.library.opcheck(TORCH_OP, call_args(inputs), case["attributes"])
 
 
 # ---------------------------------------------------------------- errors, never crashes
@@ -251,17 +267,17 @@ VALUE_ERROR_CASES = [
     ({"X": [1.0, 1500000000.0]}, {}, "does not round to an int32"),
 ]
 VALUE_ERROR_PARAMS = [
-    pytest.param(i, dtype, id=f"value-error{i}-{str(dtype)[6:]}")
+    pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
     for i in range(len(VALUE_ERROR_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]
 
 
-@pytest.mark.parametrize("index,dtype", VALUE_ERROR_PARAMS)
-def test_bad_values_raise_in_pytorch(index, dtype):
+@pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
+def test_bad_values_raise_in_pytorch(index, types):
     values, attributes, message = VALUE_ERROR_CASES[index]
     inputs = {
-        name: torch.tensor(value, dtype=input_dtype(name, dtype)) for name, value in values.items()
+        name: torch.tensor(value, dtype=input_dtype(name, types)) for name, value in values.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
-        TORCH_OP(*inputs.values(), **attributes)
+        TORCH_OP(*call_args(inputs), **attributes)

@@ -54,12 +54,19 @@ ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
   auto* node = graph->add_node();
   node->set_op_type("AtenAdd");
   node->set_domain("custom.aten");
-  node->add_input("X");
-  set_shape(graph->add_input(), ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
-  graph->mutable_input(0)->set_name("X");
-  node->add_input("Y");
-  set_shape(graph->add_input(), ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[1]);
-  graph->mutable_input(1)->set_name("Y");
+  // Inputs past the end of input_shapes are absent (trailing optional inputs, omitted).
+  if (input_shapes.size() > 0) {
+    node->add_input("X");
+    auto* X_info = graph->add_input();
+    X_info->set_name("X");
+    set_shape(X_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
+  }
+  if (input_shapes.size() > 1) {
+    node->add_input("Y");
+    auto* Y_info = graph->add_input();
+    Y_info->set_name("Y");
+    set_shape(Y_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[1]);
+  }
   node->add_output("Z");
   auto* Z_info = graph->add_output();
   Z_info->set_name("Z");

@@ -54,18 +54,31 @@ ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
   auto* node = graph->add_node();
   node->set_op_type("CustomGroupNorm");
   node->set_domain("mydomain");
-  node->add_input("X");
-  set_shape(graph->add_input(), ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
-  graph->mutable_input(0)->set_name("X");
-  node->add_input("num_groups");
-  set_shape(graph->add_input(), ONNX_NAMESPACE::TensorProto_DataType_INT64, input_shapes[1]);
-  graph->mutable_input(1)->set_name("num_groups");
-  node->add_input("scale");
-  set_shape(graph->add_input(), ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[2]);
-  graph->mutable_input(2)->set_name("scale");
-  node->add_input("bias");
-  set_shape(graph->add_input(), ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[3]);
-  graph->mutable_input(3)->set_name("bias");
+  // Inputs past the end of input_shapes are absent (trailing optional inputs, omitted).
+  if (input_shapes.size() > 0) {
+    node->add_input("X");
+    auto* X_info = graph->add_input();
+    X_info->set_name("X");
+    set_shape(X_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
+  }
+  if (input_shapes.size() > 1) {
+    node->add_input("num_groups");
+    auto* num_groups_info = graph->add_input();
+    num_groups_info->set_name("num_groups");
+    set_shape(num_groups_info, ONNX_NAMESPACE::TensorProto_DataType_INT64, input_shapes[1]);
+  }
+  if (input_shapes.size() > 2) {
+    node->add_input("scale");
+    auto* scale_info = graph->add_input();
+    scale_info->set_name("scale");
+    set_shape(scale_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[2]);
+  }
+  if (input_shapes.size() > 3) {
+    node->add_input("bias");
+    auto* bias_info = graph->add_input();
+    bias_info->set_name("bias");
+    set_shape(bias_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[3]);
+  }
   node->add_output("Y");
   auto* Y_info = graph->add_output();
   Y_info->set_name("Y");

@@ -66,13 +66,13 @@ def _cpu(
 ) -> torch.Tensor:
     kernels = _support.kernels("mydomain")
     (Y,) = kernels.custom_group_norm(
-        X.detach().contiguous().numpy(),
-        num_groups.detach().contiguous().numpy(),
-        scale.detach().contiguous().numpy(),
-        bias.detach().contiguous().numpy(),
+        _support.to_numpy(X),
+        _support.to_numpy(num_groups),
+        _support.to_numpy(scale),
+        _support.to_numpy(bias),
         epsilon,
     )
-    return torch.from_numpy(Y)
+    return _support.from_numpy(Y)
 
 
 custom_group_norm = torch.library.custom_op(

@@ -5,6 +5,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "custom_op_one_op.h"
 #include "opgen/pybind_support.h"
 

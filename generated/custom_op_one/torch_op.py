@@ -28,8 +28,8 @@ def _fake(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
 
 def _cpu(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     kernels = _support.kernels("test_customop")
-    (Z,) = kernels.custom_op_one(X.detach().contiguous().numpy(), Y.detach().contiguous().numpy())
-    return torch.from_numpy(Z)
+    (Z,) = kernels.custom_op_one(_support.to_numpy(X), _support.to_numpy(Y))
+    return _support.from_numpy(Z)
 
 
 custom_op_one = torch.library.custom_op(

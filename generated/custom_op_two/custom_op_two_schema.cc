@@ -4,6 +4,8 @@
 // To contribute the op upstream, paste the ONNX_CONTRIB_OPERATOR_SCHEMA statement into
 // RegisterContribSchemas() (and use the domain constant there). Here it is compiled against
 // ONNX's C++ library and exercised by custom_op_two_schema_test.cc.
+#include <vector>
+
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
 

@@ -54,9 +54,13 @@ ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
   auto* node = graph->add_node();
   node->set_op_type("CustomOpTwo");
   node->set_domain("test.customop");
-  node->add_input("X");
-  set_shape(graph->add_input(), ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
-  graph->mutable_input(0)->set_name("X");
+  // Inputs past the end of input_shapes are absent (trailing optional inputs, omitted).
+  if (input_shapes.size() > 0) {
+    node->add_input("X");
+    auto* X_info = graph->add_input();
+    X_info->set_name("X");
+    set_shape(X_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
+  }
   node->add_output("Y");
   auto* Y_info = graph->add_output();
   Y_info->set_name("Y");

@@ -23,8 +23,8 @@ def _fake(X: torch.Tensor) -> torch.Tensor:
 
 def _cpu(X: torch.Tensor) -> torch.Tensor:
     kernels = _support.kernels("test_customop")
-    (Y,) = kernels.custom_op_two(X.detach().contiguous().numpy())
-    return torch.from_numpy(Y)
+    (Y,) = kernels.custom_op_two(_support.to_numpy(X))
+    return _support.from_numpy(Y)
 
 
 custom_op_two = torch.library.custom_op(

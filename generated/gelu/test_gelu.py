@@ -3,7 +3,8 @@
 """Parity tests of aten::gelu.default.
 
 Reference expression vs PyTorch vs the exported model in ONNX Runtime (both
-exporters, two sizes of every dynamic dim, with graph assertions on what was exported), for every dtype. Nothing here skips: a missing
+exporters, two sizes of every dynamic dim, with graph assertions on what was exported), for every combination of the type variables' dtypes.
+Nothing here skips: a missing
 build artifact is a failure.
 """
 
@@ -38,9 +39,10 @@ EXPORT_RULES = [
 # Model-local functions (ops defined as ONNX functions) and the ops of their bodies.
 FUNCTION_BODIES = {}
 DEFAULTS = {"approximate": "none"}
-DTYPES = [
-    torch.float32,
-    torch.float16,
+# Every combination of the type variables' dtypes (what the kernels are compiled for).
+TYPES = [
+    {"T": torch.float32},
+    {"T": torch.float16},
 ]
 TOLERANCES = {
     torch.float16: (0.002, 0.002),
@@ -49,26 +51,40 @@ TOLERANCES = {
 EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X"]
 ATTRIBUTES = ["approximate"]
-# Each input's dtype: None follows the dtype under test, otherwise it is fixed.
-INPUT_DTYPES = {"X": None}
+# Each input's and output's type: a type variable, or a fixed dtype.
+INPUT_TYPES = {"X": "T"}
+OUTPUT_TYPES = {"Y": "T"}
 OUTPUTS = ["Y"]
 
 
-def reference(X, approximate="none"):
+def reference(*, X, approximate="none"):
     return torch.ops.aten.gelu.default(X, approximate=approximate)
 
 
-def expected_outputs(inputs: dict, attributes: dict, dtype: torch.dtype) -> tuple:
+def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     """The reference, computed in float64 and cast to the outputs' dtypes."""
     args = {k: v.to(torch.float64) if v.is_floating_point() else v for k, v in inputs.items()}
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
-    dtypes = (dtype,)
+    dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
     return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
 
 
-def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
-    return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
+def bound_dtype(declared, types: dict) -> torch.dtype:
+    return types[declared] if isinstance(declared, str) else declared
+
+
+def input_dtype(name: str, types: dict) -> torch.dtype:
+    return bound_dtype(INPUT_TYPES[name], types)
+
+
+def types_id(types: dict) -> str:
+    return "-".join(str(dtype)[6:] for dtype in types.values()) or "untyped"
+
+
+def call_args(inputs: dict) -> tuple:
+    """The inputs as the PyTorch op takes them: None for an absent optional input."""
+    return tuple(inputs.get(name) for name in INPUTS)
 
 
 run_ort = _testing.run_ort
@@ -86,7 +102,7 @@ class Model(torch.nn.Module):
 
 
 def run_torch(inputs: dict, attributes: dict) -> tuple:
-    result = TORCH_OP(*inputs.values(), **attributes)
+    result = TORCH_OP(*call_args(inputs), **attributes)
     return result if isinstance(result, tuple) else (result,)
 
 
@@ -114,23 +130,23 @@ KNOWN_CASES = [
     ),
 ]
 KNOWN_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
-    for dtype in DTYPES
-    if case[3] is None or dtype in case[3]
+    for types in TYPES
+    if case[3] is None or types["T"] in case[3]
 ]
 
 
-@pytest.mark.parametrize("index,dtype", KNOWN_PARAMS)
-def test_known_values(index, dtype):
+@pytest.mark.parametrize("index,types", KNOWN_PARAMS)
+def test_known_values(index, types):
     inputs, outputs, attributes, _ = KNOWN_CASES[index]
-    inputs = {k: torch.tensor(v, dtype=input_dtype(k, dtype)) for k, v in inputs.items()}
+    inputs = {k: torch.tensor(v, dtype=input_dtype(k, types)) for k, v in inputs.items()}
     expected = [
         torch.tensor(v, dtype=e.dtype)
-        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, dtype), strict=True)
+        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, types), strict=True)
     ]
     for name, got, want in zip(
-        OUTPUTS, expected_outputs(inputs, attributes, dtype), expected, strict=True
+        OUTPUTS, expected_outputs(inputs, attributes, types), expected, strict=True
     ):
         _testing.assert_close(got, want, TOLERANCES, f"reference expression, output {name}")
     for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
@@ -158,7 +174,7 @@ RANDOM_CASES = [
 ]
 
 
-def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> dict:
+def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     inputs = {}
     for name, dims in case["shapes"].items():
@@ -169,7 +185,7 @@ def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> d
             if sampler
             else torch.randn(shape, generator=gen, dtype=torch.float64)
         )
-        inputs[name] = value.to(input_dtype(name, dtype))
+        inputs[name] = value.to(input_dtype(name, types))
     return inputs
 
 
@@ -177,23 +193,23 @@ sizes = _testing.sizes
 
 
 RANDOM_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index in range(len(RANDOM_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]
 
 
 dynamic_axes = _testing.dynamic_axes
 
 
-def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelProto:
+def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
     """Exports the op as a user would (generated.export_model) and returns the model."""
     generated.export_model(
         Model(case["attributes"]),
-        tuple(make_inputs(case, 0, dtype, seed=0).values()),
+        tuple(make_inputs(case, 0, types, seed=0).values()),
         path,
         exporter=exporter,
-        input_names=INPUTS,
+        input_names=list(case["shapes"]),
         output_names=OUTPUTS,
         dynamic_axes=dynamic_axes(case),
         overrides=OVERRIDES,
@@ -202,11 +218,11 @@ def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelPro
 
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_export_and_parity(index, dtype, exporter, tmp_path):
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_export_and_parity(index, types, exporter, tmp_path):
     case = RANDOM_CASES[index]
     attributes = case["attributes"]
-    exported = export(case, dtype, exporter, tmp_path / "model.onnx")
+    exported = export(case, types, exporter, tmp_path / "model.onnx")
     nodes = [(n.domain, n.op_type) for n in exported.graph.node]
     assert nodes == expected_nodes(attributes), f"exported graph: {nodes}"
     imports = {o.domain: o.version for o in exported.opset_import}
@@ -228,8 +244,8 @@ def test_export_and_parity(index, dtype, exporter, tmp_path):
             ), f"rank of {output.name} after shape inference"
     session = _testing.session(exported, EXPORT_LIBRARIES)
     for size_index in range(sizes(case)):
-        inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)
-        expected = expected_outputs(inputs, attributes, dtype)
+        inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+        expected = expected_outputs(inputs, attributes, types)
         for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
             _testing.assert_close(got, want, TOLERANCES, f"PyTorch op, {name}, size #{size_index}")
         for name, got, want in zip(OUTPUTS, run_ort(session, inputs), expected, strict=True):
@@ -252,7 +268,7 @@ def test_override_applies_only_when_asked(tmp_path):
     case = RANDOM_CASES[0]
     generated.export_model(
         Model(case["attributes"]),
-        tuple(make_inputs(case, 0, DTYPES[0], seed=0).values()),
+        tuple(make_inputs(case, 0, TYPES[0], seed=0).values()),
         tmp_path / "plain.onnx",
         input_names=INPUTS,
         output_names=OUTPUTS,
@@ -269,7 +285,7 @@ ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))
 
 VALUE_ERROR_CASES = []
 VALUE_ERROR_PARAMS = [
-    pytest.param(i, dtype, id=f"value-error{i}-{str(dtype)[6:]}")
+    pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
     for i in range(len(VALUE_ERROR_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]

@@ -4,7 +4,8 @@
 
 Reference expression vs PyTorch vs the exported model in ONNX Runtime (both
 exporters, two sizes of every dynamic dim, with graph assertions on what was exported) vs
-a one-node model of the ONNX op, for every dtype. Nothing here skips: a missing
+a one-node model of the ONNX op, for every combination of the type variables' dtypes.
+Nothing here skips: a missing
 build artifact is a failure.
 """
 
@@ -36,10 +37,11 @@ EXPORT_RULES = [({}, [("ai.opgen", "Inverse")])]
 # Model-local functions (ops defined as ONNX functions) and the ops of their bodies.
 FUNCTION_BODIES = {}
 DEFAULTS = {}
-DTYPES = [
-    torch.float32,
-    torch.float64,
-    torch.float16,
+# Every combination of the type variables' dtypes (what the kernels are compiled for).
+TYPES = [
+    {"T": torch.float32},
+    {"T": torch.float64},
+    {"T": torch.float16},
 ]
 TOLERANCES = {
     torch.float16: (0.02, 0.02),
@@ -49,26 +51,40 @@ TOLERANCES = {
 EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X"]
 ATTRIBUTES = []
-# Each input's dtype: None follows the dtype under test, otherwise it is fixed.
-INPUT_DTYPES = {"X": None}
+# Each input's and output's type: a type variable, or a fixed dtype.
+INPUT_TYPES = {"X": "T"}
+OUTPUT_TYPES = {"Y": "T"}
 OUTPUTS = ["Y"]
 
 
-def reference(X):
+def reference(*, X):
     return torch.linalg.inv(X)
 
 
-def expected_outputs(inputs: dict, attributes: dict, dtype: torch.dtype) -> tuple:
+def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     """The reference, computed in float64 and cast to the outputs' dtypes."""
     args = {k: v.to(torch.float64) if v.is_floating_point() else v for k, v in inputs.items()}
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
-    dtypes = (dtype,)
+    dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
     return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
 
 
-def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
-    return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
+def bound_dtype(declared, types: dict) -> torch.dtype:
+    return types[declared] if isinstance(declared, str) else declared
+
+
+def input_dtype(name: str, types: dict) -> torch.dtype:
+    return bound_dtype(INPUT_TYPES[name], types)
+
+
+def types_id(types: dict) -> str:
+    return "-".join(str(dtype)[6:] for dtype in types.values()) or "untyped"
+
+
+def call_args(inputs: dict) -> tuple:
+    """The inputs as the PyTorch op takes them: None for an absent optional input."""
+    return tuple(inputs.get(name) for name in INPUTS)
 
 
 run_ort = _testing.run_ort
@@ -86,7 +102,7 @@ class Model(torch.nn.Module):
 
 
 def run_torch(inputs: dict, attributes: dict) -> tuple:
-    result = TORCH_OP(*inputs.values(), **attributes)
+    result = TORCH_OP(*call_args(inputs), **attributes)
     return result if isinstance(result, tuple) else (result,)
 
 
@@ -121,23 +137,23 @@ KNOWN_CASES = [
     ({"X": [[4, 7], [2, 6]]}, {"Y": [[0.6, -0.7], [-0.2, 0.4]]}, {}, None),
 ]
 KNOWN_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
-    for dtype in DTYPES
-    if case[3] is None or dtype in case[3]
+    for types in TYPES
+    if case[3] is None or types["T"] in case[3]
 ]
 
 
-@pytest.mark.parametrize("index,dtype", KNOWN_PARAMS)
-def test_known_values(index, dtype):
+@pytest.mark.parametrize("index,types", KNOWN_PARAMS)
+def test_known_values(index, types):
     inputs, outputs, attributes, _ = KNOWN_CASES[index]
-    inputs = {k: torch.tensor(v, dtype=input_dtype(k, dtype)) for k, v in inputs.items()}
+    inputs = {k: torch.tensor(v, dtype=input_dtype(k, types)) for k, v in inputs.items()}
     expected = [
         torch.tensor(v, dtype=e.dtype)
-        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, dtype), strict=True)
+        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, types), strict=True)
     ]
     for name, got, want in zip(
-        OUTPUTS, expected_outputs(inputs, attributes, dtype), expected, strict=True
+        OUTPUTS, expected_outputs(inputs, attributes, types), expected, strict=True
     ):
         _testing.assert_close(got, want, TOLERANCES, f"reference expression, output {name}")
     for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
@@ -186,7 +202,7 @@ RANDOM_CASES = [
 ]
 
 
-def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> dict:
+def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     inputs = {}
     for name, dims in case["shapes"].items():
@@ -197,7 +213,7 @@ def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> d
             if sampler
             else torch.randn(shape, generator=gen, dtype=torch.float64)
         )
-        inputs[name] = value.to(input_dtype(name, dtype))
+        inputs[name] = value.to(input_dtype(name, types))
     return inputs
 
 
@@ -205,23 +221,23 @@ sizes = _testing.sizes
 
 
 RANDOM_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index in range(len(RANDOM_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]
 
 
 dynamic_axes = _testing.dynamic_axes
 
 
-def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelProto:
+def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
     """Exports the op as a user would (generated.export_model) and returns the model."""
     generated.export_model(
         Model(case["attributes"]),
-        tuple(make_inputs(case, 0, dtype, seed=0).values()),
+        tuple(make_inputs(case, 0, types, seed=0).values()),
         path,
         exporter=exporter,
-        input_names=INPUTS,
+        input_names=list(case["shapes"]),
         output_names=OUTPUTS,
         dynamic_axes=dynamic_axes(case),
         overrides=OVERRIDES,
@@ -230,11 +246,11 @@ def export(case: dict, dtype: torch.dtype, exporter: str, path) -> onnx.ModelPro
 
 
 @pytest.mark.parametrize("exporter", EXPORTERS)
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_export_and_parity(index, dtype, exporter, tmp_path):
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_export_and_parity(index, types, exporter, tmp_path):
     case = RANDOM_CASES[index]
     attributes = case["attributes"]
-    exported = export(case, dtype, exporter, tmp_path / "model.onnx")
+    exported = export(case, types, exporter, tmp_path / "model.onnx")
     nodes = [(n.domain, n.op_type) for n in exported.graph.node]
     assert nodes == expected_nodes(attributes), f"exported graph: {nodes}"
     imports = {o.domain: o.version for o in exported.opset_import}
@@ -256,8 +272,8 @@ def test_export_and_parity(index, dtype, exporter, tmp_path):
             ), f"rank of {output.name} after shape inference"
     session = _testing.session(exported, EXPORT_LIBRARIES)
     for size_index in range(sizes(case)):
-        inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)
-        expected = expected_outputs(inputs, attributes, dtype)
+        inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+        expected = expected_outputs(inputs, attributes, types)
         for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
             _testing.assert_close(got, want, TOLERANCES, f"PyTorch op, {name}, size #{size_index}")
         for name, got, want in zip(OUTPUTS, run_ort(session, inputs), expected, strict=True):
@@ -266,18 +282,18 @@ def test_export_and_parity(index, dtype, exporter, tmp_path):
             )
 
 
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_single_node_parity(index, dtype):
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_single_node_parity(index, types):
     """The ONNX op alone, straight from its schema: ONNX shape inference, then ONNX Runtime."""
     case = RANDOM_CASES[index]
     generated.register_all()
-    first = make_inputs(case, 0, dtype, seed=0)
+    first = make_inputs(case, 0, types, seed=0)
     inferred = onnx.shape_inference.infer_shapes(
         single_node(first, case["attributes"], static=True), strict_mode=True
     )
     # With static input shapes, inference must give exactly the shapes and dtypes PyTorch does.
     for output, want in zip(
-        inferred.graph.output, expected_outputs(first, case["attributes"], dtype), strict=True
+        inferred.graph.output, expected_outputs(first, case["attributes"], types), strict=True
     ):
         tensor_type = output.type.tensor_type
         assert (
@@ -288,19 +304,19 @@ def test_single_node_parity(index, dtype):
         ), f"shape of {output.name} after inference"
     session = _testing.session(single_node(first, case["attributes"]), LIBRARY)
     for size_index in range(sizes(case)):
-        inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)
-        expected = expected_outputs(inputs, case["attributes"], dtype)
+        inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+        expected = expected_outputs(inputs, case["attributes"], types)
         for name, got, want in zip(OUTPUTS, run_ort(session, inputs), expected, strict=True):
             _testing.assert_close(
                 got, want, TOLERANCES, f"ONNX Runtime, {name}, size #{size_index}"
             )
 
 
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_opcheck(index, dtype):
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_opcheck(index, types):
     case = RANDOM_CASES[index]
-    inputs = make_inputs(case, 0, dtype, seed=0)
-    torch.library.opcheck(TORCH_OP, tuple(inputs.values()), case["attributes"])
+    inputs = make_inputs(case, 0, types, seed=0)
+    torch.library.opcheck(TORCH_OP, call_args(inputs), case["attributes"])
 
 
 # ---------------------------------------------------------------- errors, never crashes
@@ -315,23 +331,21 @@ ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))
 def test_bad_shapes_raise_in_pytorch(index):
     shapes, attributes, message = ERROR_CASES[index]
     inputs = {
-        name: torch.ones(shape, dtype=input_dtype(name, DTYPES[0]))
-        for name, shape in shapes.items()
+        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
-        TORCH_OP(**inputs, **attributes)
+        TORCH_OP(*call_args(inputs), **attributes)
     with torch._subclasses.FakeTensorMode() as mode:
         fakes = {name: mode.from_tensor(t) for name, t in inputs.items()}
         with pytest.raises(RuntimeError, match=re.escape(message)):
-            TORCH_OP(**fakes, **attributes)
+            TORCH_OP(*call_args(fakes), **attributes)
 
 
 @pytest.mark.parametrize("index", ERROR_PARAMS)
 def test_bad_shapes_error_status_in_onnxruntime(index):
     shapes, attributes, message = ERROR_CASES[index]
     inputs = {
-        name: torch.ones(shape, dtype=input_dtype(name, DTYPES[0]))
-        for name, shape in shapes.items()
+        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
     session = _testing.session(single_node(inputs, attributes), LIBRARY)
     with pytest.raises(Exception, match=re.escape(message)) as raised:
@@ -344,8 +358,7 @@ def test_bad_shapes_fail_onnx_shape_inference(index):
     shapes, attributes, message = ERROR_CASES[index]
     generated.register_all()
     inputs = {
-        name: torch.ones(shape, dtype=input_dtype(name, DTYPES[0]))
-        for name, shape in shapes.items()
+        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
     model = single_node(inputs, attributes, static=True)
     with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
@@ -356,20 +369,20 @@ VALUE_ERROR_CASES = [
     ({"X": [[1, 2], [2, 4]]}, {}, "matrix is singular"),
 ]
 VALUE_ERROR_PARAMS = [
-    pytest.param(i, dtype, id=f"value-error{i}-{str(dtype)[6:]}")
+    pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
     for i in range(len(VALUE_ERROR_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]
 
 
-@pytest.mark.parametrize("index,dtype", VALUE_ERROR_PARAMS)
-def test_bad_values_raise_in_both_runtimes(index, dtype):
+@pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
+def test_bad_values_raise_in_both_runtimes(index, types):
     values, attributes, message = VALUE_ERROR_CASES[index]
     inputs = {
-        name: torch.tensor(value, dtype=input_dtype(name, dtype)) for name, value in values.items()
+        name: torch.tensor(value, dtype=input_dtype(name, types)) for name, value in values.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
-        TORCH_OP(*inputs.values(), **attributes)
+        TORCH_OP(*call_args(inputs), **attributes)
     session = _testing.session(single_node(inputs, attributes), LIBRARY)
     with pytest.raises(Exception, match=re.escape(message)) as raised:
         run_ort(session, inputs)
@@ -379,17 +392,17 @@ def test_bad_values_raise_in_both_runtimes(index, dtype):
 def test_unsupported_dtype_is_rejected():
     """A dtype outside the type constraint: a clear error, never a misread buffer."""
     case = RANDOM_CASES[0]
-    inputs = make_inputs(case, 0, DTYPES[0], seed=0)
-    inputs = {k: v.to(torch.int32) if INPUT_DTYPES[k] is None else v for k, v in inputs.items()}
+    inputs = make_inputs(case, 0, TYPES[0], seed=0)
+    inputs = {k: v.to(torch.int32) if INPUT_TYPES[k] == "T" else v for k, v in inputs.items()}
     with pytest.raises(ValueError, match="unsupported input dtypes"):
-        TORCH_OP(*inputs.values(), **case["attributes"])
+        TORCH_OP(*call_args(inputs), **case["attributes"])
     with pytest.raises(Exception) as raised:
         _testing.session(single_node(inputs, case["attributes"]), LIBRARY)
     assert OP_TYPE in str(raised.value), str(raised.value)
 
 
 def test_session_without_library_fails_clearly():
-    inputs = make_inputs(RANDOM_CASES[0], 0, DTYPES[0], seed=0)
+    inputs = make_inputs(RANDOM_CASES[0], 0, TYPES[0], seed=0)
     model = single_node(inputs, RANDOM_CASES[0]["attributes"])
     with pytest.raises(Exception) as raised:
         _testing.session(model, None)
@@ -409,8 +422,8 @@ def test_cpp_schema_with_onnx_library():
 def test_matches_builtin_com_microsoft_inverse():
     """Same inputs through ONNX Runtime's own com.microsoft::Inverse."""
     case = RANDOM_CASES[0]
-    for dtype in DTYPES:
-        inputs = make_inputs(case, 0, dtype, seed=7)
+    for types in TYPES:
+        inputs = make_inputs(case, 0, types, seed=7)
         ours = single_node(inputs, case["attributes"])
         builtin = single_node(
             inputs, case["attributes"], domain="com.microsoft", op_type="Inverse", version=1
@@ -418,4 +431,4 @@ def test_matches_builtin_com_microsoft_inverse():
         got = run_ort(_testing.session(ours, LIBRARY), inputs)
         want = run_ort(_testing.session(builtin, None), inputs)
         for name, g, w in zip(OUTPUTS, got, want, strict=True):
-            _testing.assert_close(g, w, TOLERANCES, f"{name} vs built-in, {dtype}")
+            _testing.assert_close(g, w, TOLERANCES, f"{name} vs built-in, {types_id(types)}")

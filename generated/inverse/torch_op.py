@@ -33,8 +33,8 @@ def _fake(X: torch.Tensor) -> torch.Tensor:
 
 def _cpu(X: torch.Tensor) -> torch.Tensor:
     kernels = _support.kernels("ai_opgen")
-    (Y,) = kernels.inverse(X.detach().contiguous().numpy())
-    return torch.from_numpy(Y)
+    (Y,) = kernels.inverse(_support.to_numpy(X))
+    return _support.from_numpy(Y)
 
 
 inverse = torch.library.custom_op(

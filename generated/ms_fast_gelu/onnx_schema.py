@@ -17,10 +17,26 @@ _Schema = onnx.defs.OpSchema
 
 def _infer(ctx) -> None:
     X_type = ctx.get_input_type(0)
+    bias_type = ctx.get_input_type(1) if ctx.has_input(1) else None
     Y_type = onnx.TypeProto()
     Y_type.tensor_type.elem_type = X_type.tensor_type.elem_type
-    if X_type.tensor_type.HasField("shape"):
+    if X_type.tensor_type.HasField("shape") and (
+        bias_type is None or bias_type.tensor_type.HasField("shape")
+    ):
         X_dims = list(X_type.tensor_type.shape.dim)
+        bias_dims = None if bias_type is None else list(bias_type.tensor_type.shape.dim)
+        if not (len(X_dims) >= 1):
+            raise onnx.shape_inference.InferenceError(
+                "FastGelu: input 'X' must have at least rank 1 (shape [..., K])"
+            )
+        if not (bias_dims is None or (len(bias_dims) == 1)):
+            raise onnx.shape_inference.InferenceError(
+                "FastGelu: input 'bias' must have exactly rank 1 (shape [K])"
+            )
+        if not (bias_dims is None or (_support.known_equal(X_dims[-1], bias_dims[0]))):
+            raise onnx.shape_inference.InferenceError(
+                "FastGelu: dimension K must agree: axis -1 of input 'X' and axis 0 of input 'bias' differ (shape [K])"
+            )
         Y_type.tensor_type.shape.dim.extend([*X_dims[:]])
     ctx.set_output_type(0, Y_type)
 
@@ -29,9 +45,15 @@ SCHEMA = _Schema(
     "FastGelu",
     "com.microsoft",
     1,
-    "Y = 0.5 * X * (1 + tanh(sqrt(2 / pi) * (X + 0.044715 * X^3))), element-wise: GELU's tanh\napproximation, torch.nn.functional.gelu(X, approximate=\"tanh\"). ONNX Runtime's FastGelu\nalso takes an optional bias input, which this declaration leaves out.",
+    'Y = 0.5 * Z * (1 + tanh(sqrt(2 / pi) * (Z + 0.044715 * Z^3))) with Z = X + bias (or X when\nthere is no bias), element-wise: GELU\'s tanh approximation,\ntorch.nn.functional.gelu(Z, approximate="tanh").',
     inputs=[
         _Schema.FormalParameter("X", "T", ""),
+        _Schema.FormalParameter(
+            "bias",
+            "T",
+            "Added to the last axis of X first.",
+            param_option=_Schema.FormalParameterOption.Optional,
+        ),
     ],
     outputs=[
         _Schema.FormalParameter("Y", "T", ""),

@@ -3,7 +3,8 @@
 """Parity tests of com.microsoft::Gelu.
 
 Reference expression vs PyTorch vs
-a one-node model of the ONNX op, for every dtype. Nothing here skips: a missing
+a one-node model of the ONNX op, for every combination of the type variables' dtypes.
+Nothing here skips: a missing
 build artifact is a failure.
 """
 
@@ -26,9 +27,10 @@ VERSION = 1
 # The custom-op library serving this op (None: ONNX Runtime runs it without one).
 LIBRARY = None
 DEFAULTS = {}
-DTYPES = [
-    torch.float32,
-    torch.float16,
+# Every combination of the type variables' dtypes (what the kernels are compiled for).
+TYPES = [
+    {"T": torch.float32},
+    {"T": torch.float16},
 ]
 TOLERANCES = {
     torch.float16: (0.002, 0.002),
@@ -37,26 +39,40 @@ TOLERANCES = {
 EXPORTERS = []
 INPUTS = ["X"]
 ATTRIBUTES = []
-# Each input's dtype: None follows the dtype under test, otherwise it is fixed.
-INPUT_DTYPES = {"X": None}
+# Each input's and output's type: a type variable, or a fixed dtype.
+INPUT_TYPES = {"X": "T"}
+OUTPUT_TYPES = {"Y": "T"}
 OUTPUTS = ["Y"]
 
 
-def reference(X):
+def reference(*, X):
     return F.gelu(X)
 
 
-def expected_outputs(inputs: dict, attributes: dict, dtype: torch.dtype) -> tuple:
+def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     """The reference, computed in float64 and cast to the outputs' dtypes."""
     args = {k: v.to(torch.float64) if v.is_floating_point() else v for k, v in inputs.items()}
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
-    dtypes = (dtype,)
+    dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
     return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
 
 
-def input_dtype(name: str, dtype: torch.dtype) -> torch.dtype:
-    return dtype if INPUT_DTYPES[name] is None else INPUT_DTYPES[name]
+def bound_dtype(declared, types: dict) -> torch.dtype:
+    return types[declared] if isinstance(declared, str) else declared
+
+
+def input_dtype(name: str, types: dict) -> torch.dtype:
+    return bound_dtype(INPUT_TYPES[name], types)
+
+
+def types_id(types: dict) -> str:
+    return "-".join(str(dtype)[6:] for dtype in types.values()) or "untyped"
+
+
+def call_args(inputs: dict) -> tuple:
+    """The inputs as the PyTorch op takes them: None for an absent optional input."""
+    return tuple(inputs.get(name) for name in INPUTS)
 
 
 run_ort = _testing.run_ort
@@ -90,23 +106,23 @@ KNOWN_CASES = [
     ),
 ]
 KNOWN_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
-    for dtype in DTYPES
-    if case[3] is None or dtype in case[3]
+    for types in TYPES
+    if case[3] is None or types["T"] in case[3]
 ]
 
 
-@pytest.mark.parametrize("index,dtype", KNOWN_PARAMS)
-def test_known_values(index, dtype):
+@pytest.mark.parametrize("index,types", KNOWN_PARAMS)
+def test_known_values(index, types):
     inputs, outputs, attributes, _ = KNOWN_CASES[index]
-    inputs = {k: torch.tensor(v, dtype=input_dtype(k, dtype)) for k, v in inputs.items()}
+    inputs = {k: torch.tensor(v, dtype=input_dtype(k, types)) for k, v in inputs.items()}
     expected = [
         torch.tensor(v, dtype=e.dtype)
-        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, dtype), strict=True)
+        for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, types), strict=True)
     ]
     for name, got, want in zip(
-        OUTPUTS, expected_outputs(inputs, attributes, dtype), expected, strict=True
+        OUTPUTS, expected_outputs(inputs, attributes, types), expected, strict=True
     ):
         _testing.assert_close(got, want, TOLERANCES, f"reference expression, output {name}")
     model = single_node(inputs, attributes)
@@ -130,7 +146,7 @@ RANDOM_CASES = [
 ]
 
 
-def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> dict:
+def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
     gen = torch.Generator().manual_seed(seed)
     inputs = {}
     for name, dims in case["shapes"].items():
@@ -141,7 +157,7 @@ def make_inputs(case: dict, size_index: int, dtype: torch.dtype, seed: int) -> d
             if sampler
             else torch.randn(shape, generator=gen, dtype=torch.float64)
         )
-        inputs[name] = value.to(input_dtype(name, dtype))
+        inputs[name] = value.to(input_dtype(name, types))
     return inputs
 
 
@@ -149,24 +165,24 @@ sizes = _testing.sizes
 
 
 RANDOM_PARAMS = [
-    pytest.param(index, dtype, id=f"case{index}-{str(dtype)[6:]}")
+    pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index in range(len(RANDOM_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]
 
 
-@pytest.mark.parametrize("index,dtype", RANDOM_PARAMS)
-def test_single_node_parity(index, dtype):
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_single_node_parity(index, types):
     """The ONNX op alone, straight from its schema: ONNX shape inference, then ONNX Runtime."""
     case = RANDOM_CASES[index]
     generated.register_all()
-    first = make_inputs(case, 0, dtype, seed=0)
+    first = make_inputs(case, 0, types, seed=0)
     inferred = onnx.shape_inference.infer_shapes(
         single_node(first, case["attributes"], static=True), strict_mode=True
     )
     # With static input shapes, inference must give exactly the shapes and dtypes PyTorch does.
     for output, want in zip(
-        inferred.graph.output, expected_outputs(first, case["attributes"], dtype), strict=True
+        inferred.graph.output, expected_outputs(first, case["attributes"], types), strict=True
     ):
         tensor_type = output.type.tensor_type
         assert (
@@ -177,8 +193,8 @@ def test_single_node_parity(index, dtype):
         ), f"shape of {output.name} after inference"
     session = _testing.session(single_node(first, case["attributes"]), LIBRARY)
     for size_index in range(sizes(case)):
-        inputs = make_inputs(case, size_index, dtype, seed=size_index + 1)
-        expected = expected_outputs(inputs, case["attributes"], dtype)
+        inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+        expected = expected_outputs(inputs, case["attributes"], types)
         for name, got, want in zip(OUTPUTS, run_ort(session, inputs), expected, strict=True):
             _testing.assert_close(
                 got, want, TOLERANCES, f"ONNX Runtime, {name}, size #{size_index}"
@@ -192,7 +208,7 @@ ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))
 
 VALUE_ERROR_CASES = []
 VALUE_ERROR_PARAMS = [
-    pytest.param(i, dtype, id=f"value-error{i}-{str(dtype)[6:]}")
+    pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
     for i in range(len(VALUE_ERROR_CASES))
-    for dtype in DTYPES
+    for types in TYPES
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generator.api.common import guard_absent_inputs
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
 from generator.model import (
@@ -197,10 +198,13 @@ def concrete_checks(op: OpDef) -> list[dict]:
                 "got": f"std::to_string({value})",
             }
         )
-    return checks
+    attribute_count = len(rule.attribute_checks)
+    return checks[:attribute_count] + guard_absent_inputs(
+        op, checks[attribute_count:], rule.input_checks, "!{}_present", " || "
+    )
 
 
-def _part_concrete(target: str, part: ShapePart) -> str:
+def _part_concrete(target: str, part: ShapePart, optional: frozenset[str]) -> str:
     if part.kind == "slice":
         start = part.start if part.start is not None else 0
         stop = part.stop if part.stop is not None else "opgen::kShapeEnd"
@@ -208,7 +212,14 @@ def _part_concrete(target: str, part: ShapePart) -> str:
     if part.kind == "expr":
         return f"{target}.push_back({_concrete_expr(part.expr)});"
     if part.kind == "broadcast":
-        shapes = ", ".join(f"&{_shape_var(name)}" for name, _ in part.operands)
+        shapes = ", ".join(
+            (
+                f"{name}_present ? &{_shape_var(name)} : nullptr"
+                if name in optional
+                else f"&{_shape_var(name)}"
+            )
+            for name, _ in part.operands
+        )
         return f"{target} = opgen::broadcast_shapes({string_literal(part.message)}, {{{shapes}}});"
     return (
         f"{target} = opgen::reduced_shape({_shape_var(part.input)}, {_concrete_expr(part.axis)}, "
@@ -220,7 +231,9 @@ def concrete_output_shapes(op: OpDef) -> list[dict]:
     return [
         {
             "name": out.output,
-            "statements": [_part_concrete(f"shapes.{out.output}", p) for p in out.parts],
+            "statements": [
+                _part_concrete(f"shapes.{out.output}", p, op.optional_inputs) for p in out.parts
+            ],
         }
         for out in op.shape_rule.outputs
     ]
@@ -355,10 +368,10 @@ def symbolic_checks(op: OpDef) -> list[dict]:
                 "message": string_literal(check.message),
             }
         )
-    return checks
+    return guard_absent_inputs(op, checks, rule.input_checks, "!{}_present", " || ")
 
 
-def _part_symbolic(target: str, part: ShapePart) -> str:
+def _part_symbolic(target: str, part: ShapePart, optional: frozenset[str]) -> str:
     if part.kind == "slice":
         source = f"{part.input}_shape"
         start = part.start if part.start is not None else 0
@@ -375,11 +388,17 @@ def _part_symbolic(target: str, part: ShapePart) -> str:
         known, value = _proto_expr(part.expr)
         return f"{{ auto* dim = {target}->add_dim(); if ({known}) dim->set_dim_value({value}); }}"
     if part.kind == "broadcast":
-        shapes = ", ".join(f"&{name}_shape" for name, _ in part.operands)
+        required = ", ".join(f"&{n}_shape" for n, _ in part.operands if n not in optional)
+        added = "".join(
+            f" if ({n}_present) shapes.push_back(&{n}_shape);"
+            for n, _ in part.operands
+            if n in optional
+        )
         return (
-            f"try {{ ONNX_NAMESPACE::multidirectionalBroadcastShapeInference({{{shapes}}}, *{target}); }} "
+            f"{{ std::vector<const ONNX_NAMESPACE::TensorShapeProto*> shapes{{{required}}};{added} "
+            f"try {{ ONNX_NAMESPACE::multidirectionalBroadcastShapeInference(shapes, *{target}); }} "
             f"catch (const ONNX_NAMESPACE::InferenceError& error) {{ "
-            f"fail_shape_inference({string_literal(part.message)}, error.what()); }}"
+            f"fail_shape_inference({string_literal(part.message)}, error.what()); }} }}"
         )
     source = f"{part.input}_shape"
     _, axis = _proto_expr(part.axis)
@@ -397,7 +416,9 @@ def symbolic_output_shapes(op: OpDef) -> list[dict]:
         {
             "name": out.output,
             "index": index[out.output],
-            "statements": [_part_symbolic(f"{out.output}_out", p) for p in out.parts],
+            "statements": [
+                _part_symbolic(f"{out.output}_out", p, op.optional_inputs) for p in out.parts
+            ],
         }
         for out in op.shape_rule.outputs
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from generator.api.common import guard_absent_inputs
 from generator.api.onnx import TENSOR_PROTO, text_value
 from generator.model import (
     EAGER_STANDARD_OPS,
@@ -137,7 +138,10 @@ def torch_checks(op: OpDef) -> list[dict]:
                 "got": value,
             }
         )
-    return checks
+    attribute_count = len(rule.attribute_checks)
+    return checks[:attribute_count] + guard_absent_inputs(
+        op, checks[attribute_count:], rule.input_checks, "{} is None", " or "
+    )
 
 
 def torch_output_shapes(op: OpDef) -> list[dict]:
@@ -151,7 +155,14 @@ def torch_output_shapes(op: OpDef) -> list[dict]:
             elif part.kind == "expr":
                 parts.append(_torch_expr(part.expr))
             elif part.kind == "broadcast":
-                shapes_list = ", ".join(f"{name}.shape" for name, _ in part.operands)
+                shapes_list = ", ".join(
+                    (
+                        f"None if {name} is None else {name}.shape"
+                        if name in op.optional_inputs
+                        else f"{name}.shape"
+                    )
+                    for name, _ in part.operands
+                )
                 parts.append(f"*_support.broadcast_sizes({literal(part.message)}, {shapes_list})")
             else:
                 parts.append(
@@ -228,7 +239,7 @@ def onnx_checks(op: OpDef) -> list[dict]:
                 "message": literal(check.message),
             }
         )
-    return checks
+    return guard_absent_inputs(op, checks, rule.input_checks, "{}_dims is None", " or ")
 
 
 def onnx_inference_attributes(op: OpDef) -> list[dict]:
@@ -296,9 +307,16 @@ def defaults_via_none(attr: Attribute) -> bool:
     return attr.type is AttrType.strings and not attr.required
 
 
+def optional_input_default(op: OpDef) -> bool:
+    """Optional inputs default to None unless a required attribute follows them (then they
+    must be passed, possibly as None)."""
+    return not any(a.required for a in op.attributes)
+
+
 def torch_schema(op: OpDef) -> str:
     """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
-    args = [f"Tensor {t.name}" for t in op.inputs]
+    default = "=None" if optional_input_default(op) else ""
+    args = [f"Tensor? {t.name}{default}" if t.optional else f"Tensor {t.name}" for t in op.inputs]
     for attr in op.attributes:
         if attr.required:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}")
@@ -311,7 +329,11 @@ def torch_schema(op: OpDef) -> str:
 
 
 def python_params(op: OpDef, annotate: bool) -> str:
-    params = [f"{t.name}: torch.Tensor" if annotate else t.name for t in op.inputs]
+    default = " = None" if optional_input_default(op) else ""
+    params = []
+    for t in op.inputs:
+        annotation = ": torch.Tensor | None" if t.optional else ": torch.Tensor"
+        params.append(t.name + (annotation if annotate else "") + (default if t.optional else ""))
     for attr in op.attributes:
         annotation = ANNOTATION[attr.type]
         default = "" if attr.required else f" = {literal(attr.default)}"

@@ -20,7 +20,11 @@ def sources(op: OpDef) -> list[str]:
 def shaped_inputs(op: OpDef) -> list[dict]:
     """Inputs whose shape the shape rule reads (schema inference needs all of them known)."""
     used = op.shape_rule.shaped_inputs
-    return [{"name": t.name, "index": i} for i, t in enumerate(op.inputs) if t.name in used]
+    return [
+        {"name": t.name, "index": i, "optional": t.optional}
+        for i, t in enumerate(op.inputs)
+        if t.name in used
+    ]
 
 
 def tensor_cpp_type(tensor: TensorParam) -> str:
@@ -46,7 +50,9 @@ def compute_params(op: OpDef, binding: dict[str, str] | None = None) -> str:
         return binding.get(base, base) if binding else base
 
     params = ["const opgen::Context& ctx"]
-    params += [f"const opgen::Input<{spell(t)}>& {t.name}" for t in op.inputs]
+    params += [
+        f"const opgen::Input<{spell(t)}>{'*' if t.optional else '&'} {t.name}" for t in op.inputs
+    ]
     params += [f"const opgen::Output<{spell(t)}>& {t.name}" for t in op.outputs]
     params.append("const Attributes& attrs")
     if binding is not None:  # explicit instantiation: types only

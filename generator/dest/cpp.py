@@ -45,7 +45,12 @@ def _schema_default(attr) -> str:
 
 def _tensors(op: OpDef) -> tuple[list[dict], list[dict]]:
     inputs = [
-        {"name": t.name, "index": i, "cpp_type": common.tensor_cpp_type(t)}
+        {
+            "name": t.name,
+            "index": i,
+            "cpp_type": common.tensor_cpp_type(t),
+            "optional": t.optional,
+        }
         for i, t in enumerate(op.inputs)
     ]
     outputs = [
@@ -67,7 +72,13 @@ def _instantiations(op: OpDef) -> list[dict]:
                 "compute_params": common.compute_params(op, binding),
                 # The numpy names live in one place: numpy_name<T>() of pybind_support.h.
                 "numpy_condition": " && ".join(
-                    f"{name}_dtype == opgen::py_support::numpy_name<{cpp.KERNEL_TYPE[dtype]}>()"
+                    (
+                        f"({name}_dtype.empty() || {name}_dtype == "
+                        f"opgen::py_support::numpy_name<{cpp.KERNEL_TYPE[dtype]}>())"
+                        if name in op.optional_inputs
+                        else f"{name}_dtype == "
+                        f"opgen::py_support::numpy_name<{cpp.KERNEL_TYPE[dtype]}>()"
+                    )
                     for name, dtype in dtype_of.items()
                 ),
             }
@@ -82,7 +93,10 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
         kernel_include = common.relative_include(
             output_dir.resolve() / op.op_id, op.kernel.source_file.resolve()
         )
-    shape_params = ", ".join(f"const opgen::Shape& {t.name}_shape" for t in op.inputs)
+    shape_params = ", ".join(
+        f"const opgen::Shape& {t.name}_shape" + (f", bool {t.name}_present" if t.optional else "")
+        for t in op.inputs
+    )
     return {
         "op_id": op.op_id,
         "op_type": op.op_type,
@@ -96,7 +110,12 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
         "template_args": common.template_args(op),
         "compute_params": common.compute_params(op),
         "shape_params": shape_params + ", const Attributes& attrs",
-        "shape_args": ", ".join(f"{t.name}_shape" for t in op.inputs) + ", attrs",
+        "shape_args": ", ".join(
+            f"{t.name}_shape" + (f", {t.name}_present" if t.optional else "") for t in op.inputs
+        )
+        + ", attrs",
+        "optional_flags": ", ".join("true" if t.optional else "false" for t in op.inputs),
+        "has_optional_inputs": any(t.optional for t in op.inputs),
         "compute_args": ", ".join(
             ["pool"] + [t.name for t in op.inputs] + [t.name for t in op.outputs] + ["attrs"]
         ),
@@ -117,7 +136,14 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
 
 
 def _pybind_context(op: OpDef) -> dict:
-    array_params = [f"const py::array& {t.name}_array" for t in op.inputs]
+    array_params = [
+        (
+            f"const std::optional<py::array>& {t.name}_array"
+            if t.optional
+            else f"const py::array& {t.name}_array"
+        )
+        for t in op.inputs
+    ]
     attr_params = [f"{cpp.ATTR_TYPE[a.type]} {a.name}" for a in op.attributes]
     supported = "; ".join(
         f"{t.name}: "
@@ -127,7 +153,9 @@ def _pybind_context(op: OpDef) -> dict:
     return {
         "pybind_params": ", ".join(array_params),
         "binding_params": ", ".join(array_params + attr_params),
-        "binding_arg_specs": [f'py::arg("{t.name}")' for t in op.inputs]
+        "binding_arg_specs": [
+            f'py::arg("{t.name}")' + (" = py::none()" if t.optional else "") for t in op.inputs
+        ]
         + [f'py::arg("{a.name}")' for a in op.attributes],
         "run_args": ", ".join(f"{t.name}_array" for t in op.inputs),
         "output_arrays": ", ".join(f"{t.name}_array" for t in op.outputs),
@@ -143,6 +171,7 @@ def _schema_context(op: OpDef) -> dict:
         entry = {
             "name": t.name,
             "index": i,
+            "optional": t.optional,
             "name_literal": cpp.string_literal(t.name),
             "doc_literal": cpp.string_literal(t.doc),
             "type_literal": cpp.string_literal(type_str),
@@ -218,7 +247,7 @@ def _schema_test_context(op: OpDef) -> dict:
                 ),
                 "label": f"random case {index} {named}".replace('"', "'"),
                 "input_shapes": "{"
-                + ", ".join(dims_literal(named[t.name]) for t in op.inputs)
+                + ", ".join(dims_literal(named[t.name]) for t in op.inputs if t.name in named)
                 + "}",
                 "outputs": [
                     {
@@ -246,7 +275,9 @@ def _schema_test_context(op: OpDef) -> dict:
             "attribute_statements": cpp.node_attribute_statements("node", attrs, case.attributes),
             "label": f"error case {index} {dict(case.shapes)}".replace('"', "'"),
             "input_shapes": "{"
-            + ", ".join(dims_literal(list(case.shapes[t.name])) for t in op.inputs)
+            + ", ".join(
+                dims_literal(list(case.shapes[t.name])) for t in op.inputs if t.name in case.shapes
+            )
             + "}",
             "message_literal": cpp.string_literal(case.message),
         }

@@ -43,13 +43,20 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
         "return_expr": names[0] if single else "(" + ", ".join(names) + ")",
         "output_names_tuple": ", ".join(names) + ("," if single else ""),
         "kernel_call_args": ", ".join(
-            [f"{t.name}.detach().contiguous().numpy()" for t in op.inputs]
+            [
+                (
+                    f"None if {t.name} is None else _support.to_numpy({t.name})"
+                    if t.optional
+                    else f"_support.to_numpy({t.name})"
+                )
+                for t in op.inputs
+            ]
             + [a.name for a in op.attributes]
         ),
         "torch_return_expr": (
-            f"torch.from_numpy({names[0]})"
+            f"_support.from_numpy({names[0]})"
             if single
-            else "(" + ", ".join(f"torch.from_numpy({n})" for n in names) + ")"
+            else "(" + ", ".join(f"_support.from_numpy({n})" for n in names) + ")"
         ),
         "doc_escaped": op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
     }
@@ -66,12 +73,13 @@ def _onnx_schema_context(op: OpDef) -> dict:
                 "index": i,
                 "type_str": t.type_var or onnx_api.onnx_type_string(t.dtype),
                 "doc_literal": py.literal(t.doc),
+                "optional": t.optional,
             }
             for i, t in enumerate(op.inputs)
         ],
         # Inputs whose type the inference function reads: shapes, or an output's dtype.
         "read_inputs": [
-            {"name": t.name, "index": i}
+            {"name": t.name, "index": i, "optional": t.optional}
             for i, t in enumerate(op.inputs)
             if t.name in used or t.name in {op.dtype_source(o) for o in op.outputs}
         ],
@@ -91,7 +99,12 @@ def _onnx_schema_context(op: OpDef) -> dict:
         ],
         "shaped_inputs": shaped,
         "shapes_known": " and ".join(
-            f'{s["name"]}_type.tensor_type.HasField("shape")' for s in shaped
+            (
+                f'({s["name"]}_type is None or {s["name"]}_type.tensor_type.HasField("shape"))'
+                if s["name"] in op.optional_inputs
+                else f'{s["name"]}_type.tensor_type.HasField("shape")'
+            )
+            for s in shaped
         )
         or "True",
         "inference_attributes": py.onnx_inference_attributes(op),

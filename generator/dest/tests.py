@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generator.api import python as py
 from generator.dest import common
-from generator.dest.python import base_context, output_dtype_expr
+from generator.dest.python import base_context
 from generator.model import DType, OpDef, evaluate_output_shapes, export_targets
 from generator.render import GeneratedFile, render
 
@@ -60,25 +60,28 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         "has_cpp_schema": op.has_cpp_schema,
         "defaults": py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
         "attribute_names": py.literal([a.name for a in op.attributes]),
-        "dtypes": [{"torch": py.TORCH_DTYPE[d]} for d in op.all_dtypes],
+        "type_combinations": [
+            "{" + ", ".join(f"{var!r}: {py.TORCH_DTYPE[d]}" for var, d in inst.bindings) + "}"
+            for inst in op.instantiations
+        ],
+        "first_type_var": op.type_constraints[0].name if op.type_constraints else None,
         "tolerances": [
             {"torch": py.TORCH_DTYPE[d], "rtol": t.rtol, "atol": t.atol}
             for d, t in sorted(tests.tolerances.items(), key=lambda item: item[0].value)
         ],
         "input_names": py.literal([t.name for t in op.inputs]),
-        "input_dtypes": "{"
-        + ", ".join(f"{t.name!r}: {_input_dtype(op, t)}" for t in op.inputs)
-        + "}",
+        "input_types": _declared_types(op.inputs),
+        "output_types": _declared_types(op.outputs),
         "output_names": py.literal([t.name for t in op.outputs]),
         "input_params": ", ".join(t.name for t in op.inputs),
+        "forward_params": ", ".join(f"{t.name}=None" if t.optional else t.name for t in op.inputs),
         "reference_params": ", ".join(
-            [t.name for t in op.inputs]
+            [f"{t.name}=None" if t.optional else t.name for t in op.inputs]
             + [a.name if a.required else f"{a.name}={py.literal(a.default)}" for a in op.attributes]
         ),
         "exporters": py.literal(list(op.exporters)),
         "reference": op.reference,
         "reference_upcast": op.reference_upcast,
-        "outputs": [{"dtype_expr": _expected_dtype(op, o)} for o in op.outputs],
         "known_cases": [
             {
                 "inputs": py.literal_dict(case.inputs),
@@ -128,26 +131,27 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     ]
 
 
-def _expected_dtype(op: OpDef, output) -> str:
-    """The expected dtype of an output: the input dtype under test, or the concrete one."""
-    return "dtype" if op.dtype_source(output) else output_dtype_expr(op, output)
-
-
 def _unsupported_dtype(op: OpDef) -> str | None:
     """A dtype the first input does not accept, to prove it is rejected (not misread)."""
     first = op.inputs[0]
     accepted = op.type_var_dtypes[first.type_var] if first.type_var else (first.dtype,)
-    for candidate in (DType.int32, DType.float64, DType.float32, DType.int64):
+    for candidate in (DType.int32, DType.float64, DType.float32, DType.int64, DType.uint8):
         if candidate not in accepted:
             return py.TORCH_DTYPE[candidate]
     return None
 
 
-def _input_dtype(op: OpDef, tensor) -> str:
-    """None when the input follows the dtype under test (the first type variable); otherwise
-    its fixed dtype (a concrete dtype, or another variable's first dtype)."""
-    if tensor.type_var is None:
-        return py.TORCH_DTYPE[tensor.dtype]
-    if tensor.type_var == op.type_constraints[0].name:
-        return "None"
-    return py.TORCH_DTYPE[op.type_var_dtypes[tensor.type_var][0]]
+def _declared_types(tensors) -> str:
+    """{tensor: its type variable's name, or its fixed torch dtype}"""
+    return (
+        "{"
+        + ", ".join(
+            (
+                f"{t.name!r}: {t.type_var!r}"
+                if t.type_var
+                else f"{t.name!r}: {py.TORCH_DTYPE[t.dtype]}"
+            )
+            for t in tensors
+        )
+        + "}"
+    )

@@ -8,6 +8,7 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <type_traits>
 
 #include "opgen/runtime.h"
 
@@ -19,7 +20,7 @@ template <typename T>
 const char* numpy_name();
 template <>
 inline const char* numpy_name<opgen::float16>() { return "float16"; }
-// numpy has no bfloat16: no array ever matches, so such inputs are rejected as unsupported.
+// numpy's bfloat16 comes from ml_dtypes (imported before any bfloat16 array is made).
 template <>
 inline const char* numpy_name<opgen::bfloat16>() { return "bfloat16"; }
 template <>
@@ -57,6 +58,7 @@ const T* data(const py::array& array) {
 
 template <typename T>
 py::array empty(const opgen::Shape& shape) {
+  if (std::is_same_v<T, opgen::bfloat16>) py::module_::import("ml_dtypes");  // registers the dtype
   return py::array(py::dtype(numpy_name<T>()), std::vector<py::ssize_t>(shape.begin(), shape.end()));
 }
 

@@ -57,12 +57,14 @@ inline int64_t floor_div(int64_t n, int64_t d) {
   return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
 }
 
-// numpy broadcasting of several shapes; `message` names the op and its inputs.
+// numpy broadcasting of several shapes (nullptr: an absent optional input, skipped);
+// `message` names the op and its inputs.
 inline Shape broadcast_shapes(const std::string& message, std::initializer_list<const Shape*> shapes) {
   size_t rank = 0;
-  for (const Shape* shape : shapes) rank = std::max(rank, shape->size());
+  for (const Shape* shape : shapes) rank = shape ? std::max(rank, shape->size()) : rank;
   Shape result(rank, 1);
   for (const Shape* shape : shapes) {
+    if (!shape) continue;
     const size_t offset = rank - shape->size();
     for (size_t i = 0; i < shape->size(); ++i) {
       const int64_t d = (*shape)[i];
@@ -70,7 +72,9 @@ inline Shape broadcast_shapes(const std::string& message, std::initializer_list<
       if (d == r || d == 1) continue;
       if (r != 1) {
         std::string got;
-        for (const Shape* s : shapes) got += (got.empty() ? "" : " and ") + shape_to_string(*s);
+        for (const Shape* s : shapes) {
+          if (s) got += (got.empty() ? "" : " and ") + shape_to_string(*s);
+        }
         fail(message + got);
       }
       r = d;
