@@ -436,6 +436,11 @@ class TorchBinding:
         return f"{self.namespace}::{self.name}"
 
     @property
+    def new_op_api(self) -> bool:
+        """A new op made with torch.library.custom_op (which register_autograd needs)."""
+        return not self.is_override and self.api == "custom_op"
+
+    @property
     def overload_name(self) -> str:
         """As in the ONNX exporters' tables: `aten::add.Tensor`."""
         return f"{self.qualified_name}.{self.overload}"
@@ -508,6 +513,8 @@ class OpDef:
     provided_by: str | None  # "onnxruntime": the runtime already has this op
     export: tuple[ExportRule, ...]  # empty without a PyTorch side
     tests: Tests
+    # input -> backward formula for its gradient (register_autograd); empty: no autograd
+    gradients: dict[str, str] = field(default_factory=dict)
 
     @property
     def defines_onnx_op(self) -> bool:
@@ -1212,6 +1219,37 @@ def _parse_reference(node: Node, names: set[str]) -> str:
     return text
 
 
+def _parse_gradients(
+    node: Node,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attributes: tuple[Attribute, ...],
+    constraints: tuple[TypeConstraint, ...],
+) -> dict[str, str]:
+    """input -> a PyTorch expression of its gradient, over the inputs, attributes, outputs and
+    `grad_<output>` (the incoming gradient of each output)."""
+    by_name = {t.name: t for t in inputs}
+    names = set(by_name) | {a.name for a in attributes} | {o.name for o in outputs}
+    names |= {f"grad_{o.name}" for o in outputs}
+    result = {}
+    for name, child in _mapping(node, set(by_name), set()).items():
+        tensor = by_name[name]
+        dtypes = (
+            next((tc.dtypes for tc in constraints if tc.name == tensor.type_var), None)
+            if tensor.type_var
+            else (tensor.dtype,)
+        )
+        if dtypes is not None and DType.float64 not in dtypes:  # None: reported elsewhere
+            raise child.error(
+                f"input '{name}' has a gradient, so float64 must be among its dtypes "
+                "(torch.autograd.gradcheck runs in float64)"
+            )
+        result[name] = _parse_reference(child, names)
+    if not result:
+        raise node.error("give the gradient of at least one input")
+    return result
+
+
 def _parse_kernel(node: Node, definition_dir: Path) -> Kernel:
     fields = _mapping(node, {"source", "body"}, set())
     if ("source" in fields) == ("body" in fields):
@@ -1601,6 +1639,7 @@ TOP_LEVEL = {
     "outputs",
     "attributes",
     "reference",
+    "gradients",
     "reference_upcast",
     "kernel",
     "function",
@@ -1779,6 +1818,19 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     if "reference" not in fields and not (torch_binding and torch_binding.is_override):
         errors.add(root.error("missing required field 'reference' (the parity tests' oracle)"))
     upcast = get("reference_upcast", _bool)
+    gradients = {}
+    if "gradients" in fields:
+        gradients = (
+            get("gradients", _parse_gradients, inputs, outputs, attributes, constraints) or {}
+        )
+        torch_unusable = torch_binding is None and "torch" not in fields  # else reported there
+        if gradients and (torch_unusable or (torch_binding and not torch_binding.new_op_api)):
+            errors.add(
+                fields["gradients"].error(
+                    "gradients need a new PyTorch op made with torch.library.custom_op "
+                    "(torch.name, api: custom_op)"
+                )
+            )
     kernel = get("kernel", _parse_kernel, path.parent)
     function = get("function", _parse_function, inputs, outputs, attrs_by_name)
     provided_by = get("provided_by", _str)
@@ -1830,6 +1882,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         shape_rule=shape_rule,
         reference=reference,
         reference_upcast=True if upcast is None else upcast,
+        gradients=gradients,
         kernel=kernel,
         function=function,
         provided_by=provided_by,

@@ -88,6 +88,20 @@ CASES = [
         "'allowed' applies to int and string attributes, not to float",
     ),
     (
+        "gradient without float64",
+        "types: [float32, float64, float16]",
+        "types: [float32, float16]",
+        "gradients.X",
+        "float64 must be among its dtypes (torch.autograd.gradcheck runs in float64)",
+    ),
+    (
+        "gradient formula uses an unknown name",
+        '  X: "-(Y.mT @ grad_Y @ Y.mT)"',
+        '  X: "-(Y.mT @ grad_Z @ Y.mT)"',
+        "gradients.X",
+        "undefined name(s) ['grad_Z']",
+    ),
+    (
         "reference uses unknown name",
         "reference: torch.linalg.inv(X)",
         "reference: torch.linalg.inv(Z)",

@@ -41,3 +41,19 @@ inverse = torch.library.custom_op(
     "opgen::inverse", _cpu, mutates_args=(), device_types="cpu", schema=SCHEMA
 )
 inverse.register_fake(_fake)
+
+
+def _setup_context(ctx, inputs, output) -> None:
+    """Keeps what the gradient formulas read: the inputs, the outputs, the attributes."""
+    (X,) = inputs
+    (Y,) = (output,)
+    ctx.save_for_backward(X, Y)
+
+
+def _backward(ctx, grad_Y):
+    """The definition's gradient formulas; None for inputs without one and for attributes."""
+    X, Y = ctx.saved_tensors
+    return (-(Y.mT @ grad_Y @ Y.mT),)
+
+
+inverse.register_autograd(_backward, setup_context=_setup_context)

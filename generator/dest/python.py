@@ -59,6 +59,25 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
             else "(" + ", ".join(f"_support.from_numpy({n})" for n in names) + ")"
         ),
         "doc_escaped": op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
+        **_autograd_context(op),
+    }
+
+
+def _autograd_context(op: OpDef) -> dict:
+    if not op.gradients:
+        return {"gradients": False}
+    attributes = [a.name for a in op.attributes]
+    tensors = [t.name for t in op.inputs] + [t.name for t in op.outputs]  # at least two
+    return {
+        "gradients": True,
+        "argument_targets": ", ".join([t.name for t in op.inputs] + attributes)
+        + ("," if len(op.inputs) + len(attributes) == 1 else ""),
+        "output_count": len(op.outputs),
+        "tensor_names": ", ".join(tensors),
+        "attribute_names_tuple": "".join(f"{name}, " for name in attributes).rstrip(" "),
+        "grad_params": ", ".join(f"grad_{t.name}" for t in op.outputs),
+        "gradient_exprs": [op.gradients.get(t.name, "None") for t in op.inputs]
+        + ["None"] * len(attributes),
     }
 
 

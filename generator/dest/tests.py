@@ -57,6 +57,8 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         **(_export_facts(op, index) if op.export else {}),
         "library": op.domain_ident if op.kernel else None,
         "has_kernel": op.kernel is not None,
+        "gradients": bool(op.gradients),
+        "gradient_inputs": py.literal(list(op.gradients)),
         "has_cpp_schema": op.has_cpp_schema,
         "defaults": py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
         "attribute_names": py.literal([a.name for a in op.attributes]),
