@@ -193,7 +193,7 @@ class DimExpr:
     """An output dim: an input dim, an integer, an int attribute, or `+ - * //` of two dims
     (`//` floors, as in Python)."""
 
-    kind: str  # "dim" | "literal" | "attr" | "binary"
+    kind: str  # "dim" | "literal" | "attr" | "binary" | "dynamic" (a data-dependent size)
     ref: DimRef | None = None
     value: int | None = None
     attr: str | None = None
@@ -218,7 +218,8 @@ class DimExpr:
 
     def spell(self, dim, attr, floordiv) -> str:
         """The expression in a target language: `dim(ref)`, `attr(name)` and
-        `floordiv(a, b)` spell the leaves and `//`; every binary is parenthesised."""
+        `floordiv(a, b)` spell the leaves and `//`; every binary is parenthesised. (A
+        data-dependent size has no expression: each target spells it itself.)"""
         if self.kind == "dim":
             return dim(self.ref)
         if self.kind == "literal":
@@ -261,6 +262,13 @@ class OutputShape:
     output: str
     parts: tuple[ShapePart, ...]
 
+    @property
+    def data_dependent(self) -> tuple[str, ...]:
+        """The data-dependent sizes (symbols) of this output: only its kernel knows them."""
+        return tuple(
+            p.expr.text for p in self.parts if p.kind == "expr" and p.expr.kind == "dynamic"
+        )
+
 
 @dataclass(frozen=True)
 class ExprCheck:
@@ -299,6 +307,17 @@ class ShapeRule:
     axis_checks: tuple[AxisCheck, ...]
     expr_checks: tuple[ExprCheck, ...]
     outputs: tuple[OutputShape, ...]
+
+    @property
+    def data_dependent_sizes(self) -> tuple[str, ...]:
+        """Every data-dependent size symbol, in order of first use."""
+        symbols = [s for out in self.outputs for s in out.data_dependent]
+        return tuple(dict.fromkeys(symbols))
+
+    @property
+    def kernel_allocated(self) -> frozenset[str]:
+        """Outputs whose shape depends on the data: the kernel allocates them."""
+        return frozenset(out.output for out in self.outputs if out.data_dependent)
 
     @property
     def input_checks(self) -> tuple:
@@ -962,6 +981,7 @@ def _compile_shape_rule(
     attrs: dict[str, Attribute],
     inputs_node: Node,
     node: Node,
+    data_dependent: tuple[str, ...] = (),
 ) -> ShapeRule:
     """Turn the input patterns and output rules into checks and output shape parts."""
     rank_checks: list[RankCheck] = []
@@ -1089,6 +1109,13 @@ def _compile_shape_rule(
                     continue
                 if dim.kind == "literal":
                     expr = DimExpr("literal", value=dim.value)
+                elif dim.kind == "symbol" and dim.symbol in data_dependent:
+                    if dim.symbol in bound:
+                        raise where.error(
+                            f"output '{output.name}': '{dim.symbol}' is bound by an input shape "
+                            "pattern, so it cannot be a data-dependent size"
+                        )
+                    expr = DimExpr("dynamic", text=dim.symbol)
                 elif dim.kind == "symbol" and dim.symbol in required_bound:
                     expr = DimExpr("dim", ref=bound[dim.symbol])
                 elif dim.kind == "symbol" and dim.symbol not in attrs:
@@ -1640,6 +1667,7 @@ TOP_LEVEL = {
     "attributes",
     "reference",
     "gradients",
+    "data_dependent_sizes",
     "reference_upcast",
     "kernel",
     "function",
@@ -1786,6 +1814,12 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         errors.add(fields["export"].error("'export' needs a PyTorch op ('torch') to export"))
     title = op_type or (torch_binding.qualified_name if torch_binding else op_id)
 
+    data_dependent: tuple[str, ...] = ()
+    if "data_dependent_sizes" in fields:
+        items = get("data_dependent_sizes", _list) or []
+        data_dependent = tuple(
+            n for n in (errors.attempt(_identifier, i, "size symbol") for i in items) if n
+        )
     shape_rule = None
     if inputs and outputs and "outputs" in fields:
         shape_rule = errors.attempt(
@@ -1796,7 +1830,17 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             {a.name: a for a in attributes},
             fields["inputs"],
             fields["outputs"],
+            data_dependent,
         )
+    if shape_rule is not None:
+        unused = sorted(set(data_dependent) - set(shape_rule.data_dependent_sizes))
+        if unused:
+            errors.add(
+                fields["data_dependent_sizes"].error(
+                    f"{unused} appear in no output shape (a data-dependent size names a dim of "
+                    "an output, e.g. shape: [M])"
+                )
+            )
     new_torch_op = torch_binding is not None and not torch_binding.is_override
     needs_output_shapes = new_torch_op or implementation in ("kernel", "provided_by")
     if shape_rule is not None and needs_output_shapes:
@@ -2000,6 +2044,8 @@ def evaluate_output_shapes(
                 dims.extend(input_dims[part.input][part.start : part.stop])
             elif part.kind == "expr" and part.expr.kind == "dim":
                 dims.append(input_dims[part.expr.ref.input][part.expr.ref.axis])
+            elif part.kind == "expr" and part.expr.kind == "dynamic":
+                dims.append(UNKNOWN_DIM)
             elif part.kind == "expr":
                 try:
                     dims.append(part.expr.evaluate(dim, attr))

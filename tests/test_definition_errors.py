@@ -102,6 +102,20 @@ CASES = [
         "undefined name(s) ['grad_Z']",
     ),
     (
+        "data-dependent size used by no output",
+        "reference: torch",
+        "data_dependent_sizes: [M]\nreference: torch",
+        "data_dependent_sizes",
+        "['M'] appear in no output shape",
+    ),
+    (
+        "data-dependent size bound by an input",
+        "reference: torch",
+        "data_dependent_sizes: [N]\nreference: torch",
+        "outputs[0]",
+        "'N' is bound by an input shape pattern, so it cannot be a data-dependent size",
+    ),
+    (
         "reference uses unknown name",
         "reference: torch.linalg.inv(X)",
         "reference: torch.linalg.inv(Z)",

@@ -55,6 +55,8 @@ ATTRIBUTES = ["approximate"]
 INPUT_TYPES = {"X": "T"}
 OUTPUT_TYPES = {"Y": "T"}
 OUTPUTS = ["Y"]
+# Outputs with a data-dependent size (the kernel allocates them).
+DATA_DEPENDENT_OUTPUTS = []
 
 
 def reference(*, X, approximate="none"):

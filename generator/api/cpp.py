@@ -228,6 +228,7 @@ def _part_concrete(target: str, part: ShapePart, optional: frozenset[str]) -> st
 
 
 def concrete_output_shapes(op: OpDef) -> list[dict]:
+    """Outputs the wrapper allocates (not those of data-dependent size: their kernel does)."""
     return [
         {
             "name": out.output,
@@ -236,6 +237,7 @@ def concrete_output_shapes(op: OpDef) -> list[dict]:
             ],
         }
         for out in op.shape_rule.outputs
+        if not out.data_dependent
     ]
 
 
@@ -384,6 +386,8 @@ def _part_symbolic(target: str, part: ShapePart, optional: frozenset[str]) -> st
         return f"for (int i = {start_expr}; i < {stop_expr}; ++i) *{target}->add_dim() = {source}.dim(i);"
     if part.kind == "expr" and part.expr.kind == "dim":
         return f"*{target}->add_dim() = {_proto_dim(part.expr.ref)};"  # a named dim stays named
+    if part.kind == "expr" and part.expr.kind == "dynamic":
+        return f"{target}->add_dim();  // data-dependent: unknown"
     if part.kind == "expr":
         known, value = _proto_expr(part.expr)
         return f"{{ auto* dim = {target}->add_dim(); if ({known}) dim->set_dim_value({value}); }}"

@@ -152,6 +152,8 @@ def torch_output_shapes(op: OpDef) -> list[dict]:
         for part in out.parts:
             if part.kind == "slice":
                 parts.append(f"*{part.input}.shape[{_slice(part)}]")
+            elif part.kind == "expr" and part.expr.kind == "dynamic":
+                parts.append(part.expr.text)  # from new_dynamic_size() (see torch_op.py)
             elif part.kind == "expr":
                 parts.append(_torch_expr(part.expr))
             elif part.kind == "broadcast":
@@ -186,7 +188,7 @@ def onnx_attribute_variable(name: str) -> str:
 
 def _onnx_value_expr(expr: DimExpr) -> str:
     """The expression on dim values; `_support.value` raises _support.Unknown for an unknown
-    dim, so the caller gets None."""
+    dim, which the callers (computed_dim, known_true) catch."""
     return expr.spell(
         lambda ref: f"_support.value({_onnx_dim(ref)})", onnx_attribute_variable, _floordiv
     )
@@ -281,6 +283,8 @@ def onnx_output_shapes(op: OpDef) -> list[dict]:
                 parts.append(f"*{part.input}_dims[{_slice(part)}]")
             elif part.kind == "expr" and part.expr.kind == "dim":
                 parts.append(_onnx_dim(part.expr.ref))  # copied: a named dim stays named
+            elif part.kind == "expr" and part.expr.kind == "dynamic":
+                parts.append("onnx.TensorShapeProto.Dimension()")  # data-dependent: unknown
             elif part.kind == "expr":
                 parts.append(f"_support.computed_dim(lambda: {_onnx_value_expr(part.expr)})")
             elif part.kind == "broadcast":

@@ -53,7 +53,15 @@ def compute_params(op: OpDef, binding: dict[str, str] | None = None) -> str:
     params += [
         f"const opgen::Input<{spell(t)}>{'*' if t.optional else '&'} {t.name}" for t in op.inputs
     ]
-    params += [f"const opgen::Output<{spell(t)}>& {t.name}" for t in op.outputs]
+    allocated = op.shape_rule.kernel_allocated
+    params += [
+        (
+            f"opgen::AllocatedOutput<{spell(t)}>& {t.name}"
+            if t.name in allocated
+            else f"const opgen::Output<{spell(t)}>& {t.name}"
+        )
+        for t in op.outputs
+    ]
     params.append("const Attributes& attrs")
     if binding is not None:  # explicit instantiation: types only
         params = [p.rsplit(" ", 1)[0] for p in params]

@@ -53,8 +53,14 @@ def _tensors(op: OpDef) -> tuple[list[dict], list[dict]]:
         }
         for i, t in enumerate(op.inputs)
     ]
+    allocated = op.shape_rule.kernel_allocated
     outputs = [
-        {"name": t.name, "index": i, "cpp_type": common.tensor_cpp_type(t)}
+        {
+            "name": t.name,
+            "index": i,
+            "cpp_type": common.tensor_cpp_type(t),
+            "kernel_allocated": t.name in allocated,
+        }
         for i, t in enumerate(op.outputs)
     ]
     return inputs, outputs

@@ -31,6 +31,7 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
             else f" -> tuple[{', '.join(['torch.Tensor'] * len(names))}]"
         ),
         "checks": py.torch_checks(op),
+        "data_dependent_sizes": list(op.shape_rule.data_dependent_sizes),
         "outputs": [
             {
                 "name": o.name,

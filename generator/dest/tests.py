@@ -75,6 +75,9 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         "input_types": _declared_types(op.inputs),
         "output_types": _declared_types(op.outputs),
         "output_names": py.literal([t.name for t in op.outputs]),
+        "data_dependent_outputs": py.literal(
+            [t.name for t in op.outputs if t.name in op.shape_rule.kernel_allocated]
+        ),
         "input_params": ", ".join(t.name for t in op.inputs),
         "forward_params": ", ".join(f"{t.name}=None" if t.optional else t.name for t in op.inputs),
         "reference_params": ", ".join(

@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace opgen {
@@ -241,6 +242,34 @@ template <typename T>
 using Input = TensorView<const T>;
 template <typename T>
 using Output = TensorView<T>;
+
+// An output whose size depends on the data: the kernel calls allocate(shape) once, when it
+// knows the shape, and writes through the view it returns.
+template <typename T>
+class AllocatedOutput {
+ public:
+  using Allocator = std::function<T*(const Shape&)>;
+  explicit AllocatedOutput(Allocator allocator) : allocator_(std::move(allocator)) {}
+
+  Output<T> allocate(const Shape& shape) {
+    if (view_.data != nullptr || allocated_) fail("an output of data-dependent size is allocated once");
+    for (int64_t d : shape) {
+      if (d < 0) fail("allocate: negative dimension in " + shape_to_string(shape));
+    }
+    view_ = Output<T>{allocator_(shape), shape};
+    allocated_ = true;
+    return view_;
+  }
+  bool allocated() const { return allocated_; }
+  void check_allocated(const char* op, const char* name) const {
+    if (!allocated_) fail(std::string(op) + ": the kernel did not allocate output '" + name + "'");
+  }
+
+ private:
+  Allocator allocator_;
+  Output<T> view_;
+  bool allocated_ = false;
+};
 
 // What a runtime lends a kernel: a parallel-for over independent work items.
 class Context {
