@@ -143,6 +143,7 @@ class Attribute:
     required: bool
     default: Any  # None when required
     allowed: tuple | None = None  # the values it may take (None: any)
+    since_version: int | None = None  # the op version that added it (None: the first)
 
 
 @dataclass(frozen=True)
@@ -532,6 +533,8 @@ class OpDef:
     provided_by: str | None  # "onnxruntime": the runtime already has this op
     export: tuple[ExportRule, ...]  # empty without a PyTorch side
     tests: Tests
+    # Every version of the op, oldest first (`version` is the newest); one for most ops.
+    versions: tuple[int, ...] = ()
     # input -> backward formula for its gradient (register_autograd); empty: no autograd
     gradients: dict[str, str] = field(default_factory=dict)
 
@@ -574,6 +577,14 @@ class OpDef:
         if output.type_var is None:
             return None
         return next(i.name for i in self.inputs if i.type_var == output.type_var and not i.optional)
+
+    def attributes_at(self, version: int) -> tuple[Attribute, ...]:
+        """The attributes the op has at one of its versions."""
+        return tuple(a for a in self.attributes if (a.since_version or 0) <= version)
+
+    @property
+    def earlier_versions(self) -> tuple[int, ...]:
+        return self.versions[:-1]
 
     @property
     def optional_inputs(self) -> frozenset[str]:
@@ -945,7 +956,9 @@ def _attr_value(node: Node, attr_type: AttrType) -> Any:
 
 
 def _parse_attribute(node: Node) -> Attribute:
-    fields = _mapping(node, {"name", "type", "default", "allowed", "doc"}, {"name", "type"})
+    fields = _mapping(
+        node, {"name", "type", "default", "allowed", "since_version", "doc"}, {"name", "type"}
+    )
     name = _identifier(fields["name"], "attribute name")
     type_name = _str(fields["type"])
     try:
@@ -971,7 +984,8 @@ def _parse_attribute(node: Node) -> Attribute:
         if not required and default not in allowed:
             raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
     doc = _str(fields["doc"]) if "doc" in fields else ""
-    return Attribute(name, attr_type, doc, required, default, allowed)
+    since = _int(fields["since_version"], minimum=1) if "since_version" in fields else None
+    return Attribute(name, attr_type, doc, required, default, allowed, since)
 
 
 def _compile_shape_rule(
@@ -1244,6 +1258,16 @@ def _parse_reference(node: Node, names: set[str]) -> str:
             f"{sorted(names)} and {sorted(REFERENCE_GLOBALS)}"
         )
     return text
+
+
+def _parse_versions(node: Node) -> tuple[int, ...]:
+    """`version: 2`, or every version of the op: `version: [1, 2]` (increasing)."""
+    if not node.is_sequence:
+        return (_int(node, minimum=1),)
+    versions = tuple(_int(item, minimum=1) for item in _list(node))
+    if not versions or list(versions) != sorted(set(versions)):
+        raise node.error(f"expected increasing versions such as [1, 2], found {list(versions)}")
+    return versions
 
 
 def _parse_gradients(
@@ -1703,7 +1727,8 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     domain = get("domain", _str)
     if domain is not None and not DOMAIN.match(domain):
         errors.add(fields["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
-    version = get("version", _int, 1)
+    versions = get("version", _parse_versions) or ()
+    version = versions[-1] if versions else None
     doc = get("doc", _str) or ""
     torch_binding = get("torch", _parse_torch)
     constraints = (
@@ -1748,6 +1773,24 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             )
         if not attr.required:
             seen_default = seen_default or attr.name
+    for index, attr in enumerate(attributes):
+        if attr.since_version is None:
+            continue
+        where = fields["attributes"].value[index]
+        if attr.since_version not in versions[1:]:
+            errors.add(
+                where.error(
+                    f"attribute '{attr.name}': since_version {attr.since_version} is not one of "
+                    f"the op's later versions {list(versions[1:])} (see 'version')"
+                )
+            )
+        elif attr.required:
+            errors.add(
+                where.error(
+                    f"attribute '{attr.name}' was added in version {attr.since_version}, so it "
+                    "needs a default (nodes of earlier versions do not have it)"
+                )
+            )
     if "inputs" in fields and not inputs and not errors.errors:
         errors.add(fields["inputs"].error("an op needs at least one input"))
     if "outputs" in fields and not outputs and not errors.errors:
@@ -1806,6 +1849,13 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             root.error(
                 "give an implementation ('kernel', 'function' or 'provided_by') or the "
                 "'export' nodes that a PyTorch op lowers to"
+            )
+        )
+    if len(versions) > 1 and implementation != "kernel":
+        errors.add(
+            fields["version"].error(
+                "several versions are supported for ops with a kernel only (one kernel serves "
+                "every version)"
             )
         )
     if "torch" not in fields and implementation in (None, "kernel"):
@@ -1932,6 +1982,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         provided_by=provided_by,
         export=export,
         tests=tests,
+        versions=versions,
     )
 
 

@@ -116,6 +116,20 @@ CASES = [
         "'N' is bound by an input shape pattern, so it cannot be a data-dependent size",
     ),
     (
+        "versions not increasing",
+        "version: 1\n",
+        "version: [2, 1]\n",
+        "version",
+        "expected increasing versions such as [1, 2], found [2, 1]",
+    ),
+    (
+        "attribute added in an unknown version",
+        "reference: torch",
+        "attributes:\n  - {name: k, type: int, default: 1, since_version: 3}\nreference: torch",
+        "attributes[0]",
+        "since_version 3 is not one of the op's later versions []",
+    ),
+    (
         "reference uses unknown name",
         "reference: torch.linalg.inv(X)",
         "reference: torch.linalg.inv(Z)",

@@ -226,7 +226,9 @@ def test_export_and_parity(index, types, exporter, tmp_path):
     assert nodes == expected_nodes(attributes), f"exported graph: {nodes}"
     imports = {o.domain: o.version for o in exported.opset_import}
     for domain, version in generated.addandround.EXPORT_OPSETS.items():
-        assert imports.get(domain) == version, f"opset import of {domain}: {imports}"
+        # At least the called op's version (the TorchScript exporter imports a domain at the
+        # newest version of any of its ops, where an older op is still valid).
+        assert imports.get(domain, 0) >= version, f"opset import of {domain}: {imports}"
     functions = {
         (f.domain, f.name): [(n.domain, n.op_type) for n in f.node] for f in exported.functions
     }

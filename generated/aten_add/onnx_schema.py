@@ -19,30 +19,46 @@ def _infer(ctx) -> None:
     _support.infer_through_function(ctx, function_proto(), ["X", "Y"], ["Z"])
 
 
-SCHEMA = _Schema(
-    "AtenAdd",
-    "custom.aten",
-    1,
-    "Z = X + alpha * Y, with NumPy broadcasting: aten::add.Tensor as an ONNX function. alpha is\ncast to Y's type first (CastLike), as PyTorch does for a Python scalar.",
-    inputs=[
-        _Schema.FormalParameter("X", "T", "self"),
-        _Schema.FormalParameter("Y", "T", "other: broadcasts against X"),
-    ],
-    outputs=[
-        _Schema.FormalParameter("Z", "T", "X + alpha * Y."),
-    ],
-    type_constraints=[
-        ("T", ["tensor(float)", "tensor(double)"], "Floating-point element type."),
-    ],
-    attributes=[
+# Every attribute, with the op version that added it.
+ATTRIBUTES = [
+    (
+        1,
         _Schema.Attribute(
             "alpha",
             onnx.helper.make_attribute("alpha", 1.0, attr_type=onnx.AttributeProto.FLOAT),
             "The multiplier of Y.",
         ),
-    ],
-)
-SCHEMA.set_type_and_shape_inference_function(_infer)
+    ),
+]
+
+
+def _schema(version: int) -> _Schema:
+    """The schema at one version of the op: the attributes it had then."""
+    schema = _Schema(
+        "AtenAdd",
+        "custom.aten",
+        version,
+        "Z = X + alpha * Y, with NumPy broadcasting: aten::add.Tensor as an ONNX function. alpha is\ncast to Y's type first (CastLike), as PyTorch does for a Python scalar.",
+        inputs=[
+            _Schema.FormalParameter("X", "T", "self"),
+            _Schema.FormalParameter("Y", "T", "other: broadcasts against X"),
+        ],
+        outputs=[
+            _Schema.FormalParameter("Z", "T", "X + alpha * Y."),
+        ],
+        type_constraints=[
+            ("T", ["tensor(float)", "tensor(double)"], "Floating-point element type."),
+        ],
+        attributes=[attribute for since, attribute in ATTRIBUTES if since <= version],
+    )
+    schema.set_type_and_shape_inference_function(_infer)
+    return schema
+
+
+# One schema per version of the op, oldest first; SCHEMA is the newest.
+VERSIONS = [1]
+SCHEMAS = [_schema(version) for version in VERSIONS]
+SCHEMA = SCHEMAS[-1]
 
 
 # The op is this ONNX function; exported models carry it as a model-local function (see
@@ -65,7 +81,16 @@ def function_proto(opset: int = FUNCTION_OPSET) -> onnx.FunctionProto:
     return proto
 
 
+def _registered(schema: _Schema) -> bool:
+    try:
+        found = onnx.defs.get_schema(schema.name, schema.since_version, schema.domain)
+    except onnx.defs.SchemaError:
+        return False
+    return found.since_version == schema.since_version
+
+
 def register_schema() -> None:
-    """Registers the schema with ONNX once per process."""
-    if not onnx.defs.has("AtenAdd", 1, "custom.aten"):
-        onnx.defs.register_schema(SCHEMA)
+    """Registers the schemas with ONNX once per process (unless ONNX already has them)."""
+    for schema in SCHEMAS:
+        if not _registered(schema):
+            onnx.defs.register_schema(schema)

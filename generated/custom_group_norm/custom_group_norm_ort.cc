@@ -47,6 +47,9 @@ struct OrtKernel {
 template <typename T>
 struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
   OrtOp() {
+    // Every version of the op (1): one kernel serves them all. (ONNX Runtime
+    // 1.31 builds one schema per custom-op name from the first op registered, so kernels for
+    // separate version ranges of one name could not be told apart anyway.)
     this->start_ver_ = 1;
   }
 

@@ -19,6 +19,27 @@ namespace opgen::custom_group_norm {
 using ONNX_NAMESPACE::AttributeProto;
 using ONNX_NAMESPACE::OpSchema;
 
+// Types and shapes from the op definition's shape rule (the same at every version).
+void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
+  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 1)) return;
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 2)) return;
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 3)) return;
+  const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
+  const auto& num_groups_shape = ONNX_NAMESPACE::getInputShape(ctx, 1);
+  const auto& scale_shape = ONNX_NAMESPACE::getInputShape(ctx, 2);
+  const auto& bias_shape = ONNX_NAMESPACE::getInputShape(ctx, 3);
+  if (!(X_shape.dim_size() >= 2)) fail_shape_inference("CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...])");
+  if (!(num_groups_shape.dim_size() == 0)) fail_shape_inference("CustomGroupNorm: input 'num_groups' must have exactly rank 0 (shape [])");
+  if (!(scale_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'scale' must have exactly rank 1 (shape [C])");
+  if (!(bias_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'bias' must have exactly rank 1 (shape [C])");
+  if (!(!X_shape.dim(1).has_dim_value() || !scale_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == scale_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C])");
+  if (!(!X_shape.dim(1).has_dim_value() || !bias_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == bias_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C])");
+  auto* Y_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
+  for (int i = 0; i < X_shape.dim_size(); ++i) *Y_out->add_dim() = X_shape.dim(i);
+}
+
 // Called after the domain's version range is registered (see the domain's schemas.cc).
 void RegisterSchema() {
   ONNX_CONTRIB_OPERATOR_SCHEMA(CustomGroupNorm)
@@ -32,25 +53,7 @@ void RegisterSchema() {
       .Input(3, "bias", "Per-channel shift.", "T")
       .Output(0, "Y", "", "T")
       .TypeConstraint("T", {"tensor(float)", "tensor(double)", "tensor(float16)"}, "Floating-point element type of X, scale, bias and Y.")
-      .TypeAndShapeInferenceFunction([](ONNX_NAMESPACE::InferenceContext& ctx) {
-        ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 1)) return;
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 2)) return;
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 3)) return;
-        const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
-        const auto& num_groups_shape = ONNX_NAMESPACE::getInputShape(ctx, 1);
-        const auto& scale_shape = ONNX_NAMESPACE::getInputShape(ctx, 2);
-        const auto& bias_shape = ONNX_NAMESPACE::getInputShape(ctx, 3);
-        if (!(X_shape.dim_size() >= 2)) fail_shape_inference("CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...])");
-        if (!(num_groups_shape.dim_size() == 0)) fail_shape_inference("CustomGroupNorm: input 'num_groups' must have exactly rank 0 (shape [])");
-        if (!(scale_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'scale' must have exactly rank 1 (shape [C])");
-        if (!(bias_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'bias' must have exactly rank 1 (shape [C])");
-        if (!(!X_shape.dim(1).has_dim_value() || !scale_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == scale_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C])");
-        if (!(!X_shape.dim(1).has_dim_value() || !bias_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == bias_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C])");
-        auto* Y_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
-        for (int i = 0; i < X_shape.dim_size(); ++i) *Y_out->add_dim() = X_shape.dim(i);
-      });
+      .TypeAndShapeInferenceFunction(InferTypesAndShapes);
 }
 
 }  // namespace opgen::custom_group_norm

@@ -59,43 +59,68 @@ def _infer(ctx) -> None:
     ctx.set_output_type(0, Y_type)
 
 
-SCHEMA = _Schema(
-    "CustomGroupNorm",
-    "mydomain",
-    1,
-    "Group normalization of X [N, C, ...]: the C channels are split into num_groups groups of\nC / num_groups consecutive channels; each (sample, group) is normalized by its own mean and\nbiased variance, then every channel c is scaled by scale[c] and shifted by bias[c]:\nY = (X - mean) / sqrt(var + epsilon) * scale[c] + bias[c].\n\nThese are the semantics of torch.nn.functional.group_norm. The onnx/tutorials kernel indexes\nscale and bias by (sample * num_groups + group) modulo C instead of by channel; that agrees\nwith this op only when num_groups == C (its own example: C = num_groups = 2) and otherwise\napplies the wrong channel's scale. We follow PyTorch because it is the model being exported.\nnum_groups must be a positive divisor of C (an error otherwise, in every runtime). Statistics\nare accumulated in float64 (float16 rounds once, at the end).",
-    inputs=[
-        _Schema.FormalParameter(
-            "X", "T", "Input of rank >= 2: batch, channels, then any spatial dims."
-        ),
-        _Schema.FormalParameter(
-            "num_groups", "tensor(int64)", "Number of groups; a positive divisor of C."
-        ),
-        _Schema.FormalParameter("scale", "T", "Per-channel scale."),
-        _Schema.FormalParameter("bias", "T", "Per-channel shift."),
-    ],
-    outputs=[
-        _Schema.FormalParameter("Y", "T", ""),
-    ],
-    type_constraints=[
-        (
-            "T",
-            ["tensor(float)", "tensor(double)", "tensor(float16)"],
-            "Floating-point element type of X, scale, bias and Y.",
-        ),
-    ],
-    attributes=[
+# Every attribute, with the op version that added it.
+ATTRIBUTES = [
+    (
+        1,
         _Schema.Attribute(
             "epsilon",
             onnx.helper.make_attribute("epsilon", 1e-05, attr_type=onnx.AttributeProto.FLOAT),
             "Added to the variance before the square root.",
         ),
-    ],
-)
-SCHEMA.set_type_and_shape_inference_function(_infer)
+    ),
+]
+
+
+def _schema(version: int) -> _Schema:
+    """The schema at one version of the op: the attributes it had then."""
+    schema = _Schema(
+        "CustomGroupNorm",
+        "mydomain",
+        version,
+        "Group normalization of X [N, C, ...]: the C channels are split into num_groups groups of\nC / num_groups consecutive channels; each (sample, group) is normalized by its own mean and\nbiased variance, then every channel c is scaled by scale[c] and shifted by bias[c]:\nY = (X - mean) / sqrt(var + epsilon) * scale[c] + bias[c].\n\nThese are the semantics of torch.nn.functional.group_norm. The onnx/tutorials kernel indexes\nscale and bias by (sample * num_groups + group) modulo C instead of by channel; that agrees\nwith this op only when num_groups == C (its own example: C = num_groups = 2) and otherwise\napplies the wrong channel's scale. We follow PyTorch because it is the model being exported.\nnum_groups must be a positive divisor of C (an error otherwise, in every runtime). Statistics\nare accumulated in float64 (float16 rounds once, at the end).",
+        inputs=[
+            _Schema.FormalParameter(
+                "X", "T", "Input of rank >= 2: batch, channels, then any spatial dims."
+            ),
+            _Schema.FormalParameter(
+                "num_groups", "tensor(int64)", "Number of groups; a positive divisor of C."
+            ),
+            _Schema.FormalParameter("scale", "T", "Per-channel scale."),
+            _Schema.FormalParameter("bias", "T", "Per-channel shift."),
+        ],
+        outputs=[
+            _Schema.FormalParameter("Y", "T", ""),
+        ],
+        type_constraints=[
+            (
+                "T",
+                ["tensor(float)", "tensor(double)", "tensor(float16)"],
+                "Floating-point element type of X, scale, bias and Y.",
+            ),
+        ],
+        attributes=[attribute for since, attribute in ATTRIBUTES if since <= version],
+    )
+    schema.set_type_and_shape_inference_function(_infer)
+    return schema
+
+
+# One schema per version of the op, oldest first; SCHEMA is the newest.
+VERSIONS = [1]
+SCHEMAS = [_schema(version) for version in VERSIONS]
+SCHEMA = SCHEMAS[-1]
+
+
+def _registered(schema: _Schema) -> bool:
+    try:
+        found = onnx.defs.get_schema(schema.name, schema.since_version, schema.domain)
+    except onnx.defs.SchemaError:
+        return False
+    return found.since_version == schema.since_version
 
 
 def register_schema() -> None:
-    """Registers the schema with ONNX once per process."""
-    if not onnx.defs.has("CustomGroupNorm", 1, "mydomain"):
-        onnx.defs.register_schema(SCHEMA)
+    """Registers the schemas with ONNX once per process (unless ONNX already has them)."""
+    for schema in SCHEMAS:
+        if not _registered(schema):
+            onnx.defs.register_schema(schema)

@@ -19,6 +19,18 @@ namespace opgen::custom_op_one {
 using ONNX_NAMESPACE::AttributeProto;
 using ONNX_NAMESPACE::OpSchema;
 
+// Types and shapes from the op definition's shape rule (the same at every version).
+void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
+  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 1)) return;
+  const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
+  const auto& Y_shape = ONNX_NAMESPACE::getInputShape(ctx, 1);
+  if (!(X_shape.dim_size() == Y_shape.dim_size() && [&] { for (int i = 0; i < X_shape.dim_size(); ++i) if (X_shape.dim(i).has_dim_value() && Y_shape.dim(i).has_dim_value() && X_shape.dim(i).dim_value() != Y_shape.dim(i).dim_value()) return false; return true; }())) fail_shape_inference("CustomOpOne: input 'Y' must have the shape of input 'X'");
+  auto* Z_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
+  for (int i = 0; i < X_shape.dim_size(); ++i) *Z_out->add_dim() = X_shape.dim(i);
+}
+
 // Called after the domain's version range is registered (see the domain's schemas.cc).
 void RegisterSchema() {
   ONNX_CONTRIB_OPERATOR_SCHEMA(CustomOpOne)
@@ -29,16 +41,7 @@ void RegisterSchema() {
       .Input(1, "Y", "The shape of X (no broadcasting).", "T")
       .Output(0, "Z", "", "T")
       .TypeConstraint("T", {"tensor(float)"}, "float only, as in ONNX Runtime's test library.")
-      .TypeAndShapeInferenceFunction([](ONNX_NAMESPACE::InferenceContext& ctx) {
-        ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 1)) return;
-        const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
-        const auto& Y_shape = ONNX_NAMESPACE::getInputShape(ctx, 1);
-        if (!(X_shape.dim_size() == Y_shape.dim_size() && [&] { for (int i = 0; i < X_shape.dim_size(); ++i) if (X_shape.dim(i).has_dim_value() && Y_shape.dim(i).has_dim_value() && X_shape.dim(i).dim_value() != Y_shape.dim(i).dim_value()) return false; return true; }())) fail_shape_inference("CustomOpOne: input 'Y' must have the shape of input 'X'");
-        auto* Z_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
-        for (int i = 0; i < X_shape.dim_size(); ++i) *Z_out->add_dim() = X_shape.dim(i);
-      });
+      .TypeAndShapeInferenceFunction(InferTypesAndShapes);
 }
 
 }  // namespace opgen::custom_op_one

@@ -33,27 +33,49 @@ def _infer(ctx) -> None:
     ctx.set_output_type(0, Z_type)
 
 
-SCHEMA = _Schema(
-    "CustomOpOne",
-    "test.customop",
-    1,
-    "Z = X + Y, element-wise, on two float tensors of the same shape. Same semantics as\nONNX Runtime's test library for valid inputs; where that library reads past the end of a\nsmaller Y, this one reports a shape error.",
-    inputs=[
-        _Schema.FormalParameter("X", "T", "Any shape."),
-        _Schema.FormalParameter("Y", "T", "The shape of X (no broadcasting)."),
-    ],
-    outputs=[
-        _Schema.FormalParameter("Z", "T", ""),
-    ],
-    type_constraints=[
-        ("T", ["tensor(float)"], "float only, as in ONNX Runtime's test library."),
-    ],
-    attributes=[],
-)
-SCHEMA.set_type_and_shape_inference_function(_infer)
+# Every attribute, with the op version that added it.
+ATTRIBUTES = []
+
+
+def _schema(version: int) -> _Schema:
+    """The schema at one version of the op: the attributes it had then."""
+    schema = _Schema(
+        "CustomOpOne",
+        "test.customop",
+        version,
+        "Z = X + Y, element-wise, on two float tensors of the same shape. Same semantics as\nONNX Runtime's test library for valid inputs; where that library reads past the end of a\nsmaller Y, this one reports a shape error.",
+        inputs=[
+            _Schema.FormalParameter("X", "T", "Any shape."),
+            _Schema.FormalParameter("Y", "T", "The shape of X (no broadcasting)."),
+        ],
+        outputs=[
+            _Schema.FormalParameter("Z", "T", ""),
+        ],
+        type_constraints=[
+            ("T", ["tensor(float)"], "float only, as in ONNX Runtime's test library."),
+        ],
+        attributes=[attribute for since, attribute in ATTRIBUTES if since <= version],
+    )
+    schema.set_type_and_shape_inference_function(_infer)
+    return schema
+
+
+# One schema per version of the op, oldest first; SCHEMA is the newest.
+VERSIONS = [1]
+SCHEMAS = [_schema(version) for version in VERSIONS]
+SCHEMA = SCHEMAS[-1]
+
+
+def _registered(schema: _Schema) -> bool:
+    try:
+        found = onnx.defs.get_schema(schema.name, schema.since_version, schema.domain)
+    except onnx.defs.SchemaError:
+        return False
+    return found.since_version == schema.since_version
 
 
 def register_schema() -> None:
-    """Registers the schema with ONNX once per process."""
-    if not onnx.defs.has("CustomOpOne", 1, "test.customop"):
-        onnx.defs.register_schema(SCHEMA)
+    """Registers the schemas with ONNX once per process (unless ONNX already has them)."""
+    for schema in SCHEMAS:
+        if not _registered(schema):
+            onnx.defs.register_schema(schema)

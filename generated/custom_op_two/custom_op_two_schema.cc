@@ -19,6 +19,15 @@ namespace opgen::custom_op_two {
 using ONNX_NAMESPACE::AttributeProto;
 using ONNX_NAMESPACE::OpSchema;
 
+// Types and shapes from the op definition's shape rule (the same at every version).
+void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
+  ONNX_NAMESPACE::updateOutputElemType(ctx, 0, ONNX_NAMESPACE::TensorProto_DataType_INT32);
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
+  const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
+  auto* Y_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
+  for (int i = 0; i < X_shape.dim_size(); ++i) *Y_out->add_dim() = X_shape.dim(i);
+}
+
 // Called after the domain's version range is registered (see the domain's schemas.cc).
 void RegisterSchema() {
   ONNX_CONTRIB_OPERATOR_SCHEMA(CustomOpTwo)
@@ -28,13 +37,7 @@ void RegisterSchema() {
       .Input(0, "X", "Any shape.", "T")
       .Output(0, "Y", "", "tensor(int32)")
       .TypeConstraint("T", {"tensor(float)"}, "float only, as in ONNX Runtime's test library.")
-      .TypeAndShapeInferenceFunction([](ONNX_NAMESPACE::InferenceContext& ctx) {
-        ONNX_NAMESPACE::updateOutputElemType(ctx, 0, ONNX_NAMESPACE::TensorProto_DataType_INT32);
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
-        const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
-        auto* Y_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
-        for (int i = 0; i < X_shape.dim_size(); ++i) *Y_out->add_dim() = X_shape.dim(i);
-      });
+      .TypeAndShapeInferenceFunction(InferTypesAndShapes);
 }
 
 }  // namespace opgen::custom_op_two

@@ -24,26 +24,48 @@ def _infer(ctx) -> None:
     ctx.set_output_type(0, Y_type)
 
 
-SCHEMA = _Schema(
-    "CustomOpTwo",
-    "test.customop",
-    1,
-    "Y = int32(round(X)), element-wise: C's round, so halves go away from zero (2.5 -> 3,\n-0.5 -> -1), unlike torch.round, which rounds halves to even. Same semantics as ONNX\nRuntime's test library for every X whose rounded value fits in int32; where that library's\nconversion is undefined behaviour (NaN, infinities, out of range), this one reports an error.",
-    inputs=[
-        _Schema.FormalParameter("X", "T", "Any shape."),
-    ],
-    outputs=[
-        _Schema.FormalParameter("Y", "tensor(int32)", ""),
-    ],
-    type_constraints=[
-        ("T", ["tensor(float)"], "float only, as in ONNX Runtime's test library."),
-    ],
-    attributes=[],
-)
-SCHEMA.set_type_and_shape_inference_function(_infer)
+# Every attribute, with the op version that added it.
+ATTRIBUTES = []
+
+
+def _schema(version: int) -> _Schema:
+    """The schema at one version of the op: the attributes it had then."""
+    schema = _Schema(
+        "CustomOpTwo",
+        "test.customop",
+        version,
+        "Y = int32(round(X)), element-wise: C's round, so halves go away from zero (2.5 -> 3,\n-0.5 -> -1), unlike torch.round, which rounds halves to even. Same semantics as ONNX\nRuntime's test library for every X whose rounded value fits in int32; where that library's\nconversion is undefined behaviour (NaN, infinities, out of range), this one reports an error.",
+        inputs=[
+            _Schema.FormalParameter("X", "T", "Any shape."),
+        ],
+        outputs=[
+            _Schema.FormalParameter("Y", "tensor(int32)", ""),
+        ],
+        type_constraints=[
+            ("T", ["tensor(float)"], "float only, as in ONNX Runtime's test library."),
+        ],
+        attributes=[attribute for since, attribute in ATTRIBUTES if since <= version],
+    )
+    schema.set_type_and_shape_inference_function(_infer)
+    return schema
+
+
+# One schema per version of the op, oldest first; SCHEMA is the newest.
+VERSIONS = [1]
+SCHEMAS = [_schema(version) for version in VERSIONS]
+SCHEMA = SCHEMAS[-1]
+
+
+def _registered(schema: _Schema) -> bool:
+    try:
+        found = onnx.defs.get_schema(schema.name, schema.since_version, schema.domain)
+    except onnx.defs.SchemaError:
+        return False
+    return found.since_version == schema.since_version
 
 
 def register_schema() -> None:
-    """Registers the schema with ONNX once per process."""
-    if not onnx.defs.has("CustomOpTwo", 1, "test.customop"):
-        onnx.defs.register_schema(SCHEMA)
+    """Registers the schemas with ONNX once per process (unless ONNX already has them)."""
+    for schema in SCHEMAS:
+        if not _registered(schema):
+            onnx.defs.register_schema(schema)

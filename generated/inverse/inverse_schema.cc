@@ -19,6 +19,19 @@ namespace opgen::inverse {
 using ONNX_NAMESPACE::AttributeProto;
 using ONNX_NAMESPACE::OpSchema;
 
+// Types and shapes from the op definition's shape rule (the same at every version).
+void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
+  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
+  const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
+  if (!(X_shape.dim_size() >= 2)) fail_shape_inference("Inverse: input 'X' must have at least rank 2 (shape [..., N, N])");
+  if (!(!X_shape.dim(X_shape.dim_size() - 2).has_dim_value() || !X_shape.dim(X_shape.dim_size() - 1).has_dim_value() || X_shape.dim(X_shape.dim_size() - 2).dim_value() == X_shape.dim(X_shape.dim_size() - 1).dim_value())) fail_shape_inference("Inverse: dimension N must agree: axis -2 of input 'X' and axis -1 of input 'X' differ (shape [..., N, N])");
+  auto* Y_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
+  for (int i = 0; i < X_shape.dim_size() - 2; ++i) *Y_out->add_dim() = X_shape.dim(i);
+  *Y_out->add_dim() = X_shape.dim(X_shape.dim_size() - 2);
+  *Y_out->add_dim() = X_shape.dim(X_shape.dim_size() - 2);
+}
+
 // Called after the domain's version range is registered (see the domain's schemas.cc).
 void RegisterSchema() {
   ONNX_CONTRIB_OPERATOR_SCHEMA(Inverse)
@@ -28,17 +41,7 @@ void RegisterSchema() {
       .Input(0, "X", "Batch of square matrices.", "T")
       .Output(0, "Y", "The inverse of each matrix of X.", "T")
       .TypeConstraint("T", {"tensor(float)", "tensor(double)", "tensor(float16)"}, "Floating-point element type of the matrices.")
-      .TypeAndShapeInferenceFunction([](ONNX_NAMESPACE::InferenceContext& ctx) {
-        ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-        if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
-        const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
-        if (!(X_shape.dim_size() >= 2)) fail_shape_inference("Inverse: input 'X' must have at least rank 2 (shape [..., N, N])");
-        if (!(!X_shape.dim(X_shape.dim_size() - 2).has_dim_value() || !X_shape.dim(X_shape.dim_size() - 1).has_dim_value() || X_shape.dim(X_shape.dim_size() - 2).dim_value() == X_shape.dim(X_shape.dim_size() - 1).dim_value())) fail_shape_inference("Inverse: dimension N must agree: axis -2 of input 'X' and axis -1 of input 'X' differ (shape [..., N, N])");
-        auto* Y_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
-        for (int i = 0; i < X_shape.dim_size() - 2; ++i) *Y_out->add_dim() = X_shape.dim(i);
-        *Y_out->add_dim() = X_shape.dim(X_shape.dim_size() - 2);
-        *Y_out->add_dim() = X_shape.dim(X_shape.dim_size() - 2);
-      });
+      .TypeAndShapeInferenceFunction(InferTypesAndShapes);
 }
 
 }  // namespace opgen::inverse

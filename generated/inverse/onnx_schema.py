@@ -32,30 +32,52 @@ def _infer(ctx) -> None:
     ctx.set_output_type(0, Y_type)
 
 
-SCHEMA = _Schema(
-    "Inverse",
-    "ai.opgen",
-    1,
-    "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\nholds the inverse of every N x N matrix. The kernel uses LU factorisation with partial\npivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\nis an error, as in torch.linalg.inv.",
-    inputs=[
-        _Schema.FormalParameter("X", "T", "Batch of square matrices."),
-    ],
-    outputs=[
-        _Schema.FormalParameter("Y", "T", "The inverse of each matrix of X."),
-    ],
-    type_constraints=[
-        (
-            "T",
-            ["tensor(float)", "tensor(double)", "tensor(float16)"],
-            "Floating-point element type of the matrices.",
-        ),
-    ],
-    attributes=[],
-)
-SCHEMA.set_type_and_shape_inference_function(_infer)
+# Every attribute, with the op version that added it.
+ATTRIBUTES = []
+
+
+def _schema(version: int) -> _Schema:
+    """The schema at one version of the op: the attributes it had then."""
+    schema = _Schema(
+        "Inverse",
+        "ai.opgen",
+        version,
+        "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\nholds the inverse of every N x N matrix. The kernel uses LU factorisation with partial\npivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\nis an error, as in torch.linalg.inv.",
+        inputs=[
+            _Schema.FormalParameter("X", "T", "Batch of square matrices."),
+        ],
+        outputs=[
+            _Schema.FormalParameter("Y", "T", "The inverse of each matrix of X."),
+        ],
+        type_constraints=[
+            (
+                "T",
+                ["tensor(float)", "tensor(double)", "tensor(float16)"],
+                "Floating-point element type of the matrices.",
+            ),
+        ],
+        attributes=[attribute for since, attribute in ATTRIBUTES if since <= version],
+    )
+    schema.set_type_and_shape_inference_function(_infer)
+    return schema
+
+
+# One schema per version of the op, oldest first; SCHEMA is the newest.
+VERSIONS = [1]
+SCHEMAS = [_schema(version) for version in VERSIONS]
+SCHEMA = SCHEMAS[-1]
+
+
+def _registered(schema: _Schema) -> bool:
+    try:
+        found = onnx.defs.get_schema(schema.name, schema.since_version, schema.domain)
+    except onnx.defs.SchemaError:
+        return False
+    return found.since_version == schema.since_version
 
 
 def register_schema() -> None:
-    """Registers the schema with ONNX once per process."""
-    if not onnx.defs.has("Inverse", 1, "ai.opgen"):
-        onnx.defs.register_schema(SCHEMA)
+    """Registers the schemas with ONNX once per process (unless ONNX already has them)."""
+    for schema in SCHEMAS:
+        if not _registered(schema):
+            onnx.defs.register_schema(schema)

@@ -41,36 +41,58 @@ def _infer(ctx) -> None:
     ctx.set_output_type(0, Y_type)
 
 
-SCHEMA = _Schema(
-    "FastGelu",
-    "com.microsoft",
-    1,
-    'Y = 0.5 * Z * (1 + tanh(sqrt(2 / pi) * (Z + 0.044715 * Z^3))) with Z = X + bias (or X when\nthere is no bias), element-wise: GELU\'s tanh approximation,\ntorch.nn.functional.gelu(Z, approximate="tanh").',
-    inputs=[
-        _Schema.FormalParameter("X", "T", ""),
-        _Schema.FormalParameter(
-            "bias",
-            "T",
-            "Added to the last axis of X first.",
-            param_option=_Schema.FormalParameterOption.Optional,
-        ),
-    ],
-    outputs=[
-        _Schema.FormalParameter("Y", "T", ""),
-    ],
-    type_constraints=[
-        (
-            "T",
-            ["tensor(float)", "tensor(double)", "tensor(float16)"],
-            "The types ONNX Runtime's CPU provider runs.",
-        ),
-    ],
-    attributes=[],
-)
-SCHEMA.set_type_and_shape_inference_function(_infer)
+# Every attribute, with the op version that added it.
+ATTRIBUTES = []
+
+
+def _schema(version: int) -> _Schema:
+    """The schema at one version of the op: the attributes it had then."""
+    schema = _Schema(
+        "FastGelu",
+        "com.microsoft",
+        version,
+        'Y = 0.5 * Z * (1 + tanh(sqrt(2 / pi) * (Z + 0.044715 * Z^3))) with Z = X + bias (or X when\nthere is no bias), element-wise: GELU\'s tanh approximation,\ntorch.nn.functional.gelu(Z, approximate="tanh").',
+        inputs=[
+            _Schema.FormalParameter("X", "T", ""),
+            _Schema.FormalParameter(
+                "bias",
+                "T",
+                "Added to the last axis of X first.",
+                param_option=_Schema.FormalParameterOption.Optional,
+            ),
+        ],
+        outputs=[
+            _Schema.FormalParameter("Y", "T", ""),
+        ],
+        type_constraints=[
+            (
+                "T",
+                ["tensor(float)", "tensor(double)", "tensor(float16)"],
+                "The types ONNX Runtime's CPU provider runs.",
+            ),
+        ],
+        attributes=[attribute for since, attribute in ATTRIBUTES if since <= version],
+    )
+    schema.set_type_and_shape_inference_function(_infer)
+    return schema
+
+
+# One schema per version of the op, oldest first; SCHEMA is the newest.
+VERSIONS = [1]
+SCHEMAS = [_schema(version) for version in VERSIONS]
+SCHEMA = SCHEMAS[-1]
+
+
+def _registered(schema: _Schema) -> bool:
+    try:
+        found = onnx.defs.get_schema(schema.name, schema.since_version, schema.domain)
+    except onnx.defs.SchemaError:
+        return False
+    return found.since_version == schema.since_version
 
 
 def register_schema() -> None:
-    """Registers the schema with ONNX once per process."""
-    if not onnx.defs.has("FastGelu", 1, "com.microsoft"):
-        onnx.defs.register_schema(SCHEMA)
+    """Registers the schemas with ONNX once per process (unless ONNX already has them)."""
+    for schema in SCHEMAS:
+        if not _registered(schema):
+            onnx.defs.register_schema(schema)

@@ -25,26 +25,52 @@ def _infer(ctx) -> None:
     ctx.set_output_type(0, Y_type)
 
 
-SCHEMA = _Schema(
-    "Gelu",
-    "com.microsoft",
-    1,
-    "Y = 0.5 * X * (1 + erf(X / sqrt(2))), element-wise (the exact GELU). ONNX Runtime's CPU\nprovider has float and float16 kernels, not double.",
-    inputs=[
-        _Schema.FormalParameter("X", "T", ""),
-    ],
-    outputs=[
-        _Schema.FormalParameter("Y", "T", ""),
-    ],
-    type_constraints=[
-        ("T", ["tensor(float)", "tensor(float16)"], "The types ONNX Runtime's CPU provider runs."),
-    ],
-    attributes=[],
-)
-SCHEMA.set_type_and_shape_inference_function(_infer)
+# Every attribute, with the op version that added it.
+ATTRIBUTES = []
+
+
+def _schema(version: int) -> _Schema:
+    """The schema at one version of the op: the attributes it had then."""
+    schema = _Schema(
+        "Gelu",
+        "com.microsoft",
+        version,
+        "Y = 0.5 * X * (1 + erf(X / sqrt(2))), element-wise (the exact GELU). ONNX Runtime's CPU\nprovider has float and float16 kernels, not double.",
+        inputs=[
+            _Schema.FormalParameter("X", "T", ""),
+        ],
+        outputs=[
+            _Schema.FormalParameter("Y", "T", ""),
+        ],
+        type_constraints=[
+            (
+                "T",
+                ["tensor(float)", "tensor(float16)"],
+                "The types ONNX Runtime's CPU provider runs.",
+            ),
+        ],
+        attributes=[attribute for since, attribute in ATTRIBUTES if since <= version],
+    )
+    schema.set_type_and_shape_inference_function(_infer)
+    return schema
+
+
+# One schema per version of the op, oldest first; SCHEMA is the newest.
+VERSIONS = [1]
+SCHEMAS = [_schema(version) for version in VERSIONS]
+SCHEMA = SCHEMAS[-1]
+
+
+def _registered(schema: _Schema) -> bool:
+    try:
+        found = onnx.defs.get_schema(schema.name, schema.since_version, schema.domain)
+    except onnx.defs.SchemaError:
+        return False
+    return found.since_version == schema.since_version
 
 
 def register_schema() -> None:
-    """Registers the schema with ONNX once per process."""
-    if not onnx.defs.has("Gelu", 1, "com.microsoft"):
-        onnx.defs.register_schema(SCHEMA)
+    """Registers the schemas with ONNX once per process (unless ONNX already has them)."""
+    for schema in SCHEMAS:
+        if not _registered(schema):
+            onnx.defs.register_schema(schema)

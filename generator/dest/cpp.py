@@ -108,6 +108,8 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
         "op_type": op.op_type,
         "domain": op.domain,
         "version": op.version,
+        "first_version": op.versions[0],
+        "versions_text": ", ".join(str(v) for v in op.versions),
         "doc_lines": cpp.comment(op.doc),
         "attributes": _attributes(op),
         "inputs": inputs,
@@ -217,6 +219,18 @@ def _schema_context(op: OpDef) -> dict:
             else None
         ),
         "function_opset": op.function.opset if op.function else None,
+        # One registration per version of the op, with the attributes it had then.
+        "schema_versions": [
+            {
+                "version": version,
+                "attributes": [
+                    a
+                    for a in _attributes(op)
+                    if a["name"] in {x.name for x in op.attributes_at(version)}
+                ],
+            }
+            for version in op.versions
+        ],
         # A function whose outputs have no shape rule: ONNX infers through its body.
         "infer_through_body": op.infers_through_function,
     }
@@ -309,6 +323,7 @@ def _schema_test_context(op: OpDef) -> dict:
         for i, t in enumerate(op.outputs)
     ]
     return {
+        "earlier_versions": list(op.earlier_versions),
         "register_function": f"Register_{op.domain_ident}_Schemas",
         "valid_cases": valid,
         "error_cases": errors,

@@ -153,10 +153,12 @@ def _onnx_schema_context(op: OpDef) -> dict:
                 "onnx_enum": onnx_api.ATTR_TYPE[a.type],
                 "doc_literal": py.literal(a.doc),
                 "python_default": None if a.required else py.literal(_onnx_value(a.default)),
+                "since": a.since_version or op.versions[0],
             }
             for a in op.attributes
         ],
         "doc_literal": py.literal(op.doc),
+        "versions": py.literal(list(op.versions)),
     }
 
 

@@ -58,6 +58,16 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         "library": op.domain_ident if op.kernel else None,
         "has_kernel": op.kernel is not None,
         "gradients": bool(op.gradients),
+        "earlier_versions": (
+            "{"
+            + ", ".join(
+                f"{v}: {py.literal([a.name for a in op.attributes_at(v)])}"
+                for v in op.earlier_versions
+            )
+            + "}"
+            if op.earlier_versions
+            else None
+        ),
         "gradient_inputs": py.literal(list(op.gradients)),
         "has_cpp_schema": op.has_cpp_schema,
         "defaults": py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
