@@ -81,10 +81,6 @@ def single_node_model(
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
 
 
-def to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    return tensor.detach().contiguous().numpy()
-
-
 def assert_close(actual, expected, tolerances: dict, what: str) -> None:
     actual = torch.as_tensor(actual) if not isinstance(actual, torch.Tensor) else actual
     rtol, atol = tolerances.get(expected.dtype, (0.0, 0.0))
@@ -98,7 +94,7 @@ def run_ort(session, inputs: dict) -> list:
         name: (
             ort.OrtValue.from_dlpack(tensor.detach().contiguous())
             if tensor.dtype == torch.bfloat16
-            else ort.OrtValue.ortvalue_from_numpy(to_numpy(tensor))
+            else ort.OrtValue.ortvalue_from_numpy(_support.to_numpy(tensor))
         )
         for name, tensor in inputs.items()
     }

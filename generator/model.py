@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import operator
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -189,6 +190,9 @@ class ShapeEqualCheck:
     message: str
 
 
+_APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv}
+
+
 @dataclass(frozen=True)
 class DimExpr:
     """An output dim: an input dim, an integer, an int attribute, or `+ - * //` of two dims
@@ -239,7 +243,7 @@ class DimExpr:
         if self.kind == "attr":
             return attr(self.attr)
         a, b = self.left.evaluate(dim, attr), self.right.evaluate(dim, attr)
-        return {"+": a + b, "-": a - b, "*": a * b}[self.op] if self.op != "//" else a // b
+        return _APPLY[self.op](a, b)
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,15 @@ def attr_literal(attr: Attribute) -> str:
     return f"{ATTR_TYPE[kind]}{{{', '.join(scalars(v) for v in value)}}}"
 
 
+def schema_default(attr: Attribute) -> str:
+    """An attribute's default as the ONNX C++ schema holds it (a bool is an int 0/1)."""
+    if attr.type is AttrType.float:
+        return f"static_cast<float>({attr_literal(attr)})"
+    if attr.type is AttrType.bool:  # ONNX has no bool attributes
+        return f"int64_t{{{int(attr.default)}}}"
+    return attr_literal(attr)
+
+
 def comment(text: str) -> list[str]:
     """Doc text as safe `//` comment lines (no line splicing by a trailing backslash)."""
     return [line.rstrip().rstrip("\\") for line in text.splitlines()] or [""]
@@ -278,28 +287,20 @@ def schema_attributes(op: OpDef) -> list[dict]:
     result = []
     for name in op.shape_rule.attributes:
         attr = attrs[name]
-        getter = {
-            AttrType.string: "s()",
-        }.get(attr.type, "i()")
+        getter = "s()" if attr.type is AttrType.string else "i()"
         result.append(
             {
                 "variable": schema_attribute_variable(name),
                 "name_literal": string_literal(name),
                 "cpp_type": "std::string" if attr.type is AttrType.string else "int64_t",
                 "getter": getter,
-                "default": None if attr.required else _schema_value(attr),
+                "default": None if attr.required else schema_default(attr),
                 "missing_message": string_literal(
                     f"{op.op_type}: required attribute '{name}' is missing"
                 ),
             }
         )
     return result
-
-
-def _schema_value(attr: Attribute) -> str:
-    if attr.type is AttrType.string:
-        return f"std::string({string_literal(attr.default)})"
-    return f"int64_t{{{int(attr.default)}}}"
 
 
 def symbolic_attribute_checks(op: OpDef) -> list[dict]:

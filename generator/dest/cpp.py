@@ -10,13 +10,13 @@ from generator.api import onnx as onnx_api
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
 from generator.dest import common
-from generator.model import OpDef, evaluate_output_shapes
+from generator.model import Attribute, OpDef, evaluate_output_shapes
 from generator.render import GeneratedFile, render
 
 
-def _attributes(op: OpDef) -> list[dict]:
+def _attributes(attributes: tuple[Attribute, ...]) -> list[dict]:
     result = []
-    for attr in op.attributes:
+    for attr in attributes:
         result.append(
             {
                 "name": attr.name,
@@ -28,19 +28,10 @@ def _attributes(op: OpDef) -> list[dict]:
                 "onnx_enum": ATTR_PROTO[attr.type],
                 "name_literal": cpp.string_literal(attr.name),
                 "doc_literal": cpp.string_literal(attr.doc),
-                "schema_default": None if attr.required else _schema_default(attr),
+                "schema_default": None if attr.required else cpp.schema_default(attr),
             }
         )
     return result
-
-
-def _schema_default(attr) -> str:
-    literal = cpp.attr_literal(attr)
-    if attr.type.value == "float":
-        return f"static_cast<float>({literal})"
-    if attr.type.value == "bool":  # ONNX has no bool attributes: an int 0/1
-        return f"int64_t{{{int(attr.default)}}}"
-    return literal
 
 
 def _tensors(op: OpDef) -> tuple[list[dict], list[dict]]:
@@ -111,7 +102,7 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
         "first_version": op.versions[0],
         "versions_text": ", ".join(str(v) for v in op.versions),
         "doc_lines": cpp.comment(op.doc),
-        "attributes": _attributes(op),
+        "attributes": _attributes(op.attributes),
         "inputs": inputs,
         "outputs": outputs,
         "template_decl": common.template_decl(op),
@@ -223,11 +214,7 @@ def _schema_context(op: OpDef) -> dict:
         "schema_versions": [
             {
                 "version": version,
-                "attributes": [
-                    a
-                    for a in _attributes(op)
-                    if a["name"] in {x.name for x in op.attributes_at(version)}
-                ],
+                "attributes": _attributes(op.attributes_at(version)),
             }
             for version in op.versions
         ],
