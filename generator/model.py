@@ -1181,7 +1181,7 @@ def _expression_checks(op_type: str, output: str, expr: DimExpr) -> list[ExprChe
                     f"output '{output}' must be positive",
                 )
             )
-    if any(sub.op == "-" for sub in expr.walk()) or expr.kind == "attr":
+    if any(sub.op == "-" for sub in expr.walk()) or expr.attrs:  # an attribute may be negative
         checks.append(
             ExprCheck(
                 expr,
