@@ -2,6 +2,8 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """Helpers of the generated parity tests: sessions, single-node models, comparisons."""
 
+import re
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -79,6 +81,21 @@ def single_node_model(
     )
     opsets = [helper.make_opsetid("", 18), helper.make_opsetid(domain, version)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+
+
+def ort_type(dtype: torch.dtype) -> str:
+    """ONNX Runtime's name of a tensor type, as NodeArg.type gives it: "tensor(float)"."""
+    return f"tensor({TensorProto.DataType.Name(TENSOR_PROTO[dtype]).lower()})"
+
+
+def evaluate_dim(dim: int | str, sizes: dict[str, int]) -> int:
+    """A dim that shape inference computed: a number, or an expression of named dims in the
+    shape rules' syntax (+ - * // and parentheses), evaluated at the named dims' sizes."""
+    if isinstance(dim, int):
+        return dim
+    if not re.fullmatch(r"[\w\s()+*/-]+", dim):
+        raise AssertionError(f"not a dim expression: {dim!r}")
+    return eval(dim, {"__builtins__": {}}, dict(sizes))  # checked above: names, numbers, + - * //
 
 
 def assert_close(actual, expected, tolerances: dict, what: str) -> None:

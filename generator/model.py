@@ -336,6 +336,11 @@ class ShapeRule:
         )
 
     @property
+    def scalar_inputs(self) -> frozenset[str]:
+        """Inputs the rule requires to be scalars (rank exactly 0)."""
+        return frozenset(c.input for c in self.rank_checks if c.exact and c.rank == 0)
+
+    @property
     def shaped_inputs(self) -> frozenset[str]:
         """Inputs whose shape the rule reads."""
         used = {c.input for c in self.rank_checks}
@@ -2075,11 +2080,15 @@ UNKNOWN_DIM = "?"
 
 
 def evaluate_output_shapes(
-    op: OpDef, input_dims: dict[str, list[int | str]], attributes: dict[str, Any]
+    op: OpDef,
+    input_dims: dict[str, list[int | str]],
+    attributes: dict[str, Any],
+    mark_data_dependent: bool = False,
 ) -> dict[str, list[int | str]]:
     """Applies the shape rule to concrete dims or named (symbolic) ones, as ONNX shape
     inference does: a named dim is copied, a dim computed from a named one is unknown ("?"),
-    broadcasting follows ONNX's multidirectional rule. For tests and docs."""
+    broadcasting follows ONNX's multidirectional rule. With `mark_data_dependent`, a
+    data-dependent size is "?" followed by its symbol ("?M"). For tests and docs."""
     values = {a.name: a.default for a in op.attributes if not a.required} | dict(attributes)
 
     def attr(name: str) -> int:
@@ -2100,7 +2109,7 @@ def evaluate_output_shapes(
             elif part.kind == "expr" and part.expr.kind == "dim":
                 dims.append(input_dims[part.expr.ref.input][part.expr.ref.axis])
             elif part.kind == "expr" and part.expr.kind == "dynamic":
-                dims.append(UNKNOWN_DIM)
+                dims.append(UNKNOWN_DIM + (part.expr.text if mark_data_dependent else ""))
             elif part.kind == "expr":
                 try:
                     dims.append(part.expr.evaluate(dim, attr))

@@ -53,3 +53,50 @@ def test_feature_op_pipeline(project, definition):
     )
     assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
     assert " passed" in tests.stdout and "skipped" not in tests.stdout
+
+
+# ONNX Runtime's shape-inference API reports an input of unknown rank as rank 0 (like a scalar)
+# and an input named "" as one without element type. Our inference must not turn either into a
+# wrong shape: ONNX Runtime trusts inferred shapes (a wrong one fails the model's load against
+# its declared output shape, or misleads the optimisers).
+_EDGE_CASES = r"""
+import numpy as np, onnx
+from onnx import TensorProto, helper
+from generated import _testing
+
+def run(inputs, input_infos, declared_y):
+    node = helper.make_node("MulAdd", inputs, ["Y"], domain="test.shapes")
+    graph = helper.make_graph([node], "g", input_infos, [declared_y])
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("test.shapes", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=_testing.IR_VERSION)
+    session = _testing.session(model, "test_shapes")
+    feeds = {"A": np.ones((2, 3), np.float32), "B": np.full((3,), 2, np.float32)}
+    return session.get_outputs()[0].shape, session.run(None, feeds)[0]
+
+# A of unknown rank, B of shape [3]: a rule run on "A is a scalar" would claim Y is [3].
+shape, y = run(
+    ["A", "B"],
+    [helper.make_tensor_value_info("A", TensorProto.FLOAT, None),
+     helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
+    helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["rows", 3]),
+)
+assert shape == ["rows", 3], shape
+assert y.shape == (2, 3) and (y == 2).all(), y
+
+# C named "" (absent, as the TorchScript exporter writes it): inferred from A and B alone.
+shape, y = run(
+    ["A", "B", ""],
+    [helper.make_tensor_value_info("A", TensorProto.FLOAT, ["rows", 3]),
+     helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
+    onnx.ValueInfoProto(name="Y"),
+)
+assert shape == ["rows", 3], shape
+assert y.shape == (2, 3) and (y == 2).all(), y
+print("edge cases ok")
+"""
+
+
+def test_onnxruntime_inference_edge_cases(project):
+    result = _run(project, sys.executable, "-c", _EDGE_CASES)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "edge cases ok" in result.stdout

@@ -161,14 +161,14 @@ RANDOM_CASES = [
             "X": _sample_0_X,
         },
         "attributes": {},
-        "output_ranks": [3],
+        "output_dims": [["batch", 4, 5]],
     },
     {
         "shapes": {"X": ["batch"]},
         "dynamic": {"batch": [4, 9]},
         "samplers": {},
         "attributes": {},
-        "output_ranks": [1],
+        "output_dims": [["batch"]],
     },
 ]
 
@@ -237,11 +237,11 @@ def test_export_and_parity(index, types, exporter, tmp_path):
             assert functions.get(key) == body, f"model-local function {key}: {functions}"
     onnx.checker.check_model(exported, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(exported, strict_mode=True)
-    for output, rank in zip(inferred.graph.output, case["output_ranks"], strict=True):
+    for output, dims in zip(inferred.graph.output, case["output_dims"], strict=True):
         assert output.type.tensor_type.elem_type != 0, f"type of {output.name} after inference"
-        if rank is not None:
-            assert (
-                len(output.type.tensor_type.shape.dim) == rank
+        if dims is not None:
+            assert len(output.type.tensor_type.shape.dim) == len(
+                dims
             ), f"rank of {output.name} after shape inference"
     session = _testing.session(exported, EXPORT_LIBRARIES)
     for size_index in range(sizes(case)):

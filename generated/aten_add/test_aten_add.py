@@ -120,13 +120,15 @@ def single_node(
     inputs: dict,
     attributes: dict,
     static: bool = False,
+    dims: dict | None = None,
     domain=DOMAIN,
     op_type=OP_TYPE,
     version=VERSION,
 ):
-    """A one-node model of the op (or of another op with the same signature)."""
+    """A one-node model of the op (or of another op with the same signature). Input dims are
+    the inputs' sizes when `static`, else `dims` (numbers and names), else fresh names."""
     signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
-    shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else None
+    shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else dims
     model = _testing.single_node_model(
         domain, op_type, version, signature, OUTPUTS, attributes, static_shapes=shapes
     )
@@ -176,21 +178,21 @@ RANDOM_CASES = [
         "dynamic": {"batch": [2, 5]},
         "samplers": {},
         "attributes": {},
-        "output_ranks": [None],
+        "output_dims": [None],
     },
     {
         "shapes": {"X": ["batch", 1, 5], "Y": [2, 1]},
         "dynamic": {"batch": [3, 4]},
         "samplers": {},
         "attributes": {"alpha": 2.5},
-        "output_ranks": [None],
+        "output_dims": [None],
     },
     {
         "shapes": {"X": ["batch", 4], "Y": ["batch", 4]},
         "dynamic": {"batch": [2, 3]},
         "samplers": {},
         "attributes": {"alpha": -0.75},
-        "output_ranks": [None],
+        "output_dims": [None],
     },
 ]
 
@@ -259,11 +261,11 @@ def test_export_and_parity(index, types, exporter, tmp_path):
             assert functions.get(key) == body, f"model-local function {key}: {functions}"
     onnx.checker.check_model(exported, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(exported, strict_mode=True)
-    for output, rank in zip(inferred.graph.output, case["output_ranks"], strict=True):
+    for output, dims in zip(inferred.graph.output, case["output_dims"], strict=True):
         assert output.type.tensor_type.elem_type != 0, f"type of {output.name} after inference"
-        if rank is not None:
-            assert (
-                len(output.type.tensor_type.shape.dim) == rank
+        if dims is not None:
+            assert len(output.type.tensor_type.shape.dim) == len(
+                dims
             ), f"rank of {output.name} after shape inference"
     session = _testing.session(exported, EXPORT_LIBRARIES)
     for size_index in range(sizes(case)):

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "opgen/runtime.h"
+#include "opgen/shape_rule.h"
 
 namespace opgen::custom_group_norm {
 
@@ -27,12 +28,18 @@ struct Attributes {
   float epsilon = 1e-05f;  // Added to the variance before the square root.
 };
 
-struct OutputShapes {
-  opgen::Shape Y;
+// The output shapes, in dims of type Dim (see infer_shapes).
+template <typename Dim>
+struct OutputShapesOf {
+  std::vector<Dim> Y;
 };
+using OutputShapes = OutputShapesOf<int64_t>;
 
 // The shape rule: checks the input shapes and returns the output shapes; throws opgen::Error.
-inline OutputShapes infer_shapes(const opgen::Shape& X_shape, const opgen::Shape& num_groups_shape, const opgen::Shape& scale_shape, const opgen::Shape& bias_shape, const Attributes& attrs) {
+// Dim is int64_t for real tensors, opgen::SymDim for ONNX Runtime's graph-time shape inference
+// (where checks that need unknown dims pass, to be made again when the kernel runs).
+template <typename Dim>
+OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const std::vector<Dim>& num_groups_shape, const std::vector<Dim>& scale_shape, const std::vector<Dim>& bias_shape, const Attributes& attrs) {
   (void)attrs;
   if (!(static_cast<int64_t>(X_shape.size()) >= 2)) {
     opgen::fail("CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...]), got shape " + opgen::shape_to_string(X_shape));
@@ -47,12 +54,12 @@ inline OutputShapes infer_shapes(const opgen::Shape& X_shape, const opgen::Shape
     opgen::fail("CustomGroupNorm: input 'bias' must have exactly rank 1 (shape [C]), got shape " + opgen::shape_to_string(bias_shape));
   }
   if (!(opgen::axis_size(X_shape, 1) == opgen::axis_size(scale_shape, 0))) {
-    opgen::fail("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C]), got " + std::to_string(opgen::axis_size(X_shape, 1)) + " and " + std::to_string(opgen::axis_size(scale_shape, 0)));
+    opgen::fail("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C]), got " + opgen::dim_to_string(opgen::axis_size(X_shape, 1)) + " and " + opgen::dim_to_string(opgen::axis_size(scale_shape, 0)));
   }
   if (!(opgen::axis_size(X_shape, 1) == opgen::axis_size(bias_shape, 0))) {
-    opgen::fail("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C]), got " + std::to_string(opgen::axis_size(X_shape, 1)) + " and " + std::to_string(opgen::axis_size(bias_shape, 0)));
+    opgen::fail("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C]), got " + opgen::dim_to_string(opgen::axis_size(X_shape, 1)) + " and " + opgen::dim_to_string(opgen::axis_size(bias_shape, 0)));
   }
-  OutputShapes shapes;
+  OutputShapesOf<Dim> shapes;
   opgen::append_dims(shapes.Y, X_shape, 0, opgen::kShapeEnd);
   return shapes;
 }

@@ -31,7 +31,7 @@ struct OrtKernel {
       const opgen::Shape scale_shape = scale_value.GetTensorTypeAndShapeInfo().GetShape();
       const Ort::ConstValue bias_value = context.GetInput(3);
       const opgen::Shape bias_shape = bias_value.GetTensorTypeAndShapeInfo().GetShape();
-      const OutputShapes shapes = infer_shapes(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
+      const OutputShapes shapes = infer_shapes<int64_t>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
       const opgen::Input<T> X{opgen::ort::data<T>(X_value), X_shape};
       const opgen::Input<int64_t> num_groups{opgen::ort::data<int64_t>(num_groups_value), num_groups_shape};
       const opgen::Input<T> scale{opgen::ort::data<T>(scale_value), scale_shape};
@@ -44,6 +44,23 @@ struct OrtKernel {
   }
 };
 
+// ONNX Runtime's graph-time shape inference: the shape rule of custom_group_norm_op.h on symbolic dims,
+// so the outputs of a node get their element types and shapes before anything runs. (ONNX
+// Runtime ignores a returned error; the same check fails again, with its status, in the kernel.)
+OrtStatusPtr InferOutputShapes(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw_context) noexcept {
+  return opgen::ort::guard(kOpName, [&] {
+    opgen::ort::ShapeInference context(raw_context);
+    if (context.any_rank_unknown({0, 2, 3})) return;
+    const std::vector<opgen::SymDim> X_shape = context.shape(0);
+    const std::vector<opgen::SymDim> num_groups_shape = context.shape(1);
+    const std::vector<opgen::SymDim> scale_shape = context.shape(2);
+    const std::vector<opgen::SymDim> bias_shape = context.shape(3);
+    Attributes attrs{};
+    const OutputShapesOf<opgen::SymDim> shapes = infer_shapes<opgen::SymDim>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
+    context.set_output(0, context.element_type(0), shapes.Y, kOpName, "Y");
+  });
+}
+
 template <typename T>
 struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
   OrtOp() {
@@ -51,6 +68,7 @@ struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
     // 1.31 builds one schema per custom-op name from the first op registered, so kernels for
     // separate version ranges of one name could not be told apart anyway.)
     this->start_ver_ = 1;
+    this->InferOutputShapeFn = &InferOutputShapes;
   }
 
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const {

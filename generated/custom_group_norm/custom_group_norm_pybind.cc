@@ -23,7 +23,7 @@ py::tuple run(const py::array& X_array, const py::array& num_groups_array, const
   const opgen::Shape num_groups_shape = opgen::py_support::shape_of(num_groups_array, kOpName, "num_groups");
   const opgen::Shape scale_shape = opgen::py_support::shape_of(scale_array, kOpName, "scale");
   const opgen::Shape bias_shape = opgen::py_support::shape_of(bias_array, kOpName, "bias");
-  const OutputShapes shapes = infer_shapes(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
+  const OutputShapes shapes = infer_shapes<int64_t>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
   const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
   const opgen::Input<int64_t> num_groups{opgen::py_support::data<int64_t>(num_groups_array), num_groups_shape};
   const opgen::Input<T> scale{opgen::py_support::data<T>(scale_array), scale_shape};

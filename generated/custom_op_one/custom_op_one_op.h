@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "opgen/runtime.h"
+#include "opgen/shape_rule.h"
 
 namespace opgen::custom_op_one {
 
@@ -18,17 +19,23 @@ namespace opgen::custom_op_one {
 struct Attributes {
 };
 
-struct OutputShapes {
-  opgen::Shape Z;
+// The output shapes, in dims of type Dim (see infer_shapes).
+template <typename Dim>
+struct OutputShapesOf {
+  std::vector<Dim> Z;
 };
+using OutputShapes = OutputShapesOf<int64_t>;
 
 // The shape rule: checks the input shapes and returns the output shapes; throws opgen::Error.
-inline OutputShapes infer_shapes(const opgen::Shape& X_shape, const opgen::Shape& Y_shape, const Attributes& attrs) {
+// Dim is int64_t for real tensors, opgen::SymDim for ONNX Runtime's graph-time shape inference
+// (where checks that need unknown dims pass, to be made again when the kernel runs).
+template <typename Dim>
+OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const std::vector<Dim>& Y_shape, const Attributes& attrs) {
   (void)attrs;
   if (!(X_shape == Y_shape)) {
     opgen::fail("CustomOpOne: input 'Y' must have the shape of input 'X', got " + opgen::shape_to_string(X_shape) + " and " + opgen::shape_to_string(Y_shape));
   }
-  OutputShapes shapes;
+  OutputShapesOf<Dim> shapes;
   opgen::append_dims(shapes.Z, X_shape, 0, opgen::kShapeEnd);
   return shapes;
 }

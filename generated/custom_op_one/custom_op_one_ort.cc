@@ -26,7 +26,7 @@ struct OrtKernel {
       const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
       const Ort::ConstValue Y_value = context.GetInput(1);
       const opgen::Shape Y_shape = Y_value.GetTensorTypeAndShapeInfo().GetShape();
-      const OutputShapes shapes = infer_shapes(X_shape, Y_shape, attrs);
+      const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Y_shape, attrs);
       const opgen::Input<T> X{opgen::ort::data<T>(X_value), X_shape};
       const opgen::Input<T> Y{opgen::ort::data<T>(Y_value), Y_shape};
       Ort::UnownedValue Z_value = context.GetOutput(0, shapes.Z);
@@ -37,6 +37,21 @@ struct OrtKernel {
   }
 };
 
+// ONNX Runtime's graph-time shape inference: the shape rule of custom_op_one_op.h on symbolic dims,
+// so the outputs of a node get their element types and shapes before anything runs. (ONNX
+// Runtime ignores a returned error; the same check fails again, with its status, in the kernel.)
+OrtStatusPtr InferOutputShapes(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw_context) noexcept {
+  return opgen::ort::guard(kOpName, [&] {
+    opgen::ort::ShapeInference context(raw_context);
+    if (context.any_rank_unknown({0, 1})) return;
+    const std::vector<opgen::SymDim> X_shape = context.shape(0);
+    const std::vector<opgen::SymDim> Y_shape = context.shape(1);
+    Attributes attrs{};
+    const OutputShapesOf<opgen::SymDim> shapes = infer_shapes<opgen::SymDim>(X_shape, Y_shape, attrs);
+    context.set_output(0, context.element_type(0), shapes.Z, kOpName, "Z");
+  });
+}
+
 template <typename T>
 struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
   OrtOp() {
@@ -44,6 +59,7 @@ struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
     // 1.31 builds one schema per custom-op name from the first op registered, so kernels for
     // separate version ranges of one name could not be told apart anyway.)
     this->start_ver_ = 1;
+    this->InferOutputShapeFn = &InferOutputShapes;
   }
 
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const {

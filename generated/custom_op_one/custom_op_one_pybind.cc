@@ -21,7 +21,7 @@ template <typename T>
 py::tuple run(const py::array& X_array, const py::array& Y_array, const Attributes& attrs) {
   const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpName, "X");
   const opgen::Shape Y_shape = opgen::py_support::shape_of(Y_array, kOpName, "Y");
-  const OutputShapes shapes = infer_shapes(X_shape, Y_shape, attrs);
+  const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Y_shape, attrs);
   const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
   const opgen::Input<T> Y{opgen::py_support::data<T>(Y_array), Y_shape};
   py::array Z_array = opgen::py_support::empty<T>(shapes.Z);

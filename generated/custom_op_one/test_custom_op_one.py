@@ -116,13 +116,15 @@ def single_node(
     inputs: dict,
     attributes: dict,
     static: bool = False,
+    dims: dict | None = None,
     domain=DOMAIN,
     op_type=OP_TYPE,
     version=VERSION,
 ):
-    """A one-node model of the op (or of another op with the same signature)."""
+    """A one-node model of the op (or of another op with the same signature). Input dims are
+    the inputs' sizes when `static`, else `dims` (numbers and names), else fresh names."""
     signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
-    shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else None
+    shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else dims
     model = _testing.single_node_model(
         domain, op_type, version, signature, OUTPUTS, attributes, static_shapes=shapes
     )
@@ -177,14 +179,14 @@ RANDOM_CASES = [
         "dynamic": {"batch": [3, 4]},
         "samplers": {},
         "attributes": {},
-        "output_ranks": [2],
+        "output_dims": [["batch", 5]],
     },
     {
         "shapes": {"X": ["batch", 2, 3], "Y": ["batch", 2, 3]},
         "dynamic": {"batch": [2, 6]},
         "samplers": {},
         "attributes": {},
-        "output_ranks": [3],
+        "output_dims": [["batch", 2, 3]],
     },
 ]
 
@@ -253,11 +255,11 @@ def test_export_and_parity(index, types, exporter, tmp_path):
             assert functions.get(key) == body, f"model-local function {key}: {functions}"
     onnx.checker.check_model(exported, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(exported, strict_mode=True)
-    for output, rank in zip(inferred.graph.output, case["output_ranks"], strict=True):
+    for output, dims in zip(inferred.graph.output, case["output_dims"], strict=True):
         assert output.type.tensor_type.elem_type != 0, f"type of {output.name} after inference"
-        if rank is not None:
-            assert (
-                len(output.type.tensor_type.shape.dim) == rank
+        if dims is not None:
+            assert len(output.type.tensor_type.shape.dim) == len(
+                dims
             ), f"rank of {output.name} after shape inference"
     session = _testing.session(exported, EXPORT_LIBRARIES)
     for size_index in range(sizes(case)):
@@ -303,6 +305,50 @@ def test_single_node_parity(index, types):
             _testing.assert_close(
                 got, want, TOLERANCES, f"ONNX Runtime, {name}, size #{size_index}"
             )
+
+
+@pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+def test_onnxruntime_infers_output_types_and_shapes(index, types):
+    """ONNX Runtime's graph-time inference (the library's shape rule on symbolic dims) types and
+    shapes the outputs of a node whose model declares none: known dims as numbers, named dims
+    by name, computed ones as expressions of the names (true at every size), and dims no rule
+    can know under a fresh "unk__" name, one per data-dependent size symbol."""
+    case = RANDOM_CASES[index]
+    first = make_inputs(case, 0, types, seed=0)
+    session = _testing.session(single_node(first, case["attributes"], dims=case["shapes"]), LIBRARY)
+    declared = {output.name: output for output in session.get_outputs()}
+    symbols = {}  # data-dependent size symbol -> the names ONNX Runtime gave it
+    for name, dims in zip(OUTPUTS, case["output_dims"], strict=True):
+        for dim, onnx_dim in zip(declared[name].shape, dims, strict=True):
+            if str(onnx_dim).startswith("?"):
+                symbols.setdefault(onnx_dim[1:], set()).add(dim)
+    for symbol, names in symbols.items():
+        if symbol:
+            assert len(names) == 1 and str(next(iter(names))).startswith(
+                "unk__"
+            ), f"names of size {symbol}: {names}"
+    for size_index in range(sizes(case)):
+        inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+        values = {name: dim_sizes[size_index] for name, dim_sizes in case["dynamic"].items()}
+        for name, dims, want in zip(
+            OUTPUTS,
+            case["output_dims"],
+            expected_outputs(inputs, case["attributes"], types),
+            strict=True,
+        ):
+            got = declared[name]
+            assert got.type == _testing.ort_type(want.dtype), f"type of {name}: {got.type}"
+            assert (
+                len(got.shape) == want.dim()
+            ), f"shape of {name}: {got.shape}, want rank {want.dim()}"
+            for axis, (dim, onnx_dim, size) in enumerate(
+                zip(got.shape, dims, want.shape, strict=True)
+            ):
+                where = f"dim {axis} of {name} in {got.shape} (ONNX infers {dims})"
+                if not str(onnx_dim).startswith("?"):  # a number or a name: what ONNX infers
+                    assert dim == onnx_dim, where
+                elif not str(dim).startswith("unk__"):
+                    assert _testing.evaluate_dim(dim, values) == size, f"{where} at sizes {values}"
 
 
 @pytest.mark.parametrize("index,types", RANDOM_PARAMS)

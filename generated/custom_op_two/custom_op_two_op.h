@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "opgen/runtime.h"
+#include "opgen/shape_rule.h"
 
 namespace opgen::custom_op_two {
 
@@ -19,14 +20,20 @@ namespace opgen::custom_op_two {
 struct Attributes {
 };
 
-struct OutputShapes {
-  opgen::Shape Y;
+// The output shapes, in dims of type Dim (see infer_shapes).
+template <typename Dim>
+struct OutputShapesOf {
+  std::vector<Dim> Y;
 };
+using OutputShapes = OutputShapesOf<int64_t>;
 
 // The shape rule: checks the input shapes and returns the output shapes; throws opgen::Error.
-inline OutputShapes infer_shapes(const opgen::Shape& X_shape, const Attributes& attrs) {
+// Dim is int64_t for real tensors, opgen::SymDim for ONNX Runtime's graph-time shape inference
+// (where checks that need unknown dims pass, to be made again when the kernel runs).
+template <typename Dim>
+OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const Attributes& attrs) {
   (void)attrs;
-  OutputShapes shapes;
+  OutputShapesOf<Dim> shapes;
   opgen::append_dims(shapes.Y, X_shape, 0, opgen::kShapeEnd);
   return shapes;
 }

@@ -20,7 +20,7 @@ constexpr const char* kOpName = "CustomOpTwo";
 template <typename T>
 py::tuple run(const py::array& X_array, const Attributes& attrs) {
   const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpName, "X");
-  const OutputShapes shapes = infer_shapes(X_shape, attrs);
+  const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
   const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
   py::array Y_array = opgen::py_support::empty<int32_t>(shapes.Y);
   const opgen::Output<int32_t> Y{opgen::py_support::mutable_data<int32_t>(Y_array), shapes.Y};

@@ -164,14 +164,14 @@ RANDOM_CASES = [
         "dynamic": {"batch": [2, 5]},
         "samplers": {},
         "attributes": {},
-        "output_ranks": [3],
+        "output_dims": [["batch", 3, 4]],
     },
     {
         "shapes": {"X": ["batch", 6]},
         "dynamic": {"batch": [2, 3]},
         "samplers": {},
         "attributes": {"approximate": "tanh"},
-        "output_ranks": [2],
+        "output_dims": [["batch", 6]],
     },
 ]
 
@@ -240,11 +240,11 @@ def test_export_and_parity(index, types, exporter, tmp_path):
             assert functions.get(key) == body, f"model-local function {key}: {functions}"
     onnx.checker.check_model(exported, full_check=True)
     inferred = onnx.shape_inference.infer_shapes(exported, strict_mode=True)
-    for output, rank in zip(inferred.graph.output, case["output_ranks"], strict=True):
+    for output, dims in zip(inferred.graph.output, case["output_dims"], strict=True):
         assert output.type.tensor_type.elem_type != 0, f"type of {output.name} after inference"
-        if rank is not None:
-            assert (
-                len(output.type.tensor_type.shape.dim) == rank
+        if dims is not None:
+            assert len(output.type.tensor_type.shape.dim) == len(
+                dims
             ), f"rank of {output.name} after shape inference"
     session = _testing.session(exported, EXPORT_LIBRARIES)
     for size_index in range(sizes(case)):

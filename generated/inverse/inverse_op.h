@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "opgen/runtime.h"
+#include "opgen/shape_rule.h"
 
 namespace opgen::inverse {
 
@@ -19,20 +20,26 @@ namespace opgen::inverse {
 struct Attributes {
 };
 
-struct OutputShapes {
-  opgen::Shape Y;
+// The output shapes, in dims of type Dim (see infer_shapes).
+template <typename Dim>
+struct OutputShapesOf {
+  std::vector<Dim> Y;
 };
+using OutputShapes = OutputShapesOf<int64_t>;
 
 // The shape rule: checks the input shapes and returns the output shapes; throws opgen::Error.
-inline OutputShapes infer_shapes(const opgen::Shape& X_shape, const Attributes& attrs) {
+// Dim is int64_t for real tensors, opgen::SymDim for ONNX Runtime's graph-time shape inference
+// (where checks that need unknown dims pass, to be made again when the kernel runs).
+template <typename Dim>
+OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const Attributes& attrs) {
   (void)attrs;
   if (!(static_cast<int64_t>(X_shape.size()) >= 2)) {
     opgen::fail("Inverse: input 'X' must have at least rank 2 (shape [..., N, N]), got shape " + opgen::shape_to_string(X_shape));
   }
   if (!(opgen::axis_size(X_shape, -2) == opgen::axis_size(X_shape, -1))) {
-    opgen::fail("Inverse: dimension N must agree: axis -2 of input 'X' and axis -1 of input 'X' differ (shape [..., N, N]), got " + std::to_string(opgen::axis_size(X_shape, -2)) + " and " + std::to_string(opgen::axis_size(X_shape, -1)));
+    opgen::fail("Inverse: dimension N must agree: axis -2 of input 'X' and axis -1 of input 'X' differ (shape [..., N, N]), got " + opgen::dim_to_string(opgen::axis_size(X_shape, -2)) + " and " + opgen::dim_to_string(opgen::axis_size(X_shape, -1)));
   }
-  OutputShapes shapes;
+  OutputShapesOf<Dim> shapes;
   opgen::append_dims(shapes.Y, X_shape, 0, -2);
   shapes.Y.push_back(opgen::axis_size(X_shape, -2));
   shapes.Y.push_back(opgen::axis_size(X_shape, -2));

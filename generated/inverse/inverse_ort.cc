@@ -24,7 +24,7 @@ struct OrtKernel {
       Ort::KernelContext context(raw_context);
       const Ort::ConstValue X_value = context.GetInput(0);
       const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
-      const OutputShapes shapes = infer_shapes(X_shape, attrs);
+      const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
       const opgen::Input<T> X{opgen::ort::data<T>(X_value), X_shape};
       Ort::UnownedValue Y_value = context.GetOutput(0, shapes.Y);
       const opgen::Output<T> Y{opgen::ort::mutable_data<T>(Y_value), shapes.Y};
@@ -34,6 +34,20 @@ struct OrtKernel {
   }
 };
 
+// ONNX Runtime's graph-time shape inference: the shape rule of inverse_op.h on symbolic dims,
+// so the outputs of a node get their element types and shapes before anything runs. (ONNX
+// Runtime ignores a returned error; the same check fails again, with its status, in the kernel.)
+OrtStatusPtr InferOutputShapes(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw_context) noexcept {
+  return opgen::ort::guard(kOpName, [&] {
+    opgen::ort::ShapeInference context(raw_context);
+    if (context.any_rank_unknown({0})) return;
+    const std::vector<opgen::SymDim> X_shape = context.shape(0);
+    Attributes attrs{};
+    const OutputShapesOf<opgen::SymDim> shapes = infer_shapes<opgen::SymDim>(X_shape, attrs);
+    context.set_output(0, context.element_type(0), shapes.Y, kOpName, "Y");
+  });
+}
+
 template <typename T>
 struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
   OrtOp() {
@@ -41,6 +55,7 @@ struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
     // 1.31 builds one schema per custom-op name from the first op registered, so kernels for
     // separate version ranges of one name could not be told apart anyway.)
     this->start_ver_ = 1;
+    this->InferOutputShapeFn = &InferOutputShapes;
   }
 
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const {

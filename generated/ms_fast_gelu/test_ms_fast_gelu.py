@@ -86,13 +86,15 @@ def single_node(
     inputs: dict,
     attributes: dict,
     static: bool = False,
+    dims: dict | None = None,
     domain=DOMAIN,
     op_type=OP_TYPE,
     version=VERSION,
 ):
-    """A one-node model of the op (or of another op with the same signature)."""
+    """A one-node model of the op (or of another op with the same signature). Input dims are
+    the inputs' sizes when `static`, else `dims` (numbers and names), else fresh names."""
     signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
-    shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else None
+    shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else dims
     model = _testing.single_node_model(
         domain, op_type, version, signature, OUTPUTS, attributes, static_shapes=shapes
     )
@@ -151,14 +153,14 @@ RANDOM_CASES = [
         "dynamic": {"batch": [2, 3]},
         "samplers": {},
         "attributes": {},
-        "output_ranks": [2],
+        "output_dims": [["batch", 7]],
     },
     {
         "shapes": {"X": ["batch", 2, 5], "bias": [5]},
         "dynamic": {"batch": [2, 3]},
         "samplers": {},
         "attributes": {},
-        "output_ranks": [3],
+        "output_dims": [["batch", 2, 5]],
     },
 ]
 

@@ -107,7 +107,8 @@ def comment(text: str) -> list[str]:
     return [line.rstrip().rstrip("\\") for line in text.splitlines()] or [""]
 
 
-# ---- shape rule, on concrete shapes (std::vector<int64_t>): ONNX Runtime wrapper and pybind11
+# ---- shape rule, generic over the dim type (op.h's infer_shapes<Dim>): int64_t in the kernel
+# wrappers (ONNX Runtime and pybind11), opgen::SymDim in ONNX Runtime's shape inference
 
 
 def _shape_var(name: str) -> str:
@@ -164,12 +165,12 @@ def concrete_checks(op: OpDef) -> list[dict]:
         if isinstance(check, DimEqualCheck):
             condition = f"{_concrete_dim(check.a)} == {_concrete_dim(check.b)}"
             got = (
-                f'std::to_string({_concrete_dim(check.a)}) + " and " + '
-                f"std::to_string({_concrete_dim(check.b)})"
+                f'opgen::dim_to_string({_concrete_dim(check.a)}) + " and " + '
+                f"opgen::dim_to_string({_concrete_dim(check.b)})"
             )
         else:
             condition = f"{_concrete_dim(check.ref)} == {check.value}"
-            got = f"std::to_string({_concrete_dim(check.ref)})"
+            got = f"opgen::dim_to_string({_concrete_dim(check.ref)})"
         checks.append(
             {
                 "condition": condition,
@@ -204,7 +205,7 @@ def concrete_checks(op: OpDef) -> list[dict]:
             {
                 "condition": f"{value} {'>' if check.strict else '>='} 0",
                 "message": string_literal(check.message + ", got "),
-                "got": f"std::to_string({value})",
+                "got": f"opgen::dim_to_string({value})",
             }
         )
     attribute_count = len(rule.attribute_checks)
@@ -218,6 +219,9 @@ def _part_concrete(target: str, part: ShapePart, optional: frozenset[str]) -> st
         start = part.start if part.start is not None else 0
         stop = part.stop if part.stop is not None else "opgen::kShapeEnd"
         return f"opgen::append_dims({target}, {_shape_var(part.input)}, {start}, {stop});"
+    if part.kind == "expr" and part.expr.kind == "dynamic":
+        symbol = string_literal(part.expr.text)
+        return f"{target}.push_back(opgen::data_dependent_dim<Dim>({symbol}));"
     if part.kind == "expr":
         return f"{target}.push_back({_concrete_expr(part.expr)});"
     if part.kind == "broadcast":
@@ -229,7 +233,7 @@ def _part_concrete(target: str, part: ShapePart, optional: frozenset[str]) -> st
             )
             for name, _ in part.operands
         )
-        return f"{target} = opgen::broadcast_shapes({string_literal(part.message)}, {{{shapes}}});"
+        return f"{target} = opgen::broadcast_shapes<Dim>({string_literal(part.message)}, {{{shapes}}});"
     return (
         f"{target} = opgen::reduced_shape({_shape_var(part.input)}, {_concrete_expr(part.axis)}, "
         f"{_concrete_expr(part.keepdims)});"
@@ -237,7 +241,6 @@ def _part_concrete(target: str, part: ShapePart, optional: frozenset[str]) -> st
 
 
 def concrete_output_shapes(op: OpDef) -> list[dict]:
-    """Outputs the wrapper allocates (not those of data-dependent size: their kernel does)."""
     return [
         {
             "name": out.output,
@@ -246,7 +249,6 @@ def concrete_output_shapes(op: OpDef) -> list[dict]:
             ],
         }
         for out in op.shape_rule.outputs
-        if not out.data_dependent
     ]
 
 

@@ -91,7 +91,8 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
             output_dir.resolve() / op.op_id, op.kernel.source_file.resolve()
         )
     shape_params = ", ".join(
-        f"const opgen::Shape& {t.name}_shape" + (f", bool {t.name}_present" if t.optional else "")
+        f"const std::vector<Dim>& {t.name}_shape"
+        + (f", bool {t.name}_present" if t.optional else "")
         for t in op.inputs
     )
     return {
@@ -131,6 +132,32 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
             if op.kernel and op.kernel.source_file
             else "inline in the definition"
         ),
+    }
+
+
+def _ort_context(op: OpDef) -> dict:
+    """ONNX Runtime's graph-time shape inference: the op's shape rule on symbolic dims."""
+    input_index = {t.name: i for i, t in enumerate(op.inputs)}
+    attrs = {a.name: a for a in op.attributes}
+
+    def element_type(output) -> str:
+        source = op.dtype_source(output)
+        if source is None:
+            return f"opgen::ort::element_type<{common.tensor_cpp_type(output)}>()"
+        return f"context.element_type({input_index[source]})"
+
+    return {
+        # Inputs whose rank 0 could mean "unknown rank" to ONNX Runtime (not the scalars).
+        "rank_ambiguous_indices": ", ".join(
+            str(i["index"])
+            for i in common.shaped_inputs(op)
+            if i["name"] not in op.shape_rule.scalar_inputs
+        ),
+        "rule_attributes": [
+            {"name": name, "required_literal": "true" if attrs[name].required else "false"}
+            for name in op.shape_rule.attributes
+        ],
+        "output_element_types": [element_type(t) for t in op.outputs],
     }
 
 
@@ -336,7 +363,7 @@ def emit(op: OpDef, output_dir: Path) -> list[GeneratedFile]:
         files += [
             render("cpp/op.h.j2", f"{base}_op.h", srcs, **context),
             render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, **context),
-            render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, **context),
+            render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, **context, **_ort_context(op)),
             render(
                 "cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, **context, **_pybind_context(op)
             ),

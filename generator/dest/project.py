@@ -40,6 +40,11 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
     files = [
         render("cpp/runtime.h.j2", "include/opgen/runtime.h", ["templates/cpp/runtime.h.j2"]),
         render(
+            "cpp/shape_rule.h.j2",
+            "include/opgen/shape_rule.h",
+            ["templates/cpp/shape_rule.h.j2"],
+        ),
+        render(
             "cpp/ort_support.h.j2",
             "include/opgen/ort_support.h",
             ["templates/cpp/ort_support.h.j2"],

@@ -38,7 +38,7 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     random_cases = []
     for case_index, case in enumerate(tests.random):
         named = {k: list(v) for k, v in case.shapes.items()}
-        shapes = evaluate_output_shapes(op, named, case.attributes)
+        shapes = evaluate_output_shapes(op, named, case.attributes, mark_data_dependent=True)
         random_cases.append(
             {
                 "index": case_index,
@@ -46,10 +46,10 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
                 "dynamic": py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
                 "samples": [{"input": k, "expr": v} for k, v in case.samples.items()],
                 "attributes": py.literal_dict(case.attributes),
-                # None: the output has no shape rule (shapes come through a function body).
-                "output_ranks": py.literal(
-                    [len(shapes[o.name]) if o.name in shapes else None for o in op.outputs]
-                ),
+                # Each output's dims as ONNX infers them from the case's named input dims:
+                # numbers, names, "?" (unknown), "?M" (data-dependent size M); None: the output
+                # has no shape rule (shapes come through a function body).
+                "output_dims": py.literal([shapes.get(o.name) for o in op.outputs]),
             }
         )
     context = {

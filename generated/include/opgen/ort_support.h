@@ -5,13 +5,18 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
+#include <initializer_list>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "onnxruntime_cxx_api.h"
 #include "opgen/runtime.h"
+#include "opgen/shape_rule.h"
 
 namespace opgen::ort {
 
@@ -97,6 +102,135 @@ void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char
     }
   }
 }
+
+// ONNX Runtime's graph-time shape inference of a custom op (OrtCustomOp::InferOutputShapeFn),
+// on the C API: the 1.29 C++ wrapper can neither read input element types nor write a symbolic
+// output dim that ONNX Runtime 1.31 accepts.
+class ShapeInference {
+ public:
+  explicit ShapeInference(OrtShapeInferContext* context) : api_(Ort::GetApi()), context_(context) {
+    Ort::ThrowOnError(api_.ShapeInferContext_GetInputCount(context_, &input_count_));
+  }
+
+  // An optional input is absent when the node omits it or names it "" (no element type then).
+  bool present(size_t index) const {
+    return index < input_count_ && element_type(index) != ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+  }
+
+  ONNXTensorElementDataType element_type(size_t index) const {
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    Ort::ThrowOnError(api_.GetTensorElementType(info(index), &type));
+    return type;
+  }
+
+  // Dims as ONNX Runtime reports them: a value, a model's symbolic name, or unknown.
+  std::vector<SymDim> shape(size_t index) const {
+    if (!present(index)) return {};
+    const OrtTensorTypeAndShapeInfo* input = info(index);
+    size_t rank = 0;
+    Ort::ThrowOnError(api_.GetDimensionsCount(input, &rank));
+    std::vector<int64_t> values(rank);
+    std::vector<const char*> names(rank, nullptr);
+    Ort::ThrowOnError(api_.GetDimensions(input, values.data(), rank));
+    Ort::ThrowOnError(api_.GetSymbolicDimensions(input, names.data(), rank));
+    std::vector<SymDim> dims;
+    for (size_t i = 0; i < rank; ++i) {
+      dims.push_back(values[i] >= 0 ? SymDim(values[i]) : SymDim::named(names[i] ? names[i] : ""));
+    }
+    return dims;
+  }
+
+  // ONNX Runtime reports an input of unknown rank as rank 0, like a scalar. A rule run on such
+  // an input could infer a wrong shape that ONNX Runtime would trust, so it is not run (the
+  // caller leaves out inputs that must be scalars: their rank 0 is no news).
+  bool any_rank_unknown(std::initializer_list<size_t> inputs) const {
+    for (size_t index : inputs) {
+      if (!present(index)) continue;
+      size_t rank = 0;
+      Ort::ThrowOnError(api_.GetDimensionsCount(info(index), &rank));
+      if (rank == 0) return true;
+    }
+    return false;
+  }
+
+  // Reads an attribute the shape rule needs; a missing optional one keeps its default.
+  void read_attribute(const char* op, const char* name, bool required, int64_t& value) const {
+    if (const OrtOpAttr* attr = attribute(op, name, required)) {
+      size_t size = 0;
+      Ort::ThrowOnError(api_.ReadOpAttr(attr, ORT_OP_ATTR_INT, &value, sizeof value, &size));
+    }
+  }
+  void read_attribute(const char* op, const char* name, bool required, bool& value) const {
+    int64_t number = value ? 1 : 0;
+    read_attribute(op, name, required, number);
+    value = number != 0;
+  }
+  void read_attribute(const char* op, const char* name, bool required, std::string& value) const {
+    if (const OrtOpAttr* attr = attribute(op, name, required)) {
+      size_t size = 0;
+      // The first call asks for the size (and fails for want of room); the second reads.
+      OrtStatus* status = api_.ReadOpAttr(attr, ORT_OP_ATTR_STRING, nullptr, 0, &size);
+      if (status != nullptr) api_.ReleaseStatus(status);
+      std::vector<char> text(size + 1, '\0');
+      Ort::ThrowOnError(api_.ReadOpAttr(attr, ORT_OP_ATTR_STRING, text.data(), text.size(), &size));
+      value.assign(text.data());
+    }
+  }
+
+  // Sets an output's element type and shape. An unnamed unknown dim gets a fresh name, unique
+  // in the process, so it never claims to equal another dim (ONNX Runtime takes unknown dims
+  // only by name); the dims of one data-dependent size symbol share theirs within the node.
+  void set_output(size_t index, ONNXTensorElementDataType type, const std::vector<SymDim>& shape,
+                  const char* op, const char* output) {
+    std::vector<int64_t> values;
+    std::vector<std::string> names;
+    for (const SymDim& dim : shape) {
+      values.push_back(dim.known() ? dim.value() : -1);
+      names.push_back(dim.known() ? std::string() : !dim.name().empty() ? dim.name() : fresh_name(op, output, dim.symbol()));
+    }
+    std::vector<const char*> name_pointers;
+    for (const std::string& name : names) name_pointers.push_back(name.c_str());
+    OrtTensorTypeAndShapeInfo* info = nullptr;
+    Ort::ThrowOnError(api_.CreateTensorTypeAndShapeInfo(&info));
+    const std::unique_ptr<OrtTensorTypeAndShapeInfo, void (*)(OrtTensorTypeAndShapeInfo*)> owned(
+        info, [](OrtTensorTypeAndShapeInfo* p) { Ort::GetApi().ReleaseTensorTypeAndShapeInfo(p); });
+    Ort::ThrowOnError(api_.SetTensorElementType(info, type));
+    Ort::ThrowOnError(api_.SetDimensions(info, values.data(), values.size()));
+    Ort::ThrowOnError(api_.SetSymbolicDimensions(info, name_pointers.data(), name_pointers.size()));
+    Ort::ThrowOnError(api_.ShapeInferContext_SetOutputTypeShape(context_, index, info));
+  }
+
+ private:
+  const OrtTensorTypeAndShapeInfo* info(size_t index) const {
+    OrtTensorTypeAndShapeInfo* result = nullptr;  // owned by the context
+    Ort::ThrowOnError(api_.ShapeInferContext_GetInputTypeShape(context_, index, &result));
+    return result;
+  }
+
+  const OrtOpAttr* attribute(const char* op, const char* name, bool required) const {
+    const OrtOpAttr* attr = nullptr;
+    OrtStatus* status = api_.ShapeInferContext_GetAttribute(context_, name, &attr);
+    if (status == nullptr) return attr;
+    api_.ReleaseStatus(status);
+    if (required) opgen::fail(std::string(op) + ": required attribute '" + name + "' is missing");
+    return nullptr;
+  }
+
+  std::string fresh_name(const char* op, const char* output, const std::string& symbol) {
+    static std::atomic<uint64_t> counter{0};
+    if (!symbol.empty()) {
+      std::string& name = symbol_names_[symbol];
+      if (name.empty()) name = std::string("unk__") + op + "_" + symbol + "_" + std::to_string(counter++);
+      return name;
+    }
+    return std::string("unk__") + op + "_" + output + "_" + std::to_string(counter++);
+  }
+
+  const OrtApi& api_;
+  OrtShapeInferContext* context_;
+  size_t input_count_ = 0;
+  std::map<std::string, std::string> symbol_names_;  // data-dependent size symbol -> its name
+};
 
 // The kernel Context over ONNX Runtime's intra-op thread pool.
 class ThreadPoolContext final : public opgen::Context {

@@ -6,12 +6,10 @@
 #pragma once
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -30,73 +28,16 @@ class Error : public std::invalid_argument {
 
 [[noreturn]] inline void fail(const std::string& message) { throw Error(message); }
 
-inline std::string shape_to_string(const Shape& shape) {
+inline std::string dim_to_string(int64_t dim) { return std::to_string(dim); }
+
+// "[2, 3]"; also for the symbolic dims of opgen/shape_rule.h (found by argument lookup).
+template <typename Dim>
+std::string shape_to_string(const std::vector<Dim>& shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
-    text += (i ? ", " : "") + std::to_string(shape[i]);
+    text += (i ? ", " : "") + dim_to_string(shape[i]);
   }
   return text + "]";
-}
-
-// Shape helpers used by the generated shape rules (axes may be negative, as in Python).
-constexpr int64_t kShapeEnd = INT64_MAX;
-
-inline int64_t axis_size(const Shape& shape, int64_t axis) {
-  return shape.at(static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(shape.size()) : axis));
-}
-
-inline void append_dims(Shape& out, const Shape& shape, int64_t start, int64_t stop) {
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  if (start < 0) start += rank;
-  stop = stop == kShapeEnd ? rank : (stop < 0 ? stop + rank : stop);
-  for (int64_t i = start; i < stop; ++i) out.push_back(shape[static_cast<size_t>(i)]);
-}
-
-// Python's floor division (the shape rules' `//`); the rule checks that d > 0 first.
-inline int64_t floor_div(int64_t n, int64_t d) {
-  const int64_t q = n / d;
-  return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
-}
-
-// numpy broadcasting of several shapes (nullptr: an absent optional input, skipped);
-// `message` names the op and its inputs.
-inline Shape broadcast_shapes(const std::string& message, std::initializer_list<const Shape*> shapes) {
-  size_t rank = 0;
-  for (const Shape* shape : shapes) rank = shape ? std::max(rank, shape->size()) : rank;
-  Shape result(rank, 1);
-  for (const Shape* shape : shapes) {
-    if (!shape) continue;
-    const size_t offset = rank - shape->size();
-    for (size_t i = 0; i < shape->size(); ++i) {
-      const int64_t d = (*shape)[i];
-      int64_t& r = result[offset + i];
-      if (d == r || d == 1) continue;
-      if (r != 1) {
-        std::string got;
-        for (const Shape* s : shapes) {
-          if (s) got += (got.empty() ? "" : " and ") + shape_to_string(*s);
-        }
-        fail(message + got);
-      }
-      r = d;
-    }
-  }
-  return result;
-}
-
-// The shape without `axis` (kept as a 1 when keepdims); the rule checked the axis range.
-inline Shape reduced_shape(const Shape& shape, int64_t axis, bool keepdims) {
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  if (axis < 0) axis += rank;
-  Shape result;
-  for (int64_t i = 0; i < rank; ++i) {
-    if (i != axis) {
-      result.push_back(shape[static_cast<size_t>(i)]);
-    } else if (keepdims) {
-      result.push_back(1);
-    }
-  }
-  return result;
 }
 
 // Offsets that broadcasting an input of `shape` to `out_shape` gives, one per output element
