@@ -350,6 +350,20 @@ VALUE_ERROR_PARAMS = [
 ]
 
 
+def test_wrong_dtype_is_rejected():
+    """X, Y in a dtype outside the type constraint: ONNX's
+    type check fails; never a misread buffer.    (ONNX Runtime inlines a function op and runs its body's standard ops at any dtype they
+    accept: no type check of ours to test there.)"""
+    case = RANDOM_CASES[0]
+    inputs = make_inputs(case, 0, TYPES[0], seed=0)
+    inputs = {k: v.to(torch.int32) if k in ["X", "Y"] else v for k, v in inputs.items()}
+    generated.register_all()
+    with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
+        onnx.shape_inference.infer_shapes(
+            single_node(inputs, case["attributes"], static=True), check_type=True, strict_mode=True
+        )
+
+
 # ---------------------------------------------------------------- the C++ schema
 def test_cpp_schema_with_onnx_library():
     binary = _support.build_dir() / "bin" / "aten_add_schema_test"

@@ -416,16 +416,23 @@ VALUE_ERROR_PARAMS = [
 ]
 
 
-def test_unsupported_dtype_is_rejected():
-    """A dtype outside the type constraint: a clear error, never a misread buffer."""
+def test_wrong_dtype_is_rejected():
+    """X, Y in a dtype outside the type constraint: ONNX's
+    type check fails, ONNX Runtime refuses the model, the PyTorch op raises; never a misread buffer.
+    """
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
-    inputs = {k: v.to(torch.int32) if INPUT_TYPES[k] == "T" else v for k, v in inputs.items()}
-    with pytest.raises(ValueError, match="unsupported input dtypes"):
-        TORCH_OP(*call_args(inputs), **case["attributes"])
+    inputs = {k: v.to(torch.int32) if k in ["X", "Y"] else v for k, v in inputs.items()}
+    generated.register_all()
+    with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
+        onnx.shape_inference.infer_shapes(
+            single_node(inputs, case["attributes"], static=True), check_type=True, strict_mode=True
+        )
     with pytest.raises(Exception) as raised:
         _testing.session(single_node(inputs, case["attributes"]), LIBRARY)
     assert OP_TYPE in str(raised.value), str(raised.value)
+    with pytest.raises(ValueError, match="unsupported input dtypes"):
+        TORCH_OP(*call_args(inputs), **case["attributes"])
 
 
 def test_session_without_library_fails_clearly():

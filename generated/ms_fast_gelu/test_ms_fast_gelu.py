@@ -249,3 +249,19 @@ VALUE_ERROR_PARAMS = [
     for i in range(len(VALUE_ERROR_CASES))
     for types in TYPES
 ]
+
+
+def test_wrong_dtype_is_rejected():
+    """X, bias in a dtype outside the type constraint: ONNX's
+    type check fails, ONNX Runtime refuses the model; never a misread buffer."""
+    case = RANDOM_CASES[0]
+    inputs = make_inputs(case, 0, TYPES[0], seed=0)
+    inputs = {k: v.to(torch.int32) if k in ["X", "bias"] else v for k, v in inputs.items()}
+    generated.register_all()
+    with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
+        onnx.shape_inference.infer_shapes(
+            single_node(inputs, case["attributes"], static=True), check_type=True, strict_mode=True
+        )
+    with pytest.raises(Exception) as raised:
+        _testing.session(single_node(inputs, case["attributes"]), LIBRARY)
+    assert OP_TYPE in str(raised.value), str(raised.value)

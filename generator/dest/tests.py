@@ -57,6 +57,7 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         **(_export_facts(op, index) if op.export else {}),
         "library": op.domain_ident if op.kernel else None,
         "has_kernel": op.kernel is not None,
+        "is_function": op.function is not None,
         "gradients": bool(op.gradients),
         "earlier_versions": (
             "{"
@@ -125,7 +126,9 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
             for case in tests.errors
             if case.values is not None
         ],
-        "unsupported_dtype": _unsupported_dtype(op) if op.kernel and op.new_torch_op else None,
+        "unsupported_dtype": _unsupported_dtype(op) if op.defines_onnx_op else None,
+        "unsupported_inputs": _unsupported_inputs(op),
+        "required_attributes": [a.name for a in op.attributes if a.required],
         "builtin_equivalents": [
             {
                 "domain": b.domain,
@@ -143,6 +146,14 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
             common.sources(op),
             **context,
         )
+    ]
+
+
+def _unsupported_inputs(op: OpDef) -> list[str]:
+    """The first input and every input sharing its type variable (they change dtype together)."""
+    first = op.inputs[0]
+    return [
+        t.name for t in op.inputs if t is first or (first.type_var and t.type_var == first.type_var)
     ]
 
 
