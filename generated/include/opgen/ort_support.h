@@ -70,16 +70,29 @@ OrtStatusPtr guard(const char* op, Fn&& fn) noexcept {
   }
 }
 
-// Reads an attribute; a missing optional one keeps the default already in `value`.
+// A missing required attribute is an error naming the op; a missing optional one keeps the
+// default already in the value.
+inline void attribute_missing(const char* op, const char* name, bool required) {
+  if (required) opgen::fail(std::string(op) + ": required attribute '" + name + "' is missing");
+}
+
+template <typename T>
+T get_attribute(const Ort::ConstKernelInfo& info, const char* name, const T*) {
+  return info.GetAttribute<T>(name);
+}
+template <typename T>
+std::vector<T> get_attribute(const Ort::ConstKernelInfo& info, const char* name, const std::vector<T>*) {
+  return info.GetAttributes<T>(name);
+}
+
+// Reads an attribute of a node (for the kernel); see attribute_missing.
 template <typename T>
 void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
                     bool required, T& value) {
   try {
-    value = info.GetAttribute<T>(name);
+    value = get_attribute(info, name, &value);
   } catch (const Ort::Exception&) {
-    if (required) {
-      opgen::fail(std::string(op) + ": required attribute '" + name + "' is missing");
-    }
+    attribute_missing(op, name, required);
   }
 }
 
@@ -89,18 +102,6 @@ inline void read_attribute(const Ort::ConstKernelInfo& info, const char* op, con
   int64_t number = value ? 1 : 0;
   read_attribute(info, op, name, required, number);
   value = number != 0;
-}
-
-template <typename T>
-void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
-                    bool required, std::vector<T>& value) {
-  try {
-    value = info.GetAttributes<T>(name);
-  } catch (const Ort::Exception&) {
-    if (required) {
-      opgen::fail(std::string(op) + ": required attribute '" + name + "' is missing");
-    }
-  }
 }
 
 // ONNX Runtime's graph-time shape inference of a custom op (OrtCustomOp::InferOutputShapeFn),
@@ -153,7 +154,7 @@ class ShapeInference {
     return false;
   }
 
-  // Reads an attribute the shape rule needs; a missing optional one keeps its default.
+  // Reads an attribute the shape rule needs; see attribute_missing.
   void read_attribute(const char* op, const char* name, bool required, int64_t& value) const {
     if (const OrtOpAttr* attr = attribute(op, name, required)) {
       size_t size = 0;
@@ -212,7 +213,7 @@ class ShapeInference {
     OrtStatus* status = api_.ShapeInferContext_GetAttribute(context_, name, &attr);
     if (status == nullptr) return attr;
     api_.ReleaseStatus(status);
-    if (required) opgen::fail(std::string(op) + ": required attribute '" + name + "' is missing");
+    attribute_missing(op, name, required);
     return nullptr;
   }
 
