@@ -19,6 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from generator.cache import cache_root
 from generator.errors import DefinitionErrors
 
 NPM_PACKAGE = "com.github.asus4.onnxruntime@0.4.9"
@@ -42,11 +43,6 @@ class BuildError(Exception):
     pass
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "opgen"
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -66,7 +62,7 @@ def ort_include_dir(log) -> Path:
         if not (path / "onnxruntime_cxx_api.h").is_file():
             raise BuildError(f"ORT_INCLUDE_DIR={override} has no onnxruntime_cxx_api.h")
         return path
-    cache = _cache_root() / "onnxruntime-headers-1.29"
+    cache = cache_root() / "onnxruntime-headers-1.29"
     if _headers_ok(cache):
         return cache
     npm = shutil.which("npm")

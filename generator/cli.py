@@ -27,7 +27,9 @@ def _generate_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true", help="list what would change")
     parser.add_argument("--opdefs-dir", type=Path, default=Path("opdefs"))
     parser.add_argument("--output-dir", type=Path, default=Path("generated"))
-    parser.add_argument("-q", "--quiet", action="store_true")
+    verbosity = parser.add_mutually_exclusive_group()
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="list unchanged files too")
     return parser
 
 
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _generate(args) -> int:
     from generator import project as proj
-    from generator.writer import plan_changes, write_files
+    from generator.writer import find_orphans, plan_changes, remove_orphans, write_files
 
     project = proj.Project(Path.cwd(), args.opdefs_dir, args.output_dir)
     selected_paths = args.definitions or proj.discover(project)
@@ -95,18 +97,19 @@ def _generate(args) -> int:
     wanted = {p.resolve() for p in selected_paths}
     selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
     files = proj.generate(project, selected, all_ops)
+    # Only a run over every definition knows all the output, so only it looks for orphans.
+    whole_project = not args.definitions
     if args.check or args.dry_run:
         changes = plan_changes(args.output_dir, files)
+        if whole_project:
+            changes += find_orphans(args.output_dir, files)
         for change in changes:
+            if change.kind == "orphaned":
+                print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
+                continue
             print(f"{change.kind}: {change.path}")
             if args.check and not args.quiet:
-                lines = change.diff.splitlines()
-                print(
-                    "\n".join(
-                        lines[:40]
-                        + ([f"... ({len(lines) - 40} more lines)"] if len(lines) > 40 else [])
-                    )
-                )
+                print(_shortened(change.diff))
         if args.check:
             if changes:
                 print(
@@ -118,11 +121,40 @@ def _generate(args) -> int:
                 print(f"{len(files)} generated files up to date")
         return EXIT_OK
     changes = write_files(args.output_dir, files)
+    removed, kept = [], []
+    if whole_project:
+        orphans = find_orphans(args.output_dir, files)
+        kept = remove_orphans(args.output_dir, orphans)
+        removed = [o for o in orphans if o not in kept]
+    for orphan in kept:
+        print(f"warning: {orphan.path}: {_orphan_advice(orphan.path)}", file=sys.stderr)
     if not args.quiet:
         for change in changes:
             print(f"{change.kind}: {change.path}")
+        for orphan in removed:
+            print(f"removed: {orphan.path} (no definition generates it any more)")
+        if args.verbose:
+            written = {change.path for change in changes}
+            for file in files:
+                if args.output_dir / file.path not in written:
+                    print(f"unchanged: {args.output_dir / file.path}")
         print(
             f"{len(selected)} op(s), {len(files)} files, {len(changes)} written "
             f"({len(files) - len(changes)} unchanged)"
+            + (f", {len(removed)} orphaned removed" if removed else "")
         )
     return EXIT_OK
+
+
+def _orphan_advice(path: Path) -> str:
+    from generator.writer import is_generated
+
+    if is_generated(path):
+        return "no definition generates it any more; `python -m generator` deletes it"
+    return "not generated and not ours to delete: move it out of the output directory"
+
+
+def _shortened(diff: str, limit: int = 40) -> str:
+    lines = diff.splitlines()
+    more = [f"... ({len(lines) - limit} more lines)"] if len(lines) > limit else []
+    return "\n".join(lines[:limit] + more)

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.render import GeneratedFile
+from generator.render import GENERATED_MARK, GeneratedFile
 
 
 @dataclass(frozen=True)
@@ -25,17 +25,70 @@ def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
         old = target.read_text(encoding="utf-8") if target.exists() else None
         if old == file.content:
             continue
-        diff = "".join(
-            difflib.unified_diff(
-                (old or "").splitlines(keepends=True),
-                file.content.splitlines(keepends=True),
-                fromfile=f"{target} (on disk)",
-                tofile=f"{target} (generated)",
-                n=2,
-            )
-        )
+        diff = _diff(old or "", file.content, target)
         changes.append(Change(target, "new" if old is None else "changed", diff))
     return changes
+
+
+def _diff(old: str, new: str, target: Path) -> str:
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"{target} (on disk)",
+            tofile=f"{target} (generated)",
+            n=2,
+        )
+    )
+
+
+def find_orphans(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
+    """Files in the output directory that no definition produces (the output of a deleted or
+    renamed definition, or something put there by hand). Caches (__pycache__, dotfiles) are
+    not output."""
+    produced = {output_dir / f.path for f in files}
+    orphans = []
+    for path in sorted(output_dir.rglob("*")) if output_dir.is_dir() else []:
+        relative = path.relative_to(output_dir).parts
+        if not path.is_file() or path in produced or "__pycache__" in relative:
+            continue
+        if any(part.startswith(".") for part in relative):
+            continue
+        try:
+            old = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            old = ""
+        orphans.append(Change(path, "orphaned", _diff(old, "", path)))
+    return orphans
+
+
+def is_generated(path: Path) -> bool:
+    """Whether a file carries our do-not-edit header (only such files are ever deleted)."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return GENERATED_MARK in handle.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def remove_orphans(output_dir: Path, orphans: list[Change]) -> list[Change]:
+    """Deletes the orphans that are generated files, and directories left empty; returns the
+    ones left alone (not ours to delete)."""
+    kept = []
+    for orphan in orphans:
+        if is_generated(orphan.path):
+            orphan.path.unlink()
+        else:
+            kept.append(orphan)
+    for directory in sorted((d for d in output_dir.rglob("*") if d.is_dir()), reverse=True):
+        leftovers = [p for p in directory.iterdir() if p.name != "__pycache__"]
+        if not leftovers:
+            for cache in directory.glob("__pycache__"):
+                for item in cache.iterdir():
+                    item.unlink()
+                cache.rmdir()
+            directory.rmdir()
+    return kept
 
 
 def write_atomic(path: Path, content: str) -> None:

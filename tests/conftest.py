@@ -11,13 +11,13 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_generator():
     """Runs `python -m generator` in a directory; returns the CompletedProcess."""
 
-    def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    def run(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-m", "generator", *args],
             cwd=cwd,
             capture_output=True,
             text=True,
-            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", **(env or {})},
         )
 
     return run
