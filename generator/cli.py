@@ -19,7 +19,8 @@ def _generate_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m generator",
         description="Generate every artifact of the given op definitions (default: all of "
-        "opdefs/). Subcommand: `build` compiles what was generated.",
+        "opdefs/). Subcommands: `new` scaffolds a new op, `build` compiles what was generated, "
+        "`run` runs every op.",
         epilog="Exit codes: 0 ok, 1 out of date (--check), 2 bad usage or bad op definition.",
     )
     parser.add_argument("definitions", nargs="*", type=Path, help="op definition files")
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         from generator.run_ops import run
 
         return run(args.output_dir)
+    if argv[:1] == ["new"]:
+        from generator import scaffold
+
+        return scaffold.main(argv[1:])
     if argv[:1] == ["build"]:
         args = _build_parser().parse_args(argv[1:])
         from generator.build import build

@@ -243,7 +243,7 @@ def test_verbose_and_quiet(tmp_path, run_generator):
     assert both.returncode == 2 and "not allowed with" in both.stderr
 
 
-@pytest.mark.parametrize("command", [[], ["build"], ["run"]])
+@pytest.mark.parametrize("command", [[], ["new"], ["build"], ["run"]])
 def test_every_command_has_help(run_generator, command):
     result = run_generator(*command, "--help")
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,257 @@
+"""`python -m generator new`: a commented op definition and a kernel stub for a new op. The op
+starts as an identity (every output a copy of the first input), so it builds and passes its
+generated tests before the contributor changes anything."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from generator.errors import DefinitionErrors
+from generator.model import IDENTIFIER, AttrType, DType, parse_opdef
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
+# A value for each attribute type, for the tests of an attribute declared without default.
+_SAMPLE = {
+    AttrType.bool: True,
+    AttrType.int: 1,
+    AttrType.float: 0.5,
+    AttrType.string: "a",
+    AttrType.ints: [1],
+    AttrType.floats: [0.5],
+    AttrType.strings: ["a"],
+}
+_KNOWN_VALUES = [[1.5, -2.0], [0.0, 4.25]]
+
+
+class ScaffoldError(Exception):
+    pass
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m generator new",
+        description="Write a new op definition (an identity to start from, with TODO markers) "
+        "and its kernel stub into the opdefs directory, then generate it. Never overwrites.",
+        epilog="Example: python -m generator new MyScale --domain my.ops --inputs X,W "
+        "--attribute alpha:float=1.0 --attribute steps:int. "
+        "Exit codes: 0 ok, 2 bad usage or the files exist.",
+    )
+    parser.add_argument("op", help="the ONNX op type, e.g. MyScale")
+    parser.add_argument("--domain", default="my.ops", help="the ONNX domain (default: my.ops)")
+    parser.add_argument(
+        "--torch-name", help="the PyTorch op, namespace::name (default: <domain>::<op_snake>)"
+    )
+    parser.add_argument("--inputs", default="X", help="comma-separated names (default: X)")
+    parser.add_argument("--outputs", default="Y", help="comma-separated names (default: Y)")
+    parser.add_argument(
+        "--attribute",
+        action="append",
+        default=[],
+        metavar="NAME:TYPE[=DEFAULT]",
+        help="repeatable; TYPE is one of " + ", ".join(t.value for t in AttrType) + "; list "
+        "defaults are comma-separated (sizes:ints=1,2); no default makes it required",
+    )
+    parser.add_argument(
+        "--dtypes", default="float32,float64", help="T's dtypes (default: float32,float64)"
+    )
+    parser.add_argument("--name", help="the definition's file name stem (default: <op_snake>)")
+    parser.add_argument("--opdefs-dir", type=Path, default=Path("opdefs"))
+    parser.add_argument("--output-dir", type=Path, default=Path("generated"))
+    parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    return parser
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+
+
+def _names(text: str, what: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    for name in names:
+        if not IDENTIFIER.match(name):
+            raise ScaffoldError(f"{what}: '{name}' is not a valid identifier")
+    if len(set(names)) != len(names):
+        raise ScaffoldError(f"{what}: a name appears twice in '{text}'")
+    return names
+
+
+def _attribute(spec: str) -> dict:
+    match = re.fullmatch(r"([A-Za-z_]\w*):(\w+)(?:=(.*))?", spec, re.S)
+    if not match:
+        raise ScaffoldError(f"--attribute '{spec}': expected NAME:TYPE or NAME:TYPE=DEFAULT")
+    name, type_name, default = match.groups()
+    try:
+        kind = AttrType(type_name)
+    except ValueError:
+        choices = ", ".join(t.value for t in AttrType)
+        raise ScaffoldError(
+            f"--attribute '{spec}': type '{type_name}' is not one of {choices}"
+        ) from None
+    value = None if default is None else _parse_default(spec, kind, default)
+    return {"name": name, "type": kind, "default": value}
+
+
+def _parse_default(spec: str, kind: AttrType, text: str):
+    scalar = {
+        AttrType.int: int,
+        AttrType.ints: int,
+        AttrType.float: float,
+        AttrType.floats: float,
+        AttrType.string: str,
+        AttrType.strings: str,
+    }
+    try:
+        if kind is AttrType.bool:
+            if text.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(text)
+            return text.lower() in ("true", "1")
+        if kind.is_list:
+            return [scalar[kind](item) for item in text.split(",")] if text else []
+        return scalar[kind](text)
+    except ValueError:
+        raise ScaffoldError(f"--attribute '{spec}': '{text}' is not a {kind.value} value") from None
+
+
+def _dtypes(text: str) -> list[DType]:
+    try:
+        return [DType(d.strip()) for d in text.split(",")]
+    except ValueError as exc:
+        known = ", ".join(d.value for d in DType)
+        raise ScaffoldError(f"--dtypes: {exc}; known: {known}") from None
+
+
+def _yaml(value) -> str:
+    return json.dumps(value)  # JSON is YAML: quoted and escaped whatever the text
+
+
+def _definition_text(args, op_id: str, kernel_file: str) -> str:
+    from generator.render import environment
+
+    inputs = _names(args.inputs, "--inputs")
+    outputs = _names(args.outputs, "--outputs")
+    if set(inputs) & set(outputs):
+        raise ScaffoldError("--inputs and --outputs share a name")
+    # Required attributes first: PyTorch wants arguments without default before the others.
+    attributes = sorted(
+        (_attribute(spec) for spec in args.attribute), key=lambda a: a["default"] is not None
+    )
+    taken = set(inputs) | set(outputs)
+    for attr in attributes:
+        if attr["name"] in taken:
+            raise ScaffoldError(f"--attribute {attr['name']}: the name is taken")
+        taken.add(attr["name"])
+    dtypes = _dtypes(args.dtypes)
+    first = inputs[0]
+    copies = [f"{first}.clone()"] * len(outputs)
+    required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if a["default"] is None}
+    torch_name = args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
+    return (
+        environment()
+        .get_template("scaffold/opdef.yaml.j2")
+        .render(
+            op_type=args.op,
+            op_id=op_id,
+            domain_literal=_yaml(args.domain),
+            torch_name=torch_name,
+            torch_name_literal=_yaml(torch_name),
+            dtypes=[d.value for d in dtypes],
+            floating_dtypes=[d.value for d in dtypes if d.is_floating],
+            inputs=inputs,
+            outputs=outputs,
+            first_input=first,
+            attributes=[
+                {
+                    "name": a["name"],
+                    "type": a["type"].value,
+                    "default": None if a["default"] is None else _yaml(a["default"]),
+                }
+                for a in attributes
+            ],
+            reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
+            kernel_file=kernel_file,
+            known_inputs=", ".join(f"{name}: {_yaml(_KNOWN_VALUES)}" for name in inputs),
+            known_outputs=", ".join(f"{name}: {_yaml(_KNOWN_VALUES)}" for name in outputs),
+            required_values=", ".join(f"{k}: {_yaml(v)}" for k, v in required.items()),
+            random_shapes=", ".join(f"{name}: [batch, 3]" for name in inputs),
+        )
+    )
+
+
+def _kernel_text(op, definition_file: str) -> str:
+    from generator.dest import common
+    from generator.render import environment
+
+    used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
+    unused = [t.name for t in op.inputs if t.name not in used] + ["attrs"]
+    return (
+        environment()
+        .get_template("scaffold/kernel.h.j2")
+        .render(
+            op_type=op.op_type,
+            op_id=op.op_id,
+            definition_file=definition_file,
+            compute_params=common.compute_params(op),
+            first_input=op.inputs[0].name,
+            outputs=[t.name for t in op.outputs],
+            unused=unused,
+        )
+    )
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_BAD_INPUT if exc.code else EXIT_OK
+    op_id = args.name or snake_case(args.op)
+    definition = args.opdefs_dir / f"{op_id}.yaml"
+    kernel = args.opdefs_dir / f"{op_id}_kernel.h"
+    existing = [str(p) for p in (definition, kernel) if p.exists()]
+    if existing:
+        print(f"error: {', '.join(existing)} exists; `new` never overwrites", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        text = _definition_text(args, op_id, kernel.name)
+        # Parse what we would write (all the generator's validation), in a scratch directory.
+        with tempfile.TemporaryDirectory(prefix="opgen-new-") as scratch:
+            trial = Path(scratch) / definition.name
+            trial.write_text(text, encoding="utf-8")
+            (Path(scratch) / kernel.name).write_text("", encoding="utf-8")
+            op = parse_opdef(trial, definition.as_posix())
+    except ScaffoldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except DefinitionErrors as errors:
+        for error in errors.errors:
+            print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from generator.writer import write_atomic
+
+    write_atomic(definition, text)
+    write_atomic(kernel, _kernel_text(op, definition.as_posix()))
+    if not args.quiet:
+        print(f"new: {definition}\nnew: {kernel}")
+    from generator import cli
+
+    status = cli.main(
+        [
+            str(definition),
+            "--opdefs-dir",
+            str(args.opdefs_dir),
+            "--output-dir",
+            str(args.output_dir),
+            *(["-q"] if args.quiet else []),
+        ]
+    )
+    if status == EXIT_OK and not args.quiet:
+        print(
+            f"next: python -m generator build && python -m pytest {args.output_dir}/{op_id}"
+            f"   (then replace the TODOs in {definition} and {kernel})"
+        )
+    return status

@@ -1,0 +1,95 @@
+"""`python -m generator new`: a new op from nothing to passing parity tests in three commands
+(new, build, pytest), never overwriting, and bad arguments caught before anything is written."""
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(project: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the project itself comes from the cwd
+    env.pop("OPGEN_BUILD_DIR", None)
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _digest(directory: Path) -> dict[str, str]:
+    return {
+        p.relative_to(directory).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
+    new = _run(
+        tmp_path,
+        "-m", "generator", "new", "MyScale",
+        "--domain", "test.scaffold",
+        "--inputs", "X,W",
+        "--outputs", "Y,Z",
+        "--attribute", "alpha:float=1.0",
+        "--attribute", "steps:int",
+        "--attribute", "sizes:ints=1,2",
+        "--attribute", "mode:string=fast",
+        "--dtypes", "float32,float64,int64",
+    )  # fmt: skip
+    assert new.returncode == 0, new.stdout + new.stderr
+    definition = tmp_path / "opdefs" / "my_scale.yaml"
+    kernel = tmp_path / "opdefs" / "my_scale_kernel.h"
+    assert "TODO" in definition.read_text() and "TODO" in kernel.read_text()
+    assert (tmp_path / "generated" / "my_scale" / "test_my_scale.py").is_file()
+    assert "next: python -m generator build" in new.stdout
+
+    build = _run(tmp_path, "-m", "generator", "build", "-q")
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated/my_scale")
+    assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
+    assert " passed" in tests.stdout and "skipped" not in tests.stdout
+
+    # The generated files are in sync with the scaffolded definition.
+    check = _run(tmp_path, "-m", "generator", "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_new_never_overwrites(tmp_path):
+    first = _run(tmp_path, "-m", "generator", "new", "Twice", "-q")
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "opdefs" / "twice_kernel.h").write_text("// my work\n")
+    before = _digest(tmp_path)
+    second = _run(tmp_path, "-m", "generator", "new", "Twice")
+    assert second.returncode == 2
+    assert "exists; `new` never overwrites" in second.stderr
+    assert _digest(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["Bad-Name"], "is not a valid identifier"),
+        (["Op", "--inputs", "X,X"], "a name appears twice"),
+        (["Op", "--inputs", "X,class"], "reserved"),
+        (["Op", "--attribute", "alpha:double"], "type 'double' is not one of"),
+        (["Op", "--attribute", "n:int=two"], "'two' is not a int value"),
+        (["Op", "--dtypes", "float32,float128"], "--dtypes"),
+        (["Op", "--domain", "bad domain"], "domain"),
+    ],
+)
+def test_new_rejects_bad_arguments_and_writes_nothing(tmp_path, args, message):
+    result = _run(tmp_path, "-m", "generator", "new", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not any(tmp_path.iterdir()), "nothing is written"
