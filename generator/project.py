@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.dest import cpp as cpp_dest
+from generator.dest import docs as docs_dest
 from generator.dest import project as project_dest
 from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
@@ -62,4 +63,5 @@ def generate(project: Project, selected: list[OpDef], all_ops: list[OpDef]) -> l
         files += cpp_dest.emit(op, project.output_dir)
         files += tests_dest.emit(op, index)
     files += project_dest.emit(all_ops)
+    files += docs_dest.emit(all_ops)
     return files

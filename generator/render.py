@@ -55,6 +55,8 @@ def header(output_path: str, sources: list[str]) -> str:
         f"{GENERATED_MARK}{origin}.",
         "Do not edit: change the op definition or the template and run `python -m generator`.",
     ]
+    if mark is None:  # Markdown: an HTML comment, invisible when rendered
+        return "\n".join(f"<!-- {line} -->" for line in lines)
     return "\n".join(f"{mark} {line}" for line in lines)
 
 

@@ -1,0 +1,174 @@
+"""Markdown reference pages: one per op and an index, from the same definitions as the code
+(as ONNX's Operators.md and MLIR's ODS docs are), kept in sync by `--check` like every other
+generated file."""
+
+from __future__ import annotations
+
+from generator.api import onnx as onnx_api
+from generator.api import python as py_api
+from generator.dest import common
+from generator.model import Attribute, OpDef, TensorParam
+from generator.render import GeneratedFile, render
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell: one line, pipes escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _title(op: OpDef) -> str:
+    if op.op_type:
+        return f"{op.domain or 'ai.onnx'}::{op.op_type}"
+    return op.torch.qualified_name if op.torch else op.op_id
+
+
+def _type(op: OpDef, tensor: TensorParam) -> str:
+    return f"`{tensor.type_var}`" if tensor.type_var else onnx_api.onnx_type_string(tensor.dtype)
+
+
+def _shape(tensor: TensorParam, is_output: bool) -> str:
+    if tensor.same_shape_as:
+        return f"same as `{tensor.same_shape_as}`"
+    if tensor.shape_function:
+        name, args = tensor.shape_function
+        return f"`{name}({', '.join(args)})`"
+    if tensor.shape is not None:
+        return f"`{_cell(str(tensor.shape))}`"
+    return "through the function body" if is_output else "any"
+
+
+def _tensor(op: OpDef, tensor: TensorParam, is_output: bool) -> dict:
+    doc = ("optional. " if tensor.optional else "") + tensor.doc
+    return {
+        "name": tensor.name,
+        "type": _type(op, tensor),
+        "shape": _shape(tensor, is_output),
+        "doc": _cell(doc),
+    }
+
+
+def _attribute(attr: Attribute) -> dict:
+    notes = []
+    if attr.allowed:
+        notes.append("one of " + ", ".join(f"`{v!r}`" for v in attr.allowed))
+    if attr.since_version:
+        notes.append(f"since version {attr.since_version}")
+    return {
+        "name": attr.name,
+        "type": attr.type.value,
+        "default": "required" if attr.required else f"`{_cell(repr(attr.default))}`",
+        "doc": _cell(
+            ". ".join([attr.doc.rstrip(".")] + notes) + "."
+            if notes and attr.doc
+            else attr.doc or "; ".join(notes)
+        ),
+    }
+
+
+def _facts(op: OpDef) -> list[tuple[str, str]]:
+    facts = []
+    if op.op_type:
+        versions = ", ".join(str(v) for v in op.versions)
+        facts.append(("ONNX", f"`{op.domain}::{op.op_type}`, version {versions}"))
+    if op.provided_by:
+        facts.append(("runs in", "ONNX Runtime's own kernel (no library of ours)"))
+    elif op.kernel:
+        facts.append(
+            ("runs in", f"the custom-op library `lib{common.library_name(op.domain_ident)}.so`")
+        )
+    elif op.function:
+        facts.append(
+            ("runs in", f"any ONNX runtime: an ONNX function of opset {op.function.opset}")
+        )
+    if op.torch:
+        kind = "overrides the export of" if op.torch.is_override else "PyTorch op"
+        facts.append((kind, f"`{op.torch.overload_name}`"))
+        if not op.torch.is_override:
+            facts.append(("PyTorch schema", f"`{_cell(py_api.torch_schema(op))}`"))
+    if op.gradients:
+        facts.append(("autograd", "gradients of " + ", ".join(f"`{n}`" for n in op.gradients)))
+    facts.append(("definition", f"`{op.definition_path}`"))
+    return facts
+
+
+def _example(op: OpDef) -> str:
+    case = op.tests.random[0] if op.tests.random else None
+    lines = ["import torch", "import generated  # registers the ops (and their ONNX schemas)", ""]
+    shapes = case.shapes if case else {t.name: () for t in op.inputs if not t.optional}
+    sizes = case.dynamic if case else {}
+    for name, dims in shapes.items():
+        concrete = [d if isinstance(d, int) else sizes[d][0] for d in dims]
+        lines.append(f"{name} = torch.randn({', '.join(map(str, concrete))})")
+    attributes = dict(case.attributes) if case else {}
+    kwargs = "".join(f", {k}={v!r}" for k, v in attributes.items())
+    args = ", ".join(shapes)
+    outputs = ", ".join(t.name for t in op.outputs)
+    if op.torch and not op.torch.is_override:
+        lines.append(f"{outputs} = torch.ops.{op.torch.namespace}.{op.torch.name}({args}{kwargs})")
+    elif op.torch:
+        lines.append(f"{outputs} = torch.ops.aten.{op.torch.overload_name[6:]}({args}{kwargs})")
+        lines.append(f"# export with generated.export_model(..., overrides=[{op.op_id!r}])")
+    if op.op_type:
+        node_kwargs = "".join(
+            f", {k}={int(v) if isinstance(v, bool) else v!r}" for k, v in attributes.items()
+        )
+        lines += [
+            "",
+            "# The ONNX node:",
+            "import onnx",
+            f"node = onnx.helper.make_node({op.op_type!r}, {list(shapes)!r}, "
+            f"{[t.name for t in op.outputs]!r}, domain={op.domain!r}{node_kwargs})",
+        ]
+    return "\n".join(lines)
+
+
+def _op_page(op: OpDef) -> GeneratedFile:
+    rule = op.shape_rule
+    checks = [_cell(c.message) for c in rule.attribute_checks + rule.input_checks]
+    export_nodes = [
+        ("when " + ", ".join(f"`{k}={v!r}`" for k, v in r.when) + ": " if r.when else "")
+        + "; ".join(f"`{onnx_api.node_text(n)}`" for n in r.nodes)
+        for r in op.export
+    ]
+    return render(
+        "docs/op.md.j2",
+        f"docs/{op.op_id}.md",
+        common.sources(op),
+        title=_title(op),
+        doc=op.doc.strip(),
+        facts=[(k, _cell(v)) for k, v in _facts(op)],
+        inputs=[_tensor(op, t, False) for t in op.inputs],
+        outputs=[_tensor(op, t, True) for t in op.outputs],
+        attributes=[_attribute(a) for a in op.attributes],
+        type_constraints=[
+            {
+                "name": tc.name,
+                "types": ", ".join(d.value for d in tc.dtypes),
+                "doc": _cell(tc.doc),
+            }
+            for tc in op.type_constraints
+        ],
+        checks=checks,
+        export_nodes=export_nodes,
+        example=_example(op),
+    )
+
+
+def emit(ops: list[OpDef]) -> list[GeneratedFile]:
+    ordered = sorted(ops, key=lambda op: op.op_id)
+    index = render(
+        "docs/index.md.j2",
+        "docs/index.md",
+        sorted(op.definition_path for op in ops),
+        ops=[
+            {
+                "title": _cell(_title(op)),
+                "file": f"{op.op_id}.md",
+                "onnx": f"`{op.domain}::{op.op_type}`" if op.op_type else "export only",
+                "torch": f"`{op.torch.overload_name}`" if op.torch else "",
+                "summary": _cell(op.doc.strip().split(". ")[0].rstrip(".") + "."),
+            }
+            for op in ordered
+        ],
+    )
+    return [_op_page(op) for op in ordered] + [index]
