@@ -73,13 +73,14 @@ _TEXT_ATTR_TYPE = {
 
 
 def text_value(value) -> str:
-    """A literal as both ONNX's text syntax and PyTorch schemas spell it (JSON-like)."""
+    """A literal in ONNX's text syntax. Its strings know only two escapes, \\ and \" (a
+    backslash before anything else is dropped), so every other character stays as it is."""
     if isinstance(value, DType):
         return str(TENSOR_PROTO_NUMBER[value])
     if isinstance(value, tuple | list):
         return "[" + ", ".join(text_value(v) for v in value) + "]"
     if isinstance(value, str):
-        return json.dumps(value)
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return repr(value)
 
 

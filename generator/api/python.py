@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from generator.api.common import guard_absent_inputs
-from generator.api.onnx import TENSOR_PROTO, text_value
+from generator.api.onnx import TENSOR_PROTO
 from generator.model import (
     EAGER_STANDARD_OPS,
     AllowedValuesCheck,
@@ -317,6 +317,25 @@ def optional_input_default(op: OpDef) -> bool:
     return not any(a.required for a in op.attributes)
 
 
+_SCHEMA_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t"}
+
+
+def schema_value(value) -> str:
+    """A default as PyTorch's schema parser reads it: its strings take \\n-style and octal
+    escapes but no \\u ones, so non-ASCII text stays as UTF-8."""
+    if isinstance(value, str):
+        return '"' + "".join(_schema_char(c) for c in value) + '"'
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(schema_value(v) for v in value) + "]"
+    return repr(value)
+
+
+def _schema_char(char: str) -> str:
+    if char in _SCHEMA_ESCAPES:
+        return _SCHEMA_ESCAPES[char]
+    return f"\\{ord(char):03o}" if ord(char) < 0x20 or ord(char) == 0x7F else char
+
+
 def torch_schema(op: OpDef) -> str:
     """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
     default = "=None" if optional_input_default(op) else ""
@@ -327,7 +346,7 @@ def torch_schema(op: OpDef) -> str:
         elif defaults_via_none(attr):
             args.append(f"{SCHEMA_TYPE[attr.type]}? {attr.name}=None")
         else:
-            args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={text_value(attr.default)}")
+            args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={schema_value(attr.default)}")
     returns = ", ".join("Tensor" for _ in op.outputs)
     return f"({', '.join(args)}) -> " + (returns if len(op.outputs) == 1 else f"({returns})")
 
