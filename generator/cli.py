@@ -132,7 +132,7 @@ def _generate(args) -> int:
         kept = remove_orphans(args.output_dir, orphans)
         removed = [o for o in orphans if o not in kept]
     for orphan in kept:
-        print(f"warning: {orphan.path}: {_orphan_advice(orphan.path)}", file=sys.stderr)
+        print(f"warning: {orphan.path}: {_NOT_OURS}", file=sys.stderr)
     if not args.quiet:
         for change in changes:
             print(f"{change.kind}: {change.path}")
@@ -151,12 +151,15 @@ def _generate(args) -> int:
     return EXIT_OK
 
 
+_NOT_OURS = "not generated and not ours to delete: move it out of the output directory"
+
+
 def _orphan_advice(path: Path) -> str:
     from generator.writer import is_generated
 
     if is_generated(path):
         return "no definition generates it any more; `python -m generator` deletes it"
-    return "not generated and not ours to delete: move it out of the output directory"
+    return _NOT_OURS
 
 
 def _shortened(diff: str, limit: int = 40) -> str:

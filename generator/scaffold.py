@@ -72,6 +72,7 @@ def snake_case(name: str) -> str:
 
 
 def _names(text: str, what: str) -> list[str]:
+    # Checked before rendering: names go into the YAML unquoted. (The parser checks the rest.)
     names = [n.strip() for n in text.split(",")]
     for name in names:
         if not IDENTIFIER.match(name):

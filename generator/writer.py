@@ -54,11 +54,7 @@ def find_orphans(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
             continue
         if any(part.startswith(".") for part in relative):
             continue
-        try:
-            old = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            old = ""
-        orphans.append(Change(path, "orphaned", _diff(old, "", path)))
+        orphans.append(Change(path, "orphaned", ""))  # no diff: the whole file goes
     return orphans
 
 

@@ -22,7 +22,7 @@ def _title(op: OpDef) -> str:
     return op.torch.qualified_name if op.torch else op.op_id
 
 
-def _type(op: OpDef, tensor: TensorParam) -> str:
+def _type(tensor: TensorParam) -> str:
     return f"`{tensor.type_var}`" if tensor.type_var else onnx_api.onnx_type_string(tensor.dtype)
 
 
@@ -37,11 +37,11 @@ def _shape(tensor: TensorParam, is_output: bool) -> str:
     return "through the function body" if is_output else "any"
 
 
-def _tensor(op: OpDef, tensor: TensorParam, is_output: bool) -> dict:
+def _tensor(tensor: TensorParam, is_output: bool) -> dict:
     doc = ("optional. " if tensor.optional else "") + tensor.doc
     return {
         "name": tensor.name,
-        "type": _type(op, tensor),
+        "type": _type(tensor),
         "shape": _shape(tensor, is_output),
         "doc": _cell(doc),
     }
@@ -137,8 +137,8 @@ def _op_page(op: OpDef) -> GeneratedFile:
         title=_title(op),
         doc=op.doc.strip(),
         facts=[(k, _cell(v)) for k, v in _facts(op)],
-        inputs=[_tensor(op, t, False) for t in op.inputs],
-        outputs=[_tensor(op, t, True) for t in op.outputs],
+        inputs=[_tensor(t, False) for t in op.inputs],
+        outputs=[_tensor(t, True) for t in op.outputs],
         attributes=[_attribute(a) for a in op.attributes],
         type_constraints=[
             {
