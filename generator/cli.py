@@ -82,6 +82,15 @@ def _generate(args) -> int:
     from generator import project as proj
     from generator.writer import find_orphans, plan_changes, remove_orphans, write_files
 
+    output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
+    if output.is_relative_to(definitions) or definitions.is_relative_to(output):
+        # Writing (and deleting orphans) there could touch definitions and hand-written kernels.
+        print(
+            f"error: --output-dir {args.output_dir} and --opdefs-dir {args.opdefs_dir} overlap; "
+            "generated files must live apart from definitions and hand-written kernels",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     project = proj.Project(Path.cwd(), args.opdefs_dir, args.output_dir)
     selected_paths = args.definitions or proj.discover(project)
     if not selected_paths:

@@ -53,7 +53,8 @@ class AttrType(Enum):
         return self in (AttrType.ints, AttrType.floats, AttrType.strings)
 
 
-# C++ keywords and names our generated code defines; Python keywords come from `keyword`.
+# C++ keywords and names our generated code defines or uses in the signatures that hold user
+# names (a parameter named like a type or namespace hides it); Python's come from `keyword`.
 CPP_RESERVED = frozenset(
     """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
     char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
@@ -62,10 +63,37 @@ CPP_RESERVED = frozenset(
     not_eq nullptr operator or or_eq private protected public register reinterpret_cast requires
     return short signed sizeof static static_assert static_cast struct switch template this
     thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
-    wchar_t while xor xor_eq attrs ctx""".split()
+    wchar_t while xor xor_eq attrs ctx
+    opgen std Ort py pybind11 Attributes OutputShapes OutputShapesOf int8_t int16_t int32_t
+    int64_t uint8_t size_t""".split()
 )
 # Names the generated Python/C++ uses next to user names.
-GENERATED_RESERVED = frozenset({"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math"})
+GENERATED_RESERVED = frozenset(
+    {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module"}
+)
+
+# An op id (the definition's file stem) names generated/<op_id>/, generated/docs/<op_id>.md and
+# the C++ namespace opgen::<op_id>, so it must not be a shared output entry or a name the
+# support headers declare in namespace opgen (tests/test_definition_errors.py checks both
+# lists against the generated output).
+SHARED_OUTPUT_NAMES = frozenset(
+    {"CMakeLists", "__init__", "_support", "_testing", "docs", "domains", "include", "index"}
+)
+OPGEN_NAMESPACE_NAMES = frozenset(
+    """AllocatedOutput Context Error Input Output SerialContext Shape SymDim TensorView append_dims
+    axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes compute_type
+    compute_type_of data_dependent_dim dim_to_string fail float16 floor_div kShapeEnd ort
+    py_support reduced_shape shape_to_string""".split()
+)
+
+# Names the generated C++ declares in each op's namespace opgen::<op_id>, where user names
+# are parameters, locals and template parameters (checked against the output the same way).
+OP_NAMESPACE_NAMES = frozenset(
+    """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
+    InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
+    RegisterSchema TensorProto_DataType add_ort_ops bind compute describe expect infer_shapes
+    main make_model only_node run set_shape""".split()
+)
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DOMAIN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
@@ -546,6 +574,12 @@ class OpDef:
     versions: tuple[int, ...] = ()
     # input -> backward formula for its gradient (register_autograd); empty: no autograd
     gradients: dict[str, str] = field(default_factory=dict)
+    # Where each top-level field (and "torch.name") is, for errors found across definitions.
+    locations: dict[str, Location] = field(default_factory=dict, compare=False)
+
+    def located(self, field_path: str, message: str) -> DefinitionError:
+        root = Location(self.definition_path, 1, 1)
+        return DefinitionError(self.locations.get(field_path, root), field_path, message)
 
     @property
     def defines_onnx_op(self) -> bool:
@@ -621,9 +655,18 @@ class OpDef:
 # --------------------------------------------------------------------------- parsing helpers
 
 
-def _mapping(node: Node, allowed: set[str], required: set[str]) -> dict[str, Node]:
+def _mapping(
+    node: Node, allowed: set[str], required: set[str], unknown_to: ErrorCollector | None = None
+) -> dict[str, Node]:
+    """The fields of a mapping; raises listing unknown and missing fields. With `unknown_to`,
+    unknown fields are recorded there instead and the known ones returned, so that a typo
+    does not drop the whole item (and every error that would cascade from its absence)."""
     if not node.is_mapping:
         raise node.error(f"expected a mapping with keys {sorted(allowed)}, found {_kind(node)}")
+    if unknown_to is not None:
+        known = {k: v for k, v in node.value.items() if k in allowed}
+        unknown_to.attempt(_mapping, node, allowed, set())
+        return _mapping(Node(known, node.location, node.path), allowed, required)
     errors = ErrorCollector()
     for key, child in node.value.items():
         if key not in allowed:
@@ -665,6 +708,9 @@ def _kind(node: Node) -> str:
 def _str(node: Node, what: str = "a string") -> str:
     if not isinstance(node.value, str):
         raise node.error(f"expected {what}, found {_kind(node)}")
+    if "\0" in node.value:
+        # Strings end up in C strings too (ONNX schema docs, defaults): a NUL would cut them.
+        raise node.error(f"expected {what} without NUL characters, found one (\\0)")
     return node.value
 
 
@@ -699,15 +745,30 @@ def _list(node: Node) -> list[Node]:
     return node.value
 
 
+def is_reserved(name: str) -> bool:
+    """Whether a tensor, attribute or type variable name is taken in some target."""
+    return (
+        keyword.iskeyword(name)
+        or name in CPP_RESERVED
+        or name in GENERATED_RESERVED
+        or name in OP_NAMESPACE_NAMES
+    )
+
+
 def _identifier(node: Node, what: str) -> str:
     name = _str(node)
     if not IDENTIFIER.match(name):
         raise node.error(f"{what} '{name}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)")
-    if keyword.iskeyword(name) or name in CPP_RESERVED or name in GENERATED_RESERVED:
+    if is_reserved(name):
         raise node.error(
             f"{what} '{name}' is reserved in Python, C++ or the generated code; choose another name"
         )
     return name
+
+
+def _doc(fields: dict[str, Node], errors: ErrorCollector) -> str:
+    """A bad doc is reported without dropping what it documents (which would cascade)."""
+    return (errors.attempt(_str, fields["doc"]) or "") if "doc" in fields else ""
 
 
 def _dtype(node: Node) -> DType:
@@ -759,6 +820,11 @@ def _parse_torch(node: Node) -> TorchBinding:
         api = _str(fields["api"])
         if api not in ("custom_op", "legacy"):
             raise fields["api"].error(f"expected 'custom_op' or 'legacy', found '{api}'")
+    if match.group(2).endswith("_"):
+        raise fields["name"].error(
+            f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "
+            "TorchScript exporter looks the op up without it); choose a name without"
+        )
     return TorchBinding(match.group(1), match.group(2), api)
 
 
@@ -776,7 +842,7 @@ def _parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeCon
             if child.is_mapping:
                 fields = _mapping(child, {"types", "doc"}, {"types"})
                 types_node = fields["types"]
-                doc = _str(fields["doc"]) if "doc" in fields else ""
+                doc = _doc(fields, errors)
             items = _list(types_node)
             if not items:
                 raise types_node.error("a type constraint needs at least one dtype")
@@ -911,12 +977,13 @@ def _parse_tensor(
     node: Node,
     constraints: dict[str, TypeConstraint],
     is_output: bool,
-    declared_vars: frozenset[str] = frozenset(),
+    declared_vars: frozenset[str],
+    errors: ErrorCollector,
 ) -> TensorParam:
     allowed = {"name", "type", "doc", "shape", "same_shape_as"} | (
         set() if is_output else {"optional"}
     )
-    fields = _mapping(node, allowed, {"name", "type"})
+    fields = _mapping(node, allowed, {"name", "type"}, errors)
     name = _identifier(fields["name"], "tensor name")
     type_name = _str(fields["type"], "a type variable or dtype")
     type_var, dtype = None, None
@@ -939,7 +1006,7 @@ def _parse_tensor(
     same = _identifier(fields["same_shape_as"], "input name") if "same_shape_as" in fields else None
     if "shape" in fields and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
-    doc = _str(fields["doc"]) if "doc" in fields else ""
+    doc = _doc(fields, errors)
     optional = _bool(fields["optional"]) if "optional" in fields else False
     return TensorParam(name, doc, type_var, dtype, shape, same, function, optional)
 
@@ -964,9 +1031,12 @@ def _attr_value(node: Node, attr_type: AttrType) -> Any:
     return scalar(node, attr_type)
 
 
-def _parse_attribute(node: Node) -> Attribute:
+def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
     fields = _mapping(
-        node, {"name", "type", "default", "allowed", "since_version", "doc"}, {"name", "type"}
+        node,
+        {"name", "type", "default", "allowed", "since_version", "doc"},
+        {"name", "type"},
+        errors,
     )
     name = _identifier(fields["name"], "attribute name")
     type_name = _str(fields["type"])
@@ -992,7 +1062,7 @@ def _parse_attribute(node: Node) -> Attribute:
             raise fields["allowed"].error("a value is listed twice")
         if not required and default not in allowed:
             raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
-    doc = _str(fields["doc"]) if "doc" in fields else ""
+    doc = _doc(fields, errors)
     since = _int(fields["since_version"], minimum=1) if "since_version" in fields else None
     return Attribute(name, attr_type, doc, required, default, allowed, since)
 
@@ -1364,19 +1434,26 @@ def _parse_tests(
     errors: ErrorCollector,
 ) -> Tests:
     fields = _mapping(
-        node, {"tolerances", "known", "random", "errors", "builtin_equivalents"}, {"tolerances"}
+        node, {"tolerances", "known", "random", "errors", "builtin_equivalents"}, set()
     )
     input_names = {t.name for t in inputs}
     output_names = {t.name for t in outputs}
 
+    # Required only where an output is floating (integer and bool outputs compare exactly).
     tolerances: dict[DType, Tolerance] = {}
-    tol_node = fields["tolerances"]
-    for name, child in _mapping(tol_node, {d.value for d in DType}, set()).items():
+    tol_node = fields.get("tolerances")
+    for name, child in (
+        _mapping(tol_node, {d.value for d in DType}, set()).items() if tol_node else ()
+    ):
         tf = _mapping(child, {"rtol", "atol"}, {"rtol", "atol"})
         tolerances[DType(name)] = Tolerance(_number(tf["rtol"]), _number(tf["atol"]))
     missing = [d.value for d in dtypes if d not in tolerances]
     if missing:
-        errors.add(tol_node.error(f"declare tolerances for every tested dtype; missing {missing}"))
+        errors.add(
+            (tol_node or node).error(
+                f"declare tolerances for every floating output dtype; missing {missing}"
+            )
+        )
 
     optional = [t.name for t in inputs if t.optional]
 
@@ -1728,6 +1805,13 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
 
     op_id_node = Node(path.stem, root.location, "<file name>")
     op_id = errors.attempt(_identifier, op_id_node, "op definition file name")
+    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES:
+        errors.add(
+            op_id_node.error(
+                f"'{op_id}' is taken by the generated code's own files or C++ names; rename "
+                "the definition file"
+            )
+        )
 
     def get(key, fn, *args):
         return errors.attempt(fn, fields[key], *args) if key in fields else None
@@ -1756,7 +1840,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             return ()
         items = errors.attempt(_list, fields[key])
         parsed = [
-            errors.attempt(_parse_tensor, item, by_var, is_output, declared_vars)
+            errors.attempt(_parse_tensor, item, by_var, is_output, declared_vars, errors)
             for item in items or []
         ]
         return tuple(p for p in parsed if p)
@@ -1766,7 +1850,9 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     attributes: tuple[Attribute, ...] = ()
     if "attributes" in fields:
         items = errors.attempt(_list, fields["attributes"]) or []
-        attributes = tuple(a for a in (errors.attempt(_parse_attribute, i) for i in items) if a)
+        attributes = tuple(
+            a for a in (errors.attempt(_parse_attribute, i, errors) for i in items) if a
+        )
 
     # Cross-field validation.
     seen_default = None
@@ -1804,14 +1890,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         errors.add(fields["inputs"].error("an op needs at least one input"))
     if "outputs" in fields and not outputs and not errors.errors:
         errors.add(fields["outputs"].error("an op needs at least one output"))
-    seen: dict[str, str] = {}
-    for kind, items in (("input", inputs), ("output", outputs), ("attribute", attributes)):
-        for item in items:
-            if item.name in seen:
-                errors.add(
-                    root.error(f"name '{item.name}' is used by an {seen[item.name]} and an {kind}")
-                )
-            seen[item.name] = kind
+    _check_unique_names(fields, errors)
     for index, tensor in enumerate(inputs):
         if not tensor.optional and any(t.optional for t in inputs[:index]):
             errors.add(
@@ -1992,7 +2071,50 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         export=export,
         tests=tests,
         versions=versions,
+        locations=_field_locations(fields),
     )
+
+
+def _field_locations(fields: dict[str, Node]) -> dict[str, Location]:
+    locations = {key: node.location for key, node in fields.items()}
+    torch_node = fields.get("torch")
+    if torch_node is not None and torch_node.is_mapping:
+        for key, node in torch_node.value.items():
+            locations[f"torch.{key}"] = node.location
+    return locations
+
+
+def _check_unique_names(fields: dict[str, Node], errors: ErrorCollector) -> None:
+    """Inputs, outputs and attributes share one namespace: they are the arguments of the
+    PyTorch op and of the C++ kernel. A repeated name is reported where it repeats."""
+    seen: dict[str, Node] = {}
+    if "type_constraints" in fields and fields["type_constraints"].is_mapping:
+        # Type variables name the kernel's template parameters.
+        for name, node in fields["type_constraints"].value.items():
+            seen[name] = Node(name, node.key_location or node.location, node.path)
+    for key in ("inputs", "outputs", "attributes"):
+        items = fields[key].value if key in fields and fields[key].is_sequence else []
+        for item in items:
+            name = item.value.get("name") if item.is_mapping else None
+            if name is None or not isinstance(name.value, str):
+                continue
+            first = seen.setdefault(name.value, name)
+            if first is not name:
+                errors.add(
+                    name.error(
+                        f"'{name.value}' is already the name of "
+                        f"{_owner(first.path)} (line {first.location.line}); type variables, "
+                        "inputs, outputs and attributes need distinct names (they all become "
+                        "names in the kernel's C++ signature)"
+                    )
+                )
+
+
+def _owner(path: str) -> str:
+    """'inputs[0].name' -> 'inputs[0]'; 'type_constraints.T' -> 'type variable T'."""
+    if path.startswith("type_constraints."):
+        return f"type variable {path.split('.', 1)[1]}"
+    return path.rsplit(".", 1)[0]
 
 
 def _override_reference(
@@ -2022,24 +2144,35 @@ def check_project(ops: list[OpDef]) -> None:
     node calls is defined in the project."""
     errors = ErrorCollector()
     seen: dict[tuple, OpDef] = {}
+    by_domain_ident: dict[str, OpDef] = {}
     for op in ops:
-        keys = [(("id", op.op_id), "file name")]
+        # The op id names output files; some file systems ignore case, so compare without it.
+        keys = [(("file name (ignoring case)", op.op_id.lower()), "<file name>")]
         if op.defines_onnx_op:
             keys.append(
-                (("onnx", op.domain, op.op_type, op.version), "ONNX op (domain, type, version)")
+                (("ONNX op (domain, type, version)", op.domain, op.op_type, op.version), "op")
             )
         if op.torch is not None:
-            keys.append((("torch", op.torch.overload_name), "PyTorch overload"))
-        for key, what in keys:
+            field_path = "torch.overrides" if op.torch.is_override else "torch.name"
+            keys.append((("PyTorch overload", op.torch.overload_name), field_path))
+        for key, field_path in keys:
             if key in seen:
+                what = f"{key[0]} {', '.join(str(part) for part in key[1:])}"
                 errors.add(
-                    DefinitionError(
-                        Location(op.definition_path, 1, 1),
-                        "<root>",
-                        f"{what} {key[1:]} is also defined by {seen[key].definition_path}",
+                    op.located(field_path, f"{what} is also defined by {seen[key].definition_path}")
+                )
+            seen.setdefault(key, op)
+        if op.domain is not None:
+            # generated/domains/<ident>/ and libopgen_<ident>.so: two domains must not meet.
+            other = by_domain_ident.setdefault(op.domain_ident, op)
+            if other.domain != op.domain:
+                errors.add(
+                    op.located(
+                        "domain",
+                        f"'{op.domain}' and '{other.domain}' ({other.definition_path}) both "
+                        f"become '{op.domain_ident}' in file and library names; rename one",
                     )
                 )
-            seen[key] = op
     index = onnx_op_index(ops)
     for op in ops:
         for node in op.nodes_used:

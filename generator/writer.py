@@ -22,7 +22,9 @@ def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
     changes = []
     for file in files:
         target = output_dir / file.path
-        old = target.read_text(encoding="utf-8") if target.exists() else None
+        # Bytes decoded as is: read_text would turn a "\r" the content holds into "\n"; an
+        # undecodable file is simply different.
+        old = target.read_bytes().decode("utf-8", "replace") if target.exists() else None
         if old == file.content:
             continue
         diff = _diff(old or "", file.content, target)

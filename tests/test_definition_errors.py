@@ -210,6 +210,33 @@ def test_bad_usage_exits_2(run_generator):
     assert run_generator("--no-such-flag").returncode == 2
 
 
+def _digest(directory: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes()
+        for p in directory.rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.mark.parametrize("output_dir", ["opdefs", ".", "opdefs/out"])
+def test_output_never_mixes_with_definitions_and_kernels(tmp_path, run_generator, output_dir):
+    project = project_with(tmp_path, GOOD)
+    (project / "opdefs" / "notes.txt").write_text("hand-written")
+    before = _digest(project)
+    result = run_generator("--output-dir", output_dir, cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "overlap" in result.stderr and "Traceback" not in result.stderr
+    assert _digest(project) == before
+
+
+def test_generating_leaves_definitions_and_kernels_untouched(tmp_path, run_generator):
+    project = project_with(tmp_path, GOOD)
+    before = _digest(project / "opdefs")
+    for args in [(), ("--check",), ()]:  # the second full run also looks for orphans
+        assert run_generator(*args, cwd=project).returncode == 0
+    assert _digest(project / "opdefs") == before
+
+
 # Errors in the scenario definitions' newer fields (overrides, functions, export nodes). Each
 # case edits one shipped definition inside a copy of the whole opdefs/ folder, since nodes may
 # call ops of other definitions.
@@ -316,3 +343,126 @@ def test_scenario_errors_name_file_line_field(
     assert fragment in match.group(3), result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "generated").exists(), "nothing may be written on a bad definition"
+
+
+# Collisions between definitions, and with the generated code's own names. Each case adds a
+# second definition (a renamed copy of inverse.yaml) next to the shipped one.
+COLLISIONS = [
+    # (file name of the copy, replace this, with this, reported field, message fragment)
+    (
+        "Inverse.yaml",
+        "name: opgen::inverse",
+        "name: opgen::inverse2",
+        "<file name>",
+        "ignoring case",
+    ),
+    ("inverse2.yaml", "op: Inverse", "op: Inverse", "op", "ONNX op (domain, type, version)"),
+    ("inverse2.yaml", "op: Inverse", "op: Inverse2", "torch.name", "PyTorch overload"),
+    ("inverse2.yaml", "domain: ai.opgen", "domain: ai_opgen", "domain", "both become 'ai_opgen'"),
+]
+
+
+@pytest.mark.parametrize("name,old,new,field,fragment", COLLISIONS, ids=[c[3] for c in COLLISIONS])
+def test_collisions_between_definitions(tmp_path, run_generator, name, old, new, field, fragment):
+    project = project_with(tmp_path, GOOD)
+    copy = GOOD.replace(old, new, 1)
+    if field != "torch.name":
+        copy = copy.replace("name: opgen::inverse\n", "name: opgen::inverse2\n")
+    if field not in ("op", "domain"):
+        copy = copy.replace("op: Inverse\n", "op: Inverse2\n")
+    (project / "opdefs" / name).write_text(copy)
+    shutil.copy(
+        ROOT / "opdefs" / "inverse_kernel.h",
+        project / "opdefs" / name.replace(".yaml", "_kernel.h"),
+    )
+    copy = copy.replace("source: inverse_kernel.h", f"source: {name.replace('.yaml', '_kernel.h')}")
+    (project / "opdefs" / name).write_text(copy)
+    result = run_generator(cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    # Reported on whichever file comes second in path order, naming the other.
+    second, first = sorted([name, "inverse.yaml"], reverse=True)
+    text = copy if second == name else GOOD
+    expected_line = 1 if field == "<file name>" else line_of(text, field.split(".")[-1] + ":")
+    match = re.search(
+        rf"error: opdefs/{re.escape(second)}:{expected_line}:\d+: {re.escape(field)}: (.*)",
+        result.stderr,
+    )
+    assert match and fragment in match.group(1), result.stderr
+    assert f"opdefs/{first}" in match.group(1) or f"({first})" in match.group(1), result.stderr
+    assert not (project / "generated").exists()
+
+
+@pytest.mark.parametrize("stem", ["docs", "index", "include", "floor_div", "SymDim", "class"])
+def test_op_ids_taken_by_generated_code(tmp_path, run_generator, stem):
+    text = GOOD.replace("source: inverse_kernel.h", "source: inverse_kernel.h")
+    result = run_generator(cwd=project_with(tmp_path, text, name=f"{stem}.yaml"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(
+        rf"opdefs/{stem}\.yaml:\d+:\d+: <file name>: .*'{stem}' is (taken|reserved)", result.stderr
+    ), result.stderr
+
+
+def _namespace_opgen_names(header: str) -> set[str]:
+    """Names a support header declares directly in namespace opgen (column-0 declarations)."""
+    names = set(re.findall(r"^namespace opgen::(\w+) \{", header, re.M))
+    for block in re.findall(
+        r"^namespace opgen \{\n(.*?)^\}  // namespace opgen$", header, re.M | re.S
+    ):
+        names |= set(re.findall(r"^(?:struct|class|using|enum class)\s+(\w+)", block, re.M))
+        names |= set(
+            re.findall(
+                r"^(?:\[\[noreturn\]\] )?(?:inline |constexpr |static )*[A-Za-z_][\w:<>,*& ]*?\b(\w+)\(",
+                block,
+                re.M,
+            )
+        )
+        names |= set(
+            re.findall(r"^(?:inline |static )*(?:constexpr|const) [\w:<>]+ (\w+) =", block, re.M)
+        )
+    return names
+
+
+def test_reserved_op_ids_cover_the_generated_code():
+    """An op id becomes generated/<op_id>/, generated/docs/<op_id>.md and namespace
+    opgen::<op_id>: the model's reserved lists must name every shared entry beside them."""
+    from generator.model import OPGEN_NAMESPACE_NAMES, SHARED_OUTPUT_NAMES
+
+    generated = ROOT / "generated"
+    op_ids = {p.stem for p in (ROOT / "opdefs").glob("*.yaml")}
+    shared = {p.name.split(".")[0] for p in generated.iterdir()} - op_ids
+    shared |= {p.stem for p in (generated / "docs").iterdir()} - op_ids
+    assert shared <= SHARED_OUTPUT_NAMES, shared - SHARED_OUTPUT_NAMES
+    declared = set()
+    for header in (generated / "include" / "opgen").glob("*.h"):
+        declared |= _namespace_opgen_names(header.read_text())
+    assert {"SymDim", "Shape", "floor_div", "ort"} <= declared, declared  # the parse works
+    assert declared == OPGEN_NAMESPACE_NAMES, declared ^ OPGEN_NAMESPACE_NAMES
+
+
+def test_reserved_names_cover_each_ops_cpp_namespace():
+    """User names become parameters, locals and template parameters inside namespace
+    opgen::<op_id>, where the generated C++ declares its own names: those are reserved."""
+    from generator.model import OP_NAMESPACE_NAMES
+
+    declared = set()
+    for path in (ROOT / "generated").glob("*/*"):
+        if path.suffix not in (".cc", ".h") or path.parent.name in ("include", "domains"):
+            continue
+        text = path.read_text()
+        declared |= set(
+            re.findall(r"^\s*(?:struct|class|using)\s+(?:ONNX_NAMESPACE::)?(\w+)", text, re.M)
+        )
+        declared |= set(
+            re.findall(
+                r"^(?:static |inline )?(?!template|return)[\w:<>*&]+[ *&]+(\w+)\(", text, re.M
+            )
+        )
+        declared |= set(
+            re.findall(
+                r"^(?:static |inline |constexpr |const )+[\w:<>]+ (\w+)(?: =|\[|;)", text, re.M
+            )
+        )
+    # The schema tests declare their domain's registration function (a global name).
+    declared = {name for name in declared if not re.fullmatch(r"Register_\w+_Schemas", name)}
+    assert {"Attributes", "OrtKernel", "compute", "infer_shapes"} <= declared  # the parse works
+    assert declared == OP_NAMESPACE_NAMES, declared ^ OP_NAMESPACE_NAMES
