@@ -96,8 +96,9 @@ class Model(torch.nn.Module):
         super().__init__()
         self.attributes = attributes
 
-    def forward(self, X):
-        return TORCH_OP(X, **self.attributes)
+    # `module`, not `self`: an input may be called self (as in ATen's schemas).
+    def forward(module, X):
+        return TORCH_OP(X, **module.attributes)
 
 
 def run_torch(inputs: dict, attributes: dict) -> tuple:

@@ -95,8 +95,9 @@ class Model(torch.nn.Module):
         super().__init__()
         self.attributes = attributes
 
-    def forward(self, X, Y):
-        return TORCH_OP(X, Y, **self.attributes)
+    # `module`, not `self`: an input may be called self (as in ATen's schemas).
+    def forward(module, X, Y):
+        return TORCH_OP(X, Y, **module.attributes)
 
 
 def run_torch(inputs: dict, attributes: dict) -> tuple:
