@@ -184,12 +184,17 @@ def _definition_text(args, op_id: str, kernel_file: str) -> str:
     )
 
 
-def _kernel_text(op, definition_file: str) -> str:
+def kernel_stub(op, definition_file: str) -> str:
+    """The identity kernel every scaffolded op starts from."""
     from generator.dest import common
     from generator.render import environment
 
     used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
     unused = [t.name for t in op.inputs if t.name not in used] + ["attrs"]
+    taken = {t.name for t in (*op.inputs, *op.outputs, *op.attributes, *op.type_constraints)}
+
+    def local(name: str) -> str:  # the loop's names, clear of the op's own
+        return local(name + "_") if name in taken else name
     return (
         environment()
         .get_template("scaffold/kernel.h.j2")
@@ -197,10 +202,14 @@ def _kernel_text(op, definition_file: str) -> str:
             op_type=op.op_type,
             op_id=op.op_id,
             definition_file=definition_file,
+            template_decl=common.template_decl(op),
             compute_params=common.compute_params(op),
             first_input=op.inputs[0].name,
             outputs=[t.name for t in op.outputs],
             unused=unused,
+            begin=local("begin"),
+            end=local("end"),
+            i=local("i"),
         )
     )
 
@@ -235,7 +244,7 @@ def main(argv: list[str]) -> int:
     from generator.writer import write_atomic
 
     write_atomic(definition, text)
-    write_atomic(kernel, _kernel_text(op, definition.as_posix()))
+    write_atomic(kernel, kernel_stub(op, definition.as_posix()))
     if not args.quiet:
         print(f"new: {definition}\nnew: {kernel}")
     from generator import cli
