@@ -195,6 +195,7 @@ def kernel_stub(op, definition_file: str) -> str:
 
     def local(name: str) -> str:  # the loop's names, clear of the op's own
         return local(name + "_") if name in taken else name
+
     return (
         environment()
         .get_template("scaffold/kernel.h.j2")
