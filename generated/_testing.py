@@ -63,11 +63,18 @@ def single_node_model(
     outputs: list[str],
     attributes: dict,
     static_shapes: dict[str, tuple[int, ...]] | None = None,
+    attribute_types: dict[str, int] | None = None,
 ) -> onnx.ModelProto:
     """One node of the op. Input dims are symbolic (so the kernel, not ONNX Runtime, checks
-    shapes) unless `static_shapes` gives them (for ONNX shape inference)."""
+    shapes) unless `static_shapes` gives them (for ONNX shape inference). `attribute_types`
+    spell the type of an empty list, which its value does not tell."""
+    node = helper.make_node(op_type, list(inputs), outputs, domain=domain)
+    node.attribute.extend(
+        helper.make_attribute(name, value, attr_type=(attribute_types or {}).get(name))
+        for name, value in attributes.items()
+    )
     graph = helper.make_graph(
-        [helper.make_node(op_type, list(inputs), outputs, domain=domain, **attributes)],
+        [node],
         f"{op_type}_single_node",
         [
             helper.make_tensor_value_info(

@@ -48,6 +48,7 @@ TOLERANCES = {
 EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X"]
 ATTRIBUTES = []
+ATTRIBUTE_TYPES = {}
 # Each input's and output's type: a type variable, or a fixed dtype.
 INPUT_TYPES = {"X": "T"}
 OUTPUT_TYPES = {"Y": "T"}

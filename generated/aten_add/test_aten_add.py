@@ -51,6 +51,7 @@ TOLERANCES = {
 EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X", "Y"]
 ATTRIBUTES = ["alpha"]
+ATTRIBUTE_TYPES = {"alpha": onnx.AttributeProto.FLOAT}
 # Each input's and output's type: a type variable, or a fixed dtype.
 INPUT_TYPES = {"X": "T", "Y": "T"}
 OUTPUT_TYPES = {"Z": "T"}
@@ -131,7 +132,14 @@ def single_node(
     signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
     shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else dims
     model = _testing.single_node_model(
-        domain, op_type, version, signature, OUTPUTS, attributes, static_shapes=shapes
+        domain,
+        op_type,
+        version,
+        signature,
+        OUTPUTS,
+        attributes,
+        static_shapes=shapes,
+        attribute_types=ATTRIBUTE_TYPES,
     )
     generated.add_functions(model)
     return model

@@ -51,6 +51,7 @@ TOLERANCES = {
 EXPORTERS = ["dynamo", "torchscript"]
 INPUTS = ["X"]
 ATTRIBUTES = ["approximate"]
+ATTRIBUTE_TYPES = {"approximate": onnx.AttributeProto.STRING}
 # Each input's and output's type: a type variable, or a fixed dtype.
 INPUT_TYPES = {"X": "T"}
 OUTPUT_TYPES = {"Y": "T"}

@@ -41,6 +41,7 @@ TOLERANCES = {
 EXPORTERS = []
 INPUTS = ["X", "bias"]
 ATTRIBUTES = []
+ATTRIBUTE_TYPES = {}
 # Each input's and output's type: a type variable, or a fixed dtype.
 INPUT_TYPES = {"X": "T", "bias": "T"}
 OUTPUT_TYPES = {"Y": "T"}
@@ -96,7 +97,14 @@ def single_node(
     signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
     shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else dims
     model = _testing.single_node_model(
-        domain, op_type, version, signature, OUTPUTS, attributes, static_shapes=shapes
+        domain,
+        op_type,
+        version,
+        signature,
+        OUTPUTS,
+        attributes,
+        static_shapes=shapes,
+        attribute_types=ATTRIBUTE_TYPES,
     )
     generated.add_functions(model)
     return model

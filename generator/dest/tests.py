@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
 from generator.dest.python import base_context
@@ -73,6 +74,12 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         "has_cpp_schema": op.has_cpp_schema,
         "defaults": py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
         "attribute_names": py.literal([a.name for a in op.attributes]),
+        "attribute_types": "{"
+        + ", ".join(
+            f"{py.literal(a.name)}: onnx.AttributeProto.{onnx_api.ATTR_TYPE[a.type]}"
+            for a in op.attributes
+        )
+        + "}",
         "type_combinations": [
             "{" + ", ".join(f"{var!r}: {py.TORCH_DTYPE[d]}" for var, d in inst.bindings) + "}"
             for inst in op.instantiations
