@@ -335,7 +335,7 @@ def broken(draw) -> tuple[str, dict, list[Breakage]]:
 
 
 @st.composite
-def bad_names(draw) -> tuple[str, dict, Breakage]:
+def bad_names(draw) -> tuple[str, dict, list[Breakage]]:
     """A valid definition with one invalid, reserved or duplicated tensor/attribute name."""
     stem, definition = draw(definitions())
     definition = copy.deepcopy(definition)
@@ -349,7 +349,7 @@ def bad_names(draw) -> tuple[str, dict, Breakage]:
         value = _get(definition, other)
         reported = max(path, other, key=paths.index)
     _set(definition, path, value)
-    return stem, definition, Breakage(f"{_field(path)} = {value!r}", _field(reported))
+    return stem, definition, [Breakage(f"{_field(path)} = {value!r}", _field(reported))]
 
 
 def _get(definition: dict, path: list):
