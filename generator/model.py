@@ -663,16 +663,13 @@ def _mapping(
     does not drop the whole item (and every error that would cascade from its absence)."""
     if not node.is_mapping:
         raise node.error(f"expected a mapping with keys {sorted(allowed)}, found {_kind(node)}")
-    if unknown_to is not None:
-        known = {k: v for k, v in node.value.items() if k in allowed}
-        unknown_to.attempt(_mapping, node, allowed, set())
-        return _mapping(Node(known, node.location, node.path), allowed, required)
     errors = ErrorCollector()
+    unknown = unknown_to if unknown_to is not None else errors
     for key, child in node.value.items():
         if key not in allowed:
             loc = child.key_location or child.location
             hint = _closest(key, allowed)
-            errors.add(
+            unknown.add(
                 DefinitionError(
                     loc,
                     child.path,
@@ -684,7 +681,7 @@ def _mapping(
     for key in sorted(required - node.value.keys()):
         errors.add(node.error(f"missing required field '{key}'"))
     errors.raise_if_any()
-    return node.value
+    return {key: child for key, child in node.value.items() if key in allowed}
 
 
 def _closest(word: str, options: set[str]) -> str | None:

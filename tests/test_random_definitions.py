@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
@@ -60,18 +61,9 @@ def _project(stem: str, definition: dict, stub_kernel: bool = False):
         yield root
 
 
-@contextlib.contextmanager
 def _no_cache():
     # Random text would fill the user's formatting cache with entries never used again.
-    old = os.environ.get("OPGEN_NO_CACHE")
-    os.environ["OPGEN_NO_CACHE"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["OPGEN_NO_CACHE"]
-        else:
-            os.environ["OPGEN_NO_CACHE"] = old
+    return mock.patch.dict(os.environ, {"OPGEN_NO_CACHE": "1"})
 
 
 def _assert_definition_errors_only(root: Path, status: int, err: str, stem: str) -> list:
