@@ -15,7 +15,15 @@ from generator.render import GENERATED_MARK, GeneratedFile
 class Change:
     path: Path
     kind: str  # "new" | "changed" | "orphaned"
-    diff: str
+    old: str = ""
+    new: str = ""
+
+    @property
+    def diff(self) -> str:
+        """Computed only when shown: most runs never print it (no diff for an orphan)."""
+        if self.kind == "orphaned":
+            return ""
+        return _diff(self.old, self.new, self.path)
 
 
 def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
@@ -27,8 +35,7 @@ def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
         old = target.read_bytes().decode("utf-8", "replace") if target.exists() else None
         if old == file.content:
             continue
-        diff = _diff(old or "", file.content, target)
-        changes.append(Change(target, "new" if old is None else "changed", diff))
+        changes.append(Change(target, "new" if old is None else "changed", old or "", file.content))
     return changes
 
 
@@ -56,7 +63,7 @@ def find_orphans(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
             continue
         if any(part.startswith(".") for part in relative):
             continue
-        orphans.append(Change(path, "orphaned", ""))  # no diff: the whole file goes
+        orphans.append(Change(path, "orphaned"))
     return orphans
 
 
