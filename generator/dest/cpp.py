@@ -67,14 +67,13 @@ def _instantiations(op: OpDef) -> list[dict]:
                 "suffix": inst.suffix or "only",
                 "template_args": common.template_args(op, binding),
                 "compute_params": common.compute_params(op, binding),
-                # The numpy names live in one place: numpy_name<T>() of pybind_support.h.
+                # The numpy dtypes live in one place: dtype_of<T>() of pybind_support.h.
                 "numpy_condition": " && ".join(
                     (
-                        f"({name}_dtype.empty() || {name}_dtype == "
-                        f"opgen::py_support::numpy_name<{cpp.KERNEL_TYPE[dtype]}>())"
+                        f"(!{name}_array || "
+                        f"opgen::py_support::has_dtype<{cpp.KERNEL_TYPE[dtype]}>(*{name}_array))"
                         if name in op.optional_inputs
-                        else f"{name}_dtype == "
-                        f"opgen::py_support::numpy_name<{cpp.KERNEL_TYPE[dtype]}>()"
+                        else f"opgen::py_support::has_dtype<{cpp.KERNEL_TYPE[dtype]}>({name}_array)"
                     )
                     for name, dtype in dtype_of.items()
                 ),

@@ -56,10 +56,27 @@ const T* data(const py::array& array) {
   return static_cast<const T*>(array.data());
 }
 
+// The numpy dtype of T, looked up once: by name it costs microseconds on every call. Never freed,
+// so nothing touches Python at process exit.
+template <typename T>
+const py::dtype& dtype_of() {
+  static const py::dtype* dtype = [] {
+    if (std::is_same_v<T, opgen::bfloat16>) py::module_::import("ml_dtypes");  // registers it
+    return new py::dtype(numpy_name<T>());
+  }();
+  return *dtype;
+}
+
+// Whether an array holds T: numpy's own equivalence test (byte order included), as pybind11's
+// array_t uses.
+template <typename T>
+bool has_dtype(const py::array& array) {
+  return py::detail::npy_api::get().PyArray_EquivTypes_(array.dtype().ptr(), dtype_of<T>().ptr());
+}
+
 template <typename T>
 py::array empty(const opgen::Shape& shape) {
-  if (std::is_same_v<T, opgen::bfloat16>) py::module_::import("ml_dtypes");  // registers the dtype
-  return py::array(py::dtype(numpy_name<T>()), std::vector<py::ssize_t>(shape.begin(), shape.end()));
+  return py::array(dtype_of<T>(), std::vector<py::ssize_t>(shape.begin(), shape.end()));
 }
 
 template <typename T>
