@@ -14,8 +14,8 @@
 namespace opgen::inverse {
 
 // Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and
-// holds the inverse of every N x N matrix. The kernel uses LU factorisation with partial
-// pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)
+// holds the inverse of every N x N matrix. The kernel uses Gauss-Jordan elimination with
+// partial pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)
 // is an error, as in torch.linalg.inv.
 struct Attributes {
 };

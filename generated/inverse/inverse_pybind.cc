@@ -47,7 +47,7 @@ void bind(py::module_& module) {
         opgen::fail(std::string(kOpName) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32|float64|float16");
       },
       py::arg("X"),
-      "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\012holds the inverse of every N x N matrix. The kernel uses LU factorisation with partial\012pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\012is an error, as in torch.linalg.inv.");
+      "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\012holds the inverse of every N x N matrix. The kernel uses Gauss-Jordan elimination with\012partial pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\012is an error, as in torch.linalg.inv.");
 }
 
 }  // namespace opgen::inverse

@@ -37,7 +37,7 @@ void RegisterSchema() {
   ONNX_CONTRIB_OPERATOR_SCHEMA(Inverse)
       .SetDomain("ai.opgen")
       .SinceVersion(1)
-      .SetDoc("Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\012holds the inverse of every N x N matrix. The kernel uses LU factorisation with partial\012pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\012is an error, as in torch.linalg.inv.")
+      .SetDoc("Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\012holds the inverse of every N x N matrix. The kernel uses Gauss-Jordan elimination with\012partial pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\012is an error, as in torch.linalg.inv.")
       .Input(0, "X", "Batch of square matrices.", "T")
       .Output(0, "Y", "The inverse of each matrix of X.", "T")
       .TypeConstraint("T", {"tensor(float)", "tensor(double)", "tensor(float16)"}, "Floating-point element type of the matrices.")

@@ -42,7 +42,7 @@ def _schema(version: int) -> _Schema:
         "Inverse",
         "ai.opgen",
         version,
-        "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\nholds the inverse of every N x N matrix. The kernel uses LU factorisation with partial\npivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\nis an error, as in torch.linalg.inv.",
+        "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\nholds the inverse of every N x N matrix. The kernel uses Gauss-Jordan elimination with\npartial pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\nis an error, as in torch.linalg.inv.",
         inputs=[
             _Schema.FormalParameter("X", "T", "Batch of square matrices."),
         ],

@@ -193,6 +193,12 @@ def _sample_1_X(shape, gen):
     )
 
 
+def _sample_2_X(shape, gen):
+    return torch.randn(shape, generator=gen, dtype=torch.float64) + 13 * torch.eye(
+        shape[-1], dtype=torch.float64
+    )
+
+
 RANDOM_CASES = [
     {
         "shapes": {"X": ["batch", 3, 3]},
@@ -211,6 +217,15 @@ RANDOM_CASES = [
         },
         "attributes": {},
         "output_dims": [["batch", 2, 8, 8]],
+    },
+    {
+        "shapes": {"X": ["batch", 13, 13]},
+        "dynamic": {"batch": [2, 3]},
+        "samplers": {
+            "X": _sample_2_X,
+        },
+        "attributes": {},
+        "output_dims": [["batch", 13, 13]],
     },
 ]
 
