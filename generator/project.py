@@ -12,7 +12,7 @@ from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, ErrorCollector, Location
 from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
-from generator.render import GeneratedFile
+from generator.render import GeneratedFile, format_all
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -64,4 +64,4 @@ def generate(project: Project, selected: list[OpDef], all_ops: list[OpDef]) -> l
         files += tests_dest.emit(op, index)
     files += project_dest.emit(all_ops)
     files += docs_dest.emit(all_ops)
-    return files
+    return format_all(files)
