@@ -1,0 +1,85 @@
+"""Shared by the benchmark scripts: timing, the machine description and Markdown tables.
+
+Every figure is a median over repeated runs; ratios are taken between figures measured in the
+same run, interleaved, because the machine these run on is shared and noisy."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def median_seconds(fn, repeat: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def interleaved_medians(contestants: dict, repeat: int, warmup: int = 1) -> dict[str, float]:
+    """Median seconds of each callable, running them in turn so that machine noise hits all."""
+    for fn in contestants.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in contestants}
+    for _ in range(repeat):
+        for name, fn in contestants.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def run_measured(
+    command: list[str], env: dict | None = None, cwd: Path = ROOT
+) -> tuple[float, int]:
+    """Wall seconds and peak resident memory (KiB) of one child process; fails loudly."""
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    stderr = child.stderr.read().decode(errors="replace")
+    child.stderr.close()
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"benchmark command failed ({child.returncode}): {' '.join(command)}\n{stderr}")
+    return elapsed, usage.ru_maxrss
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    packages = ", ".join(
+        f"{name} {version(name)}" for name in ("torch", "onnxruntime", "onnx", "numpy", "black")
+    )
+    return f"{cpu}, {os.cpu_count()} logical cores, Python {platform.python_version()}, {packages}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def report(title: str, body: str) -> None:
+    print(f"\n### {title}\n\n{body}\n", flush=True)

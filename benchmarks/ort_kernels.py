@@ -1,0 +1,237 @@
+"""Generated kernels in ONNX Runtime, side by side with what a user would pick instead.
+
+    python benchmarks/ort_kernels.py [--repeat 7] [--elements 10000000]
+
+1. ai.opgen::Inverse against ONNX Runtime's built-in com.microsoft::Inverse and torch.linalg.inv
+   on the same float32 batches (100k 4x4, 1k 64x64), on 1 and 2 intra-op threads.
+2. test.customop::CustomOpOne -> CustomOpTwo against the same computation in standard ONNX ops
+   (Add -> Round -> Cast to int32) on 10M elements, and the achieved bytes per second as a
+   fraction of this machine's memory-copy bandwidth (numpy copy of a buffer of the same size).
+3. The speed-up of the generated kernels from 1 to 2 threads (their work is split with the
+   custom-op API's parallel-for).
+
+Every ONNX Runtime session is run through I/O binding into preallocated outputs, so no
+contestant pays for allocating or converting its result. Needs `python -m generator build`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from onnx import TensorProto, helper
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import interleaved_medians, machine, median_seconds, report, table  # noqa: E402
+
+from generated import _support  # noqa: E402
+
+ONNX_OPSET = 21
+
+
+def model(nodes, inputs, outputs, domains: dict[str, int]) -> bytes:
+    graph = helper.make_graph(nodes, "bench", inputs, outputs)
+    opsets = [helper.make_opsetid("", ONNX_OPSET)]
+    opsets += [helper.make_opsetid(domain, v) for domain, v in domains.items()]
+    built = helper.make_model(graph, opset_imports=opsets, ir_version=10)
+    onnx.checker.check_model(built)
+    return built.SerializeToString()
+
+
+def session(model_bytes: bytes, threads: int, library: Path | None = None):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if library is not None:
+        options.register_custom_ops_library(str(library))
+    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def bound_runner(sess, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]):
+    """A zero-argument callable that runs the session into the preallocated outputs."""
+    binding = sess.io_binding()
+    for name, array in inputs.items():
+        binding.bind_cpu_input(name, array)
+    for name, array in outputs.items():
+        binding.bind_output(name, "cpu", 0, array.dtype, list(array.shape), array.ctypes.data)
+
+    def run(keep_alive=(inputs, outputs)):  # the binding holds raw pointers into the arrays
+        sess.run_with_iobinding(binding)
+
+    return run
+
+
+def tensor(name: str, elem_type: int, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def inverse_benchmark(repeat: int) -> list[list[str]]:
+    library = _support.ort_library("ai_opgen")
+    rows = []
+    for count, n in [(100_000, 4), (1_000, 64)]:
+        generator = torch.Generator().manual_seed(0)
+        x = torch.randn(count, n, n, generator=generator) + n * torch.eye(n)
+        x_np = x.numpy()
+        io = (
+            [tensor("X", TensorProto.FLOAT, ["B", n, n])],
+            [tensor("Y", TensorProto.FLOAT, ["B", n, n])],
+        )
+        ours_model = model(
+            [helper.make_node("Inverse", ["X"], ["Y"], domain="ai.opgen")], *io, {"ai.opgen": 1}
+        )
+        builtin_model = model(
+            [helper.make_node("Inverse", ["X"], ["Y"], domain="com.microsoft")],
+            *io,
+            {"com.microsoft": 1},
+        )
+        expected = torch.linalg.inv(x).numpy()
+        speed = {}
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            out_ours, out_builtin = np.empty_like(x_np), np.empty_like(x_np)
+            out_torch = torch.empty_like(x)
+            contestants = {
+                "ours": bound_runner(
+                    session(ours_model, threads, library), {"X": x_np}, {"Y": out_ours}
+                ),
+                "builtin": bound_runner(
+                    session(builtin_model, threads), {"X": x_np}, {"Y": out_builtin}
+                ),
+                "torch": lambda x=x, out=out_torch: torch.linalg.inv(x, out=out),
+            }
+            medians = interleaved_medians(contestants, repeat)
+            for name, out in [
+                ("ours", out_ours),
+                ("builtin", out_builtin),
+                ("torch", out_torch.numpy()),
+            ]:
+                if not np.allclose(out, expected, rtol=1e-3, atol=1e-4):
+                    sys.exit(f"Inverse {count}x{n}x{n}: {name} disagrees with torch.linalg.inv")
+            best = min(medians["builtin"], medians["torch"])
+            speed[threads] = medians["ours"]
+            rows.append(
+                [
+                    f"{count:,} x {n}x{n}",
+                    str(threads),
+                    f"{medians['ours'] * 1e3:.1f} ms",
+                    f"{medians['builtin'] * 1e3:.1f} ms",
+                    f"{medians['torch'] * 1e3:.1f} ms",
+                    f"**{medians['ours'] / best:.2f}**",
+                    f"{speed[1] / speed[threads]:.2f}x" if threads == 2 else "",
+                ]
+            )
+    torch.set_num_threads(1)
+    return rows
+
+
+def copy_bandwidth(nbytes: int, repeat: int) -> float:
+    """Bytes per second of a single-threaded numpy copy (read + write counted)."""
+    source = np.ones(nbytes // 4, dtype=np.float32)
+    target = np.empty_like(source)
+    seconds = median_seconds(lambda: np.copyto(target, source), repeat)
+    return 2 * nbytes / seconds
+
+
+def chain_benchmark(elements: int, repeat: int) -> tuple[list[list[str]], float]:
+    library = _support.ort_library("test_customop")
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(elements) * 100).astype(np.float32)
+    y = (rng.standard_normal(elements) * 100).astype(np.float32)
+    io = (
+        [tensor("X", TensorProto.FLOAT, ["n"]), tensor("Y", TensorProto.FLOAT, ["n"])],
+        [tensor("W", TensorProto.INT32, ["n"])],
+    )
+    ours_model = model(
+        [
+            helper.make_node("CustomOpOne", ["X", "Y"], ["Z"], domain="test.customop"),
+            helper.make_node("CustomOpTwo", ["Z"], ["W"], domain="test.customop"),
+        ],
+        *io,
+        {"test.customop": 1},
+    )
+    standard_model = model(
+        [
+            helper.make_node("Add", ["X", "Y"], ["Z"]),
+            helper.make_node("Round", ["Z"], ["R"]),
+            helper.make_node("Cast", ["R"], ["W"], to=TensorProto.INT32),
+        ],
+        *io,
+        {},
+    )
+    # Our chain reads X and Y, writes Z, reads Z and writes W: five 4-byte streams.
+    chain_bytes = 5 * 4 * elements
+    bandwidth = copy_bandwidth(4 * elements, repeat)
+    rows = []
+    speed = {}
+    for threads in (1, 2):
+        out_ours, out_standard = np.empty(elements, np.int32), np.empty(elements, np.int32)
+        medians = interleaved_medians(
+            {
+                "ours": bound_runner(
+                    session(ours_model, threads, library), {"X": x, "Y": y}, {"W": out_ours}
+                ),
+                "standard": bound_runner(
+                    session(standard_model, threads), {"X": x, "Y": y}, {"W": out_standard}
+                ),
+            },
+            repeat,
+        )
+        # ONNX Round rounds halves to even, CustomOpTwo away from zero: they differ on halves.
+        halves = np.abs(x + y - np.trunc(x + y)) == 0.5
+        if not np.array_equal(out_ours[~halves], out_standard[~halves]):
+            sys.exit("CustomOpOne -> CustomOpTwo disagrees with Add -> Round -> Cast")
+        speed[threads] = medians["ours"]
+        achieved = chain_bytes / medians["ours"]
+        rows.append(
+            [
+                str(threads),
+                f"{medians['ours'] * 1e3:.1f} ms",
+                f"{medians['standard'] * 1e3:.1f} ms",
+                f"**{medians['ours'] / medians['standard']:.2f}**",
+                f"{achieved / 1e9:.1f} GB/s = **{achieved / bandwidth:.0%}** of copy",
+                f"{speed[1] / speed[threads]:.2f}x" if threads == 2 else "",
+            ]
+        )
+    return rows, bandwidth
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--elements", type=int, default=10_000_000)
+    args = parser.parse_args()
+    print(f"Machine: {machine()}")
+    report(
+        "Inverse, float32: ours vs com.microsoft::Inverse vs torch.linalg.inv "
+        f"(median of {args.repeat}; target ratio <= 1.0 against the faster of the two)",
+        table(
+            ["batch", "threads", "ours", "built-in", "torch", "ours / best", "ours 1 -> 2 threads"],
+            inverse_benchmark(args.repeat),
+        ),
+    )
+    rows, bandwidth = chain_benchmark(args.elements, args.repeat)
+    report(
+        f"CustomOpOne -> CustomOpTwo vs Add -> Round -> Cast, {args.elements:,} float32 elements "
+        f"(median of {args.repeat}; targets: ratio <= 1.1, >= 70% of copy bandwidth; "
+        f"single-thread numpy copy here: {bandwidth / 1e9:.1f} GB/s, reads + writes)",
+        table(
+            [
+                "threads",
+                "ours",
+                "standard ops",
+                "ours / standard",
+                "ours: bytes moved / s",
+                "ours 1 -> 2 threads",
+            ],
+            rows,
+        ),
+    )
+
+
+if __name__ == "__main__":
+    main()
