@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
@@ -122,8 +124,11 @@ def format_all(files: list[GeneratedFile]) -> list[GeneratedFile]:
             else:
                 formatted[file.content] = cached
     texts = list(dict.fromkeys(f.content for f in misses))
-    workers = min(len(texts) // _PARALLEL_MIN_FILES, os.cpu_count() or 1)
-    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+    # Forking is safe only on Linux and from a process without other threads.
+    linux = sys.platform == "linux"
+    cores = len(os.sched_getaffinity(0)) if linux else 1
+    workers = min(len(texts) // _PARALLEL_MIN_FILES, cores)
+    if workers > 1 and linux and threading.active_count() == 1:
         import black  # noqa: F401 (imported once here, inherited by the workers)
 
         context = multiprocessing.get_context("fork")
@@ -134,7 +139,9 @@ def format_all(files: list[GeneratedFile]) -> list[GeneratedFile]:
     for text, result in zip(texts, results, strict=True):
         if isinstance(result, Exception):  # a template bug, not a user error: show the source
             name = next(f.path for f in misses if f.content == text)
-            raise RuntimeError(f"generated Python for {name} does not parse: {result}\n{text}")
+            raise RuntimeError(
+                f"generated Python for {name} does not parse: {result}\n{text}"
+            ) from result
         opgen_cache.write("black", _black_key(text), result)
         formatted[text] = result
     return [

@@ -133,10 +133,10 @@ void invert_lanes(const T* __restrict in, T* __restrict out, int64_t count) {
   Acc a[N][N][L];
   Acc pivot[N][L];  // the pivot row of each column, as Acc so that selects stay one width
   for (int l = 0; l < L; ++l) {
-    const T* matrix = in + l * N * N;
     for (int r = 0; r < N; ++r) {
       for (int c = 0; c < N; ++c) {
-        a[r][c][l] = l < count ? static_cast<Acc>(matrix[r * N + c]) : Acc(r == c ? 1 : 0);
+        // Padding lanes (past the batch) hold the identity; no pointer is formed for them.
+        a[r][c][l] = l < count ? static_cast<Acc>(in[(l * N + r) * N + c]) : Acc(r == c ? 1 : 0);
       }
     }
   }

@@ -57,7 +57,7 @@ DATA_DEPENDENT_OUTPUTS = []
 
 
 def reference(*, X):
-    return (torch.sign(X) * torch.floor(torch.abs(X) + 0.5)).to(torch.int32)
+    return (torch.sign(X) * torch.floor(torch.abs(X.double()) + 0.5)).to(torch.int32)
 
 
 def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
@@ -146,6 +146,12 @@ KNOWN_CASES = [
     (
         {"X": [[0.5, 1.5, 2.5, -0.5], [-2.5, 0.49, 7.6, -7.6]]},
         {"Y": [[1, 2, 3, -1], [-3, 0, 8, -8]]},
+        {},
+        None,
+    ),
+    (
+        {"X": [0.49999997, -0.49999997, 8388609.0, -8388609.0, -2147483648.0, 2147483520.0]},
+        {"Y": [0, 0, 8388609, -8388609, -2147483648, 2147483520]},
         {},
         None,
     ),

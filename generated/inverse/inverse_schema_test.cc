@@ -150,6 +150,42 @@ int main() {
     }
   }
   {
+    ModelProto model = make_model({{{0, "batch"}, {4, ""}, {4, ""}}});
+    auto* node = only_node(model);
+    (void)node;
+    try {
+      ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
+      const std::string got_Y = describe(model.graph().output(0).type());
+      expect(got_Y == "1 [batch, 4, 4]", "shape inference of Y for random case 3 {'X': ['batch', 4, 4]}: " + got_Y);
+    } catch (const std::exception& error) {
+      expect(false, std::string("shape inference for random case 3 {'X': ['batch', 4, 4]}: ") + error.what());
+    }
+    try {
+      ONNX_NAMESPACE::checker::check_model(model);
+      expect(true, "checker accepts the inferred model of random case 3 {'X': ['batch', 4, 4]}");
+    } catch (const std::exception& error) {
+      expect(false, std::string("checker accepts the inferred model of random case 3 {'X': ['batch', 4, 4]}: ") + error.what());
+    }
+  }
+  {
+    ModelProto model = make_model({{{0, "batch"}, {13, ""}, {13, ""}}});
+    auto* node = only_node(model);
+    (void)node;
+    try {
+      ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
+      const std::string got_Y = describe(model.graph().output(0).type());
+      expect(got_Y == "1 [batch, 13, 13]", "shape inference of Y for random case 4 {'X': ['batch', 13, 13]}: " + got_Y);
+    } catch (const std::exception& error) {
+      expect(false, std::string("shape inference for random case 4 {'X': ['batch', 13, 13]}: ") + error.what());
+    }
+    try {
+      ONNX_NAMESPACE::checker::check_model(model);
+      expect(true, "checker accepts the inferred model of random case 4 {'X': ['batch', 13, 13]}");
+    } catch (const std::exception& error) {
+      expect(false, std::string("checker accepts the inferred model of random case 4 {'X': ['batch', 13, 13]}: ") + error.what());
+    }
+  }
+  {
     ModelProto model = make_model({{{2, ""}, {3, ""}, {4, ""}}});
     auto* node = only_node(model);
     (void)node;
@@ -173,6 +209,6 @@ int main() {
       expect(message.find("must have at least rank 2") != std::string::npos, "shape inference rejects error case 1 {'X': (5,)}: " + message);
     }
   }
-  std::cout << (3 + 2) << " cases, " << failures << " failed" << std::endl;
+  std::cout << (5 + 2) << " cases, " << failures << " failed" << std::endl;
   return failures == 0 ? 0 : 1;
 }

@@ -199,6 +199,20 @@ def _sample_2_X(shape, gen):
     )
 
 
+def _sample_3_X(shape, gen):
+    return (
+        torch.randn(shape, generator=gen, dtype=torch.float64)
+        + 4 * torch.eye(shape[-1], dtype=torch.float64)
+    )[..., torch.randperm(shape[-1], generator=gen), :]
+
+
+def _sample_4_X(shape, gen):
+    return (
+        torch.randn(shape, generator=gen, dtype=torch.float64)
+        + 13 * torch.eye(shape[-1], dtype=torch.float64)
+    )[..., torch.randperm(shape[-1], generator=gen), :]
+
+
 RANDOM_CASES = [
     {
         "shapes": {"X": ["batch", 3, 3]},
@@ -223,6 +237,24 @@ RANDOM_CASES = [
         "dynamic": {"batch": [2, 3]},
         "samplers": {
             "X": _sample_2_X,
+        },
+        "attributes": {},
+        "output_dims": [["batch", 13, 13]],
+    },
+    {
+        "shapes": {"X": ["batch", 4, 4]},
+        "dynamic": {"batch": [5, 7]},
+        "samplers": {
+            "X": _sample_3_X,
+        },
+        "attributes": {},
+        "output_dims": [["batch", 4, 4]],
+    },
+    {
+        "shapes": {"X": ["batch", 13, 13]},
+        "dynamic": {"batch": [2, 3]},
+        "samplers": {
+            "X": _sample_4_X,
         },
         "attributes": {},
         "output_dims": [["batch", 13, 13]],
@@ -484,6 +516,24 @@ def test_bad_shapes_fail_onnx_shape_inference(index):
 
 VALUE_ERROR_CASES = [
     ({"X": [[1, 2], [2, 4]]}, {}, "matrix is singular"),
+    ({"X": [[[1, 0], [0, 1]], [[1, 2], [2, 4]], [[2, 0], [0, 2]]]}, {}, "matrix is singular"),
+    (
+        {
+            "X": [
+                [1, 0, 0, 0, 0, 0, 0, 0, 0],
+                [0, 1, 0, 0, 0, 0, 0, 0, 0],
+                [0, 0, 1, 0, 0, 0, 0, 0, 0],
+                [0, 0, 0, 1, 0, 0, 0, 0, 0],
+                [0, 0, 0, 0, 1, 0, 0, 0, 0],
+                [0, 0, 0, 2, 0, 0, 0, 0, 0],
+                [0, 0, 0, 0, 0, 0, 1, 0, 0],
+                [0, 0, 0, 0, 0, 0, 0, 1, 0],
+                [0, 0, 0, 0, 0, 0, 0, 0, 1],
+            ]
+        },
+        {},
+        "matrix is singular",
+    ),
 ]
 VALUE_ERROR_PARAMS = [
     pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")

@@ -56,15 +56,18 @@ const T* data(const py::array& array) {
   return static_cast<const T*>(array.data());
 }
 
-// The numpy dtype of T, looked up once: by name it costs microseconds on every call. Never freed,
-// so nothing touches Python at process exit.
+// The numpy dtype of T, looked up once: by name it costs microseconds on every call. pybind11's
+// call-once helper, because the first lookup calls into Python (a plain function-local static
+// could deadlock two threads on the GIL); it is never freed, so nothing runs at process exit.
 template <typename T>
 const py::dtype& dtype_of() {
-  static const py::dtype* dtype = [] {
-    if (std::is_same_v<T, opgen::bfloat16>) py::module_::import("ml_dtypes");  // registers it
-    return new py::dtype(numpy_name<T>());
-  }();
-  return *dtype;
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::dtype> storage;
+  return storage
+      .call_once_and_store_result([] {
+        if constexpr (std::is_same_v<T, opgen::bfloat16>) py::module_::import("ml_dtypes");
+        return py::dtype(numpy_name<T>());
+      })
+      .get_stored();
 }
 
 // Whether an array holds T: numpy's own equivalence test (byte order included), as pybind11's
