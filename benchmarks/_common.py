@@ -10,6 +10,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from importlib.metadata import version
 from pathlib import Path
@@ -45,19 +46,35 @@ def interleaved_medians(contestants: dict, repeat: int, warmup: int = 1) -> dict
 def run_measured(
     command: list[str], env: dict | None = None, cwd: Path = ROOT
 ) -> tuple[float, int]:
-    """Wall seconds and peak resident memory (KiB) of one child process; fails loudly."""
-    start = time.perf_counter()
-    child = subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - start
-    stderr = child.stderr.read().decode(errors="replace")
-    child.stderr.close()
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        sys.exit(f"benchmark command failed ({child.returncode}): {' '.join(command)}\n{stderr}")
+    """Wall seconds and peak resident memory (KiB) of one child process; fails loudly. Its
+    error output goes to a file (a pipe nobody reads while waiting could fill and block it)."""
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=errors
+        )
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            errors.seek(0)
+            message = errors.read().decode(errors="replace")
+            sys.exit(
+                f"benchmark command failed ({child.returncode}): {' '.join(command)}\n{message}"
+            )
     return elapsed, usage.ru_maxrss
+
+
+def median_run(command: list[str], env: dict | None, repeat: int, before=None) -> tuple[float, int]:
+    """Median wall seconds and the largest peak memory (KiB) over `repeat` runs."""
+    times, peaks = [], []
+    for _ in range(repeat):
+        if before:
+            before()
+        elapsed, peak = run_measured(command, env)
+        times.append(elapsed)
+        peaks.append(peak)
+    return statistics.median(times), max(peaks)
 
 
 def machine() -> str:

@@ -13,7 +13,6 @@ import argparse
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, report, run_measured, table  # noqa: E402
+from _common import ROOT, machine, median_run, report, run_measured, table  # noqa: E402
 
 
 def build_output(build_dir: Path) -> list[str]:
@@ -44,18 +43,18 @@ def main() -> None:
     args = parser.parse_args()
     print(f"Machine: {machine()}")
     work = Path(tempfile.mkdtemp(prefix="opgen-bench-build-"))
+    touched_kernel = None
     build_dir = work / "build"
     command = [sys.executable, "-m", "generator", "build", "-q", "--jobs", str(args.jobs)]
     command += ["--build-dir", str(build_dir)]
     try:
         cold, cold_peak = run_measured(command)
-        noop = statistics.median(run_measured(command)[0] for _ in range(args.repeat))
-        ninja_noop = statistics.median(
-            run_measured(["cmake", "--build", str(build_dir)])[0] for _ in range(args.repeat)
-        )
+        noop, _ = median_run(command, None, args.repeat)
+        ninja_noop, _ = median_run(["cmake", "--build", str(build_dir)], None, args.repeat)
         kernel = ROOT / args.kernel
         stat = kernel.stat()
         os.utime(kernel, ns=(stat.st_atime_ns, time.time_ns()))
+        touched_kernel = (kernel, stat)
         started = time.perf_counter()
         steps = build_output(build_dir)
         touched = time.perf_counter() - started
@@ -88,6 +87,9 @@ def main() -> None:
             sys.exit("touching one kernel rebuilt objects of other ops")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if touched_kernel:  # the project's own build/ must not see the kernel as changed
+            path, stat = touched_kernel
+            os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 if __name__ == "__main__":

@@ -6,21 +6,20 @@ generation throughput on synthetic op definitions, and peak memory.
 "Warm" runs use the opgen cache as a user's machine has it after the first run (compiled
 templates and black's output are cached by content); "cold" runs get an empty cache, so every
 Python file is formatted by black. Each synthetic definition is an element-wise kernel op
-(CustomOpOne renamed), so every one produces all eleven per-op artifacts."""
+(CustomOpOne renamed), so every one produces all eleven per-op files, plus its docs page."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import ROOT, machine, report, run_measured, table  # noqa: E402
+from _common import ROOT, machine, median_run, report, run_measured, table  # noqa: E402
 
 TEMPLATE_DEF = ROOT / "opdefs" / "custom_op_one.yaml"
 
@@ -62,17 +61,6 @@ def file_creation_seconds(source: Path, target: Path) -> tuple[int, float]:
     seconds = time.perf_counter() - start
     shutil.rmtree(target)
     return len(contents), seconds
-
-
-def median_run(command, env, repeat: int, before=None) -> tuple[float, int]:
-    times, peaks = [], []
-    for _ in range(repeat):
-        if before:
-            before()
-        elapsed, peak = run_measured(command, env)
-        times.append(elapsed)
-        peaks.append(peak)
-    return statistics.median(times), max(peaks)
 
 
 def main() -> None:

@@ -16,10 +16,13 @@ contestant pays for allocating or converting its result. Needs `python -m genera
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-import numpy as np
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch: its idle threads must not spin
+
+import numpy as np  # noqa: E402
 import onnx
 import onnxruntime as ort
 import torch
@@ -27,7 +30,7 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import interleaved_medians, machine, median_seconds, report, table  # noqa: E402
+from _common import interleaved_medians, machine, report, table  # noqa: E402
 
 from generated import _support  # noqa: E402
 
@@ -47,6 +50,8 @@ def session(model_bytes: bytes, threads: int, library: Path | None = None):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # Idle pool threads must not spin between runs: the contestants take turns on 2 cores.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     if library is not None:
         options.register_custom_ops_library(str(library))
     return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
@@ -90,51 +95,48 @@ def inverse_benchmark(repeat: int) -> list[list[str]]:
             {"com.microsoft": 1},
         )
         expected = torch.linalg.inv(x).numpy()
-        speed = {}
+        # Both thread counts in one interleaved run, so every ratio is taken within one run.
+        contestants, outputs = {}, {}
         for threads in (1, 2):
-            torch.set_num_threads(threads)
             out_ours, out_builtin = np.empty_like(x_np), np.empty_like(x_np)
             out_torch = torch.empty_like(x)
-            contestants = {
-                "ours": bound_runner(
-                    session(ours_model, threads, library), {"X": x_np}, {"Y": out_ours}
-                ),
-                "builtin": bound_runner(
-                    session(builtin_model, threads), {"X": x_np}, {"Y": out_builtin}
-                ),
-                "torch": lambda x=x, out=out_torch: torch.linalg.inv(x, out=out),
-            }
-            medians = interleaved_medians(contestants, repeat)
-            for name, out in [
-                ("ours", out_ours),
-                ("builtin", out_builtin),
-                ("torch", out_torch.numpy()),
-            ]:
-                if not np.allclose(out, expected, rtol=1e-3, atol=1e-4):
-                    sys.exit(f"Inverse {count}x{n}x{n}: {name} disagrees with torch.linalg.inv")
-            best = min(medians["builtin"], medians["torch"])
-            speed[threads] = medians["ours"]
+            ours = session(ours_model, threads, library)
+            builtin = session(builtin_model, threads)
+            contestants[("ours", threads)] = bound_runner(ours, {"X": x_np}, {"Y": out_ours})
+            contestants[("builtin", threads)] = bound_runner(
+                builtin, {"X": x_np}, {"Y": out_builtin}
+            )
+            contestants[("torch", threads)] = lambda x=x, out=out_torch, t=threads: (
+                torch.set_num_threads(t),
+                torch.linalg.inv(x, out=out),
+            )
+            outputs.update(
+                {
+                    ("ours", threads): out_ours,
+                    ("builtin", threads): out_builtin,
+                    ("torch", threads): out_torch.numpy(),
+                }
+            )
+        medians = interleaved_medians(contestants, repeat)
+        for (name, threads), out in outputs.items():
+            if not np.allclose(out, expected, rtol=1e-3, atol=1e-4):
+                sys.exit(f"Inverse {count}x{n}x{n}: {name} ({threads} threads) is wrong")
+        for threads in (1, 2):
+            ours = medians[("ours", threads)]
+            best = min(medians[("builtin", threads)], medians[("torch", threads)])
             rows.append(
                 [
                     f"{count:,} x {n}x{n}",
                     str(threads),
-                    f"{medians['ours'] * 1e3:.1f} ms",
-                    f"{medians['builtin'] * 1e3:.1f} ms",
-                    f"{medians['torch'] * 1e3:.1f} ms",
-                    f"**{medians['ours'] / best:.2f}**",
-                    f"{speed[1] / speed[threads]:.2f}x" if threads == 2 else "",
+                    f"{ours * 1e3:.1f} ms",
+                    f"{medians[('builtin', threads)] * 1e3:.1f} ms",
+                    f"{medians[('torch', threads)] * 1e3:.1f} ms",
+                    f"**{ours / best:.2f}**",
+                    f"{medians[('ours', 1)] / ours:.2f}x" if threads == 2 else "",
                 ]
             )
     torch.set_num_threads(1)
     return rows
-
-
-def copy_bandwidth(nbytes: int, repeat: int) -> float:
-    """Bytes per second of a single-threaded numpy copy (read + write counted)."""
-    source = np.ones(nbytes // 4, dtype=np.float32)
-    target = np.empty_like(source)
-    seconds = median_seconds(lambda: np.copyto(target, source), repeat)
-    return 2 * nbytes / seconds
 
 
 def chain_benchmark(elements: int, repeat: int) -> tuple[list[list[str]], float]:
@@ -163,38 +165,40 @@ def chain_benchmark(elements: int, repeat: int) -> tuple[list[list[str]], float]
         *io,
         {},
     )
-    # Our chain reads X and Y, writes Z, reads Z and writes W: five 4-byte streams.
+    # Our chain reads X and Y, writes Z, reads Z and writes W: five 4-byte streams. The copy
+    # (one thread) reads and writes one array of the same size: two streams.
     chain_bytes = 5 * 4 * elements
-    bandwidth = copy_bandwidth(4 * elements, repeat)
-    rows = []
-    speed = {}
+    source, target = np.ones(elements, np.float32), np.empty(elements, np.float32)
+    contestants, outputs = {("copy", 1): lambda: np.copyto(target, source)}, {}
     for threads in (1, 2):
-        out_ours, out_standard = np.empty(elements, np.int32), np.empty(elements, np.int32)
-        medians = interleaved_medians(
-            {
-                "ours": bound_runner(
-                    session(ours_model, threads, library), {"X": x, "Y": y}, {"W": out_ours}
-                ),
-                "standard": bound_runner(
-                    session(standard_model, threads), {"X": x, "Y": y}, {"W": out_standard}
-                ),
-            },
-            repeat,
-        )
-        # ONNX Round rounds halves to even, CustomOpTwo away from zero: they differ on halves.
-        halves = np.abs(x + y - np.trunc(x + y)) == 0.5
-        if not np.array_equal(out_ours[~halves], out_standard[~halves]):
+        for name, built, library_path in [
+            ("ours", ours_model, library),
+            ("standard", standard_model, None),
+        ]:
+            out = np.empty(elements, np.int32)
+            sess = session(built, threads, library_path)
+            contestants[(name, threads)] = bound_runner(sess, {"X": x, "Y": y}, {"W": out})
+            outputs[(name, threads)] = out
+    medians = interleaved_medians(contestants, repeat)
+    bandwidth = 2 * 4 * elements / medians[("copy", 1)]
+    # ONNX Round rounds halves to even, CustomOpTwo away from zero: they differ on halves.
+    halves = np.abs(x + y - np.trunc(x + y)) == 0.5
+    for threads in (1, 2):
+        ours, standard = outputs[("ours", threads)], outputs[("standard", threads)]
+        if not np.array_equal(ours[~halves], standard[~halves]):
             sys.exit("CustomOpOne -> CustomOpTwo disagrees with Add -> Round -> Cast")
-        speed[threads] = medians["ours"]
-        achieved = chain_bytes / medians["ours"]
+    rows = []
+    for threads in (1, 2):
+        ours = medians[("ours", threads)]
+        achieved = chain_bytes / ours
         rows.append(
             [
                 str(threads),
-                f"{medians['ours'] * 1e3:.1f} ms",
-                f"{medians['standard'] * 1e3:.1f} ms",
-                f"**{medians['ours'] / medians['standard']:.2f}**",
+                f"{ours * 1e3:.1f} ms",
+                f"{medians[('standard', threads)] * 1e3:.1f} ms",
+                f"**{ours / medians[('standard', threads)]:.2f}**",
                 f"{achieved / 1e9:.1f} GB/s = **{achieved / bandwidth:.0%}** of copy",
-                f"{speed[1] / speed[threads]:.2f}x" if threads == 2 else "",
+                f"{medians[('ours', 1)] / ours:.2f}x" if threads == 2 else "",
             ]
         )
     return rows, bandwidth

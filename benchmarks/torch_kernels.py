@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import timeit
 import tracemalloc
 from pathlib import Path
 
@@ -23,12 +22,6 @@ from _common import interleaved_medians, machine, report, table  # noqa: E402
 
 import generated  # noqa: E402,F401 (registers the custom ops)
 from generated import _support  # noqa: E402
-
-
-def per_call(fn, calls: int, repeat: int) -> float:
-    """Median seconds per call over `repeat` batches of `calls` calls."""
-    fn()
-    return sorted(timeit.repeat(fn, number=calls, repeat=repeat))[repeat // 2] / calls
 
 
 def reference_inverse(x):
@@ -64,7 +57,7 @@ def cases():
     ]
 
 
-def zero_copy_evidence() -> list[list[str]]:
+def zero_copy_evidence() -> tuple[list[list[str]], bool]:
     """The addresses torch and numpy see, and what one large call allocates."""
     x, y = torch.randn(10_000_000), torch.randn(10_000_000)
     as_numpy = _support.to_numpy(x)
@@ -100,10 +93,17 @@ def main() -> None:
     overhead_rows, large_rows = [], []
     for name, op, reference, tiny, large in cases():
         torch.testing.assert_close(op(*tiny), reference(*tiny))
-        ours = per_call(lambda op=op, tiny=tiny: op(*tiny), args.calls, args.repeat)
-        ref = per_call(
-            lambda reference=reference, tiny=tiny: reference(*tiny), args.calls, args.repeat
+        # Batches of `calls` calls, ours and the reference in turn.
+        batches = interleaved_medians(
+            {
+                "ours": lambda op=op, tiny=tiny: [op(*tiny) for _ in range(args.calls)],
+                "reference": lambda reference=reference, tiny=tiny: [
+                    reference(*tiny) for _ in range(args.calls)
+                ],
+            },
+            args.repeat,
         )
+        ours, ref = batches["ours"] / args.calls, batches["reference"] / args.calls
         overhead_rows.append(
             [
                 name,
