@@ -18,17 +18,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def median_seconds(fn, repeat: int, warmup: int = 1) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def interleaved_medians(contestants: dict, repeat: int, warmup: int = 1) -> dict[str, float]:
     """Median seconds of each callable, running them in turn so that machine noise hits all."""
     for fn in contestants.values():

@@ -50,6 +50,10 @@ def generate_command(opdefs: Path, output: Path, *extra: str) -> list[str]:
     ]
 
 
+def mib(kib: int) -> str:
+    return f"{kib / 1024:.0f} MiB"
+
+
 def file_creation_seconds(source: Path, target: Path) -> tuple[int, float]:
     """What creating the generator's output files costs on this file system by itself."""
     contents = [(p.relative_to(source), p.read_bytes()) for p in source.rglob("*") if p.is_file()]
@@ -94,7 +98,7 @@ def main() -> None:
                     [
                         "warm cache (every commit)",
                         f"{check_warm:.3f} s",
-                        f"{check_peak / 1024:.0f} MiB",
+                        mib(check_peak),
                     ],
                     ["cold cache (first run after install)", f"{check_cold:.3f} s", ""],
                     ["`python -c pass` (interpreter alone)", f"{bare:.3f} s", ""],
@@ -117,45 +121,33 @@ def main() -> None:
             command = generate_command(opdefs, output)
             repeat = 3 if count >= 1000 else 5
             cold, cold_peak = run_measured(command, env)
-            rows.append(
+            warm, warm_peak = median_run(command, env, repeat, before=fresh_output)
+            files, seconds = file_creation_seconds(output, work / f"copy-{count}")
+            check_time, _ = median_run(generate_command(opdefs, output, "--check"), env, repeat)
+            rows += [
                 [
                     str(count),
                     "cold (one run)",
                     f"{cold:.2f} s",
                     f"{count / cold:.0f}",
-                    f"{cold_peak / 1024:.0f} MiB",
-                ]
-            )
-            warm, warm_peak = median_run(command, env, repeat, before=fresh_output)
-            rows.append(
-                [
-                    str(count),
-                    "warm",
-                    f"{warm:.2f} s",
-                    f"{count / warm:.0f}",
-                    f"{warm_peak / 1024:.0f} MiB",
-                ]
-            )
-            files, seconds = file_creation_seconds(output, work / f"copy-{count}")
-            rows.append(
+                    mib(cold_peak),
+                ],
+                [str(count), "warm", f"{warm:.2f} s", f"{count / warm:.0f}", mib(warm_peak)],
                 [
                     str(count),
                     f"(writing the same {files} files with plain Python, no generator)",
                     f"{seconds:.2f} s",
                     "",
                     "",
-                ]
-            )
-            check_time, _ = median_run(generate_command(opdefs, output, "--check"), env, repeat)
-            rows.append(
+                ],
                 [
                     str(count),
                     "warm `--check`",
                     f"{check_time:.2f} s",
                     f"{count / check_time:.0f}",
                     "",
-                ]
-            )
+                ],
+            ]
         report(
             "Generation of N synthetic definitions into an empty directory (target >= 500 per second, linear)",
             table(["N", "cache", "median wall time", "definitions / s", "peak RSS"], rows),

@@ -4,11 +4,9 @@ commit and must not pay for compiling 20 templates and formatting 40 files each 
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
@@ -114,21 +112,25 @@ def format_all(files: list[GeneratedFile]) -> list[GeneratedFile]:
     """The files with every Python file formatted by black: from the cache where it has the
     result (importing black only on a miss: the import alone takes 0.15 s), the misses in
     parallel when there are several."""
+    keys = {_black_key(f.content): f for f in files if f.path.endswith(".py")}
     formatted: dict[str, str] = {}
     misses = []
-    for file in files:
-        if file.path.endswith(".py") and file.content not in formatted:
-            cached = opgen_cache.read("black", _black_key(file.content))
-            if cached is None:
-                misses.append(file)
-            else:
-                formatted[file.content] = cached
-    texts = list(dict.fromkeys(f.content for f in misses))
+    for key, file in keys.items():
+        cached = opgen_cache.read("black", key)
+        if cached is None:
+            misses.append(key)
+        else:
+            formatted[file.content] = cached
+    texts = [keys[key].content for key in misses]
     # Forking is safe only on Linux and from a process without other threads.
     linux = sys.platform == "linux"
     cores = len(os.sched_getaffinity(0)) if linux else 1
     workers = min(len(texts) // _PARALLEL_MIN_FILES, cores)
     if workers > 1 and linux and threading.active_count() == 1:
+        # Imported here: the warm path (every --check) never needs them.
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         import black  # noqa: F401 (imported once here, inherited by the workers)
 
         context = multiprocessing.get_context("fork")
@@ -136,13 +138,12 @@ def format_all(files: list[GeneratedFile]) -> list[GeneratedFile]:
             results = list(pool.map(_black, texts, chunksize=max(1, len(texts) // (4 * workers))))
     else:
         results = [_black(text) for text in texts]
-    for text, result in zip(texts, results, strict=True):
+    for key, text, result in zip(misses, texts, results, strict=True):
         if isinstance(result, Exception):  # a template bug, not a user error: show the source
-            name = next(f.path for f in misses if f.content == text)
             raise RuntimeError(
-                f"generated Python for {name} does not parse: {result}\n{text}"
+                f"generated Python for {keys[key].path} does not parse: {result}\n{text}"
             ) from result
-        opgen_cache.write("black", _black_key(text), result)
+        opgen_cache.write("black", key, result)
         formatted[text] = result
     return [
         GeneratedFile(f.path, formatted[f.content]) if f.path.endswith(".py") else f for f in files

@@ -20,9 +20,7 @@ class Change:
 
     @property
     def diff(self) -> str:
-        """Computed only when shown: most runs never print it (no diff for an orphan)."""
-        if self.kind == "orphaned":
-            return ""
+        """Computed only when shown: most runs never print it (empty for an orphan)."""
         return _diff(self.old, self.new, self.path)
 
 
