@@ -52,14 +52,17 @@ def kernels(domain_ident: str):
 
 def to_numpy(tensor):
     """A CPU tensor as a numpy array sharing its memory (bfloat16 as ml_dtypes.bfloat16)."""
-    import torch
+    tensor = tensor.contiguous()
+    try:
+        return tensor.numpy(force=True)  # force: detach (no copy for a CPU tensor)
+    except TypeError:  # a dtype numpy lacks; the common path pays nothing for this check
+        import torch
 
-    tensor = tensor.detach().contiguous()
-    if tensor.dtype == torch.bfloat16:
+        if tensor.dtype != torch.bfloat16:
+            raise
         import ml_dtypes
 
-        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return tensor.numpy()
+        return tensor.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
 
 
 def from_numpy(array):

@@ -69,7 +69,7 @@ CPP_RESERVED = frozenset(
 )
 # Names the generated Python/C++ uses next to user names.
 GENERATED_RESERVED = frozenset(
-    {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module"}
+    {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module", "keyset"}
 )
 
 # An op id (the definition's file stem) names generated/<op_id>/, generated/docs/<op_id>.md and
@@ -484,7 +484,7 @@ class TorchBinding:
 
     namespace: str
     name: str
-    api: str  # "custom_op" (torch.library.custom_op) | "legacy" (torch._custom_op)
+    api: str  # one of TORCH_APIS
     overload: str = "default"
     is_override: bool = False
 
@@ -493,9 +493,9 @@ class TorchBinding:
         return f"{self.namespace}::{self.name}"
 
     @property
-    def new_op_api(self) -> bool:
-        """A new op made with torch.library.custom_op (which register_autograd needs)."""
-        return not self.is_override and self.api == "custom_op"
+    def takes_gradients(self) -> bool:
+        """A new op whose registration can carry gradient formulas (not the legacy API)."""
+        return not self.is_override and self.api != "legacy"
 
     @property
     def overload_name(self) -> str:
@@ -610,6 +610,21 @@ class OpDef:
         names = [tc.name for tc in self.type_constraints]
         combos = product(*(tc.dtypes for tc in self.type_constraints))
         return tuple(Instantiation(tuple(zip(names, combo, strict=True))) for combo in combos)
+
+    @property
+    def differentiable(self) -> bool:
+        """Some dtype binding makes an input and an output floating: a gradient can flow
+        through the op (whether or not the definition gives formulas for it)."""
+
+        def floating(tensor: TensorParam, binding: Instantiation) -> bool:
+            dtype = binding.dtype(tensor.type_var) if tensor.type_var else tensor.dtype
+            return dtype.is_floating
+
+        return any(
+            any(floating(t, binding) for t in self.inputs)
+            and any(floating(t, binding) for t in self.outputs)
+            for binding in self.instantiations
+        )
 
     @property
     def type_var_dtypes(self) -> dict[str, tuple[DType, ...]]:
@@ -781,6 +796,16 @@ def _dtype(node: Node) -> DType:
 # --------------------------------------------------------------------------- sections
 
 
+# How a new PyTorch op is registered (torch.name's `api`):
+TORCH_APIS = {
+    # torch.library.Library define/impl + register_fake + an autograd kernel: the least
+    # Python per call (custom_op adds about 6 µs of wrapping, see the README's Performance).
+    "library": "torch.library.Library",
+    "custom_op": "torch.library.custom_op",  # a CustomOpDef, for its register_* methods
+    "legacy": "torch._custom_op",  # older PyTorch releases' API; no gradients
+}
+DEFAULT_TORCH_API = "library"
+
 ATEN_OVERLOAD = re.compile(
     r"^([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?$"
 )
@@ -804,7 +829,7 @@ def _parse_torch(node: Node) -> TorchBinding:
                 "(e.g. aten::add.Tensor; the overload defaults to 'default')"
             )
         return TorchBinding(
-            match.group(1), match.group(2), "custom_op", match.group(3) or "default", True
+            match.group(1), match.group(2), DEFAULT_TORCH_API, match.group(3) or "default", True
         )
     qualified = _str(fields["name"])
     match = TORCH_NAME.match(qualified)
@@ -812,11 +837,11 @@ def _parse_torch(node: Node) -> TorchBinding:
         raise fields["name"].error(
             f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
         )
-    api = "custom_op"
+    api = DEFAULT_TORCH_API
     if "api" in fields:
         api = _str(fields["api"])
-        if api not in ("custom_op", "legacy"):
-            raise fields["api"].error(f"expected 'custom_op' or 'legacy', found '{api}'")
+        if api not in TORCH_APIS:
+            raise fields["api"].error(f"expected one of {list(TORCH_APIS)}, found '{api}'")
     if match.group(2).endswith("_"):
         raise fields["name"].error(
             f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "
@@ -2003,11 +2028,11 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             get("gradients", _parse_gradients, inputs, outputs, attributes, constraints) or {}
         )
         torch_unusable = torch_binding is None and "torch" not in fields  # else reported there
-        if gradients and (torch_unusable or (torch_binding and not torch_binding.new_op_api)):
+        if gradients and (torch_unusable or (torch_binding and not torch_binding.takes_gradients)):
             errors.add(
                 fields["gradients"].error(
-                    "gradients need a new PyTorch op made with torch.library.custom_op "
-                    "(torch.name, api: custom_op)"
+                    "gradients need a new PyTorch op (torch.name) registered with the "
+                    "'library' or 'custom_op' api"
                 )
             )
     kernel = get("kernel", _parse_kernel, path.parent)

@@ -95,6 +95,21 @@ CASES = [
         "float64 must be among its dtypes (torch.autograd.gradcheck runs in float64)",
     ),
     (
+        "unknown torch api",
+        "name: opgen::inverse",
+        "name: opgen::inverse\n  api: custom",
+        "torch.api",
+        "expected one of ['library', 'custom_op', 'legacy'], found 'custom'",
+    ),
+    (
+        "gradients with the legacy torch api",
+        "name: opgen::inverse",
+        "name: opgen::inverse\n  api: legacy",
+        "gradients",
+        "gradients need a new PyTorch op (torch.name) registered with the 'library' or "
+        "'custom_op' api",
+    ),
+    (
         "gradient formula uses an unknown name",
         '  X: "-(Y.mT @ grad_Y @ Y.mT)"',
         '  X: "-(Y.mT @ grad_Z @ Y.mT)"',

@@ -71,14 +71,16 @@ def test_project_hooks_pass_then_catch_a_stale_file(repo):
         ), clean.stdout
 
     stale = repo / "generated" / "inverse" / "torch_op.py"
-    stale.write_text(stale.read_text().replace("mutates_args=()", "mutates_args=[]"))
+    text = stale.read_text()
+    assert '"opgen", "FRAGMENT")' in text
+    stale.write_text(text.replace('"opgen", "FRAGMENT")', '"opgen", "DEF")'))
     git(repo, "add", "-A")
     failed = pre_commit(repo, "run")
     assert failed.returncode == 1, failed.stdout
     assert "opgen generated files are in sync" in failed.stdout and "Failed" in failed.stdout
     # A readable message: which file, what differs, and what to do.
     assert "changed: generated/inverse/torch_op.py" in failed.stdout, failed.stdout
-    assert "mutates_args=(), device_types" in failed.stdout, failed.stdout
+    assert '+_LIBRARY = torch.library.Library("opgen", "FRAGMENT")' in failed.stdout, failed.stdout
     assert "run `python -m generator`" in failed.stdout, failed.stdout
 
     regenerate = subprocess.run(

@@ -264,6 +264,26 @@ def test_opcheck(index, types):
     torch.library.opcheck(TORCH_OP, call_args(inputs), case["attributes"])
 
 
+def test_backward_without_gradient_formulas_raises():
+    """The definition gives no gradient formulas: the op runs on inputs that require grad, and
+    backward through it raises rather than leaving their gradients silently unset."""
+    case = RANDOM_CASES[0]
+    for types in TYPES:
+        inputs = make_inputs(case, 0, types, seed=5)
+        for tensor in inputs.values():
+            if tensor is not None and tensor.is_floating_point():
+                tensor.requires_grad_()
+        outputs = [o for o in run_torch(inputs, case["attributes"]) if o.requires_grad]
+        if outputs:
+            break
+    assert outputs, "no dtypes give a floating input and a floating output"
+    with pytest.raises(
+        RuntimeError,
+        match="mylibrary::addandround_op\\ has\\ no\\ gradient\\ formula:\\ give\\ one\\ under\\ 'gradients'\\ in\\ opdefs/addandround\\.yaml",
+    ):
+        sum(o.sum() for o in outputs).backward()
+
+
 # ---------------------------------------------------------------- errors, never crashes
 ERROR_CASES = []
 ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]

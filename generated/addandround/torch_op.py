@@ -25,11 +25,45 @@ def _cpu(X: torch.Tensor) -> torch.Tensor:
     # The export nodes, run eagerly: the ops they call run their own kernels.
     doubled = torch.ops.test_customop.custom_op_one.default(X, X)
     rounded = torch.ops.test_customop.custom_op_two.default(doubled)
-    Y = rounded.to(torch.float32)
+    Y = rounded.to(torch.float32, copy=True)
     return Y
 
 
-addandround_op = torch.library.custom_op(
-    "mylibrary::addandround_op", _cpu, mutates_args=(), device_types="cpu", schema=SCHEMA
-)
-addandround_op.register_fake(_fake)
+def _setup_context(ctx, inputs, output) -> None:
+    """Nothing to keep: the definition has no gradient formulas."""
+
+
+def _backward(ctx, *grads):
+    raise RuntimeError(
+        "mylibrary::addandround_op has no gradient formula: give one under 'gradients' in opdefs/addandround.yaml"
+    )
+
+
+# torch.library's low-level registration: the dispatcher calls _cpu and _autograd directly,
+# without the Python layers torch.library.custom_op wraps around them (microseconds per call).
+_LIBRARY = torch.library.Library("mylibrary", "FRAGMENT")
+_LIBRARY.define("addandround_op" + SCHEMA)
+_LIBRARY.impl("addandround_op", _cpu, "CPU")
+torch.library.register_fake("mylibrary::addandround_op", _fake, lib=_LIBRARY)
+addandround_op = torch.ops.mylibrary.addandround_op.default
+
+
+class _Differentiable(torch.autograd.Function):
+    """The op as autograd sees it when a tensor input requires grad."""
+
+    @staticmethod
+    def forward(X):
+        return addandround_op(X)  # grad mode is off here: see _autograd
+
+    setup_context = staticmethod(_setup_context)
+    backward = staticmethod(_backward)
+
+
+def _autograd(keyset, X):
+    """The Autograd kernel: record the op for backward only when a gradient can flow."""
+    if torch.is_grad_enabled() and X.requires_grad:
+        return _Differentiable.apply(X)
+    return addandround_op.redispatch(keyset & torch._C._after_autograd_keyset, X)
+
+
+_LIBRARY.impl("addandround_op", _autograd, "Autograd", with_keyset=True)

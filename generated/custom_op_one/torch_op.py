@@ -27,12 +27,47 @@ def _fake(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
 
 
 def _cpu(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    kernels = _support.kernels("test_customop")
-    (Z,) = kernels.custom_op_one(_support.to_numpy(X), _support.to_numpy(Y))
+    (Z,) = _support.kernels("test_customop").custom_op_one(
+        _support.to_numpy(X), _support.to_numpy(Y)
+    )
     return _support.from_numpy(Z)
 
 
-custom_op_one = torch.library.custom_op(
-    "test_customop::custom_op_one", _cpu, mutates_args=(), device_types="cpu", schema=SCHEMA
-)
-custom_op_one.register_fake(_fake)
+def _setup_context(ctx, inputs, output) -> None:
+    """Nothing to keep: the definition has no gradient formulas."""
+
+
+def _backward(ctx, *grads):
+    raise RuntimeError(
+        "test_customop::custom_op_one has no gradient formula: give one under 'gradients' in opdefs/custom_op_one.yaml"
+    )
+
+
+# torch.library's low-level registration: the dispatcher calls _cpu and _autograd directly,
+# without the Python layers torch.library.custom_op wraps around them (microseconds per call).
+_LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
+_LIBRARY.define("custom_op_one" + SCHEMA)
+_LIBRARY.impl("custom_op_one", _cpu, "CPU")
+torch.library.register_fake("test_customop::custom_op_one", _fake, lib=_LIBRARY)
+custom_op_one = torch.ops.test_customop.custom_op_one.default
+
+
+class _Differentiable(torch.autograd.Function):
+    """The op as autograd sees it when a tensor input requires grad."""
+
+    @staticmethod
+    def forward(X, Y):
+        return custom_op_one(X, Y)  # grad mode is off here: see _autograd
+
+    setup_context = staticmethod(_setup_context)
+    backward = staticmethod(_backward)
+
+
+def _autograd(keyset, X, Y):
+    """The Autograd kernel: record the op for backward only when a gradient can flow."""
+    if torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad):
+        return _Differentiable.apply(X, Y)
+    return custom_op_one.redispatch(keyset & torch._C._after_autograd_keyset, X, Y)
+
+
+_LIBRARY.impl("custom_op_one", _autograd, "Autograd", with_keyset=True)

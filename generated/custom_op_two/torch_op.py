@@ -22,12 +22,45 @@ def _fake(X: torch.Tensor) -> torch.Tensor:
 
 
 def _cpu(X: torch.Tensor) -> torch.Tensor:
-    kernels = _support.kernels("test_customop")
-    (Y,) = kernels.custom_op_two(_support.to_numpy(X))
+    (Y,) = _support.kernels("test_customop").custom_op_two(_support.to_numpy(X))
     return _support.from_numpy(Y)
 
 
-custom_op_two = torch.library.custom_op(
-    "test_customop::custom_op_two", _cpu, mutates_args=(), device_types="cpu", schema=SCHEMA
-)
-custom_op_two.register_fake(_fake)
+def _setup_context(ctx, inputs, output) -> None:
+    """Nothing to keep: the definition has no gradient formulas."""
+
+
+def _backward(ctx, *grads):
+    raise RuntimeError(
+        "test_customop::custom_op_two has no gradient formula: give one under 'gradients' in opdefs/custom_op_two.yaml"
+    )
+
+
+# torch.library's low-level registration: the dispatcher calls _cpu and _autograd directly,
+# without the Python layers torch.library.custom_op wraps around them (microseconds per call).
+_LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
+_LIBRARY.define("custom_op_two" + SCHEMA)
+_LIBRARY.impl("custom_op_two", _cpu, "CPU")
+torch.library.register_fake("test_customop::custom_op_two", _fake, lib=_LIBRARY)
+custom_op_two = torch.ops.test_customop.custom_op_two.default
+
+
+class _Differentiable(torch.autograd.Function):
+    """The op as autograd sees it when a tensor input requires grad."""
+
+    @staticmethod
+    def forward(X):
+        return custom_op_two(X)  # grad mode is off here: see _autograd
+
+    setup_context = staticmethod(_setup_context)
+    backward = staticmethod(_backward)
+
+
+def _autograd(keyset, X):
+    """The Autograd kernel: record the op for backward only when a gradient can flow."""
+    if torch.is_grad_enabled() and X.requires_grad:
+        return _Differentiable.apply(X)
+    return custom_op_two.redispatch(keyset & torch._C._after_autograd_keyset, X)
+
+
+_LIBRARY.impl("custom_op_two", _autograd, "Autograd", with_keyset=True)

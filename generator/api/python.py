@@ -424,9 +424,10 @@ _EAGER_STANDARD = {
     "Sub": "{0} - {1}",
     "Mul": "{0} * {1}",
     "Neg": "-{0}",
-    "Identity": "{0}",
-    "Cast": "{0}.to({to})",
-    "CastLike": "{0}.to({1}.dtype)",
+    # Copies even when nothing changes: a functional op's output must not alias its input.
+    "Identity": "{0}.clone()",
+    "Cast": "{0}.to({to}, copy=True)",
+    "CastLike": "{0}.to({1}.dtype, copy=True)",
 }
 assert _EAGER_STANDARD.keys() == EAGER_STANDARD_OPS
 
@@ -482,6 +483,14 @@ def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
 
 def eager_statements(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[str]:
     return _rules(op, lambda node: _eager_node(node, index))
+
+
+def no_gradient_message(op: OpDef) -> str:
+    """What backward through a new PyTorch op without gradient formulas raises."""
+    return (
+        f"{op.torch.qualified_name} has no gradient formula: give one under 'gradients' in "
+        f"{op.definition_path}"
+    )
 
 
 def op_title(op: OpDef) -> str:

@@ -20,7 +20,10 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
     return {
         # An export-only op runs its export nodes eagerly; others call their kernel.
         "eager_statements": None if op.kernel else py.eager_statements(op, index),
-        "legacy": op.torch.api == "legacy",
+        "api": op.torch.api,
+        "call_args": ", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
+        "needs_autograd": _needs_autograd(op),
+        "no_gradient_message": py.literal(py.no_gradient_message(op)),
         "schema_literal": py.literal(py.torch_schema(op)),
         "fill_defaults": py.fill_defaults(op),
         "python_params": py.python_params(op, annotate=True),
@@ -62,6 +65,23 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
         "doc_escaped": op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
         **_autograd_context(op),
     }
+
+
+def _needs_autograd(op: OpDef) -> str:
+    """When the autograd kernel records the op for backward: grad mode on and some tensor
+    input requiring grad."""
+    requires_grad = [
+        (
+            f"({t.name} is not None and {t.name}.requires_grad)"
+            if t.optional
+            else f"{t.name}.requires_grad"
+        )
+        for t in op.inputs
+    ]
+    any_requires_grad = (
+        requires_grad[0] if len(requires_grad) == 1 else f"({' or '.join(requires_grad)})"
+    )
+    return f"torch.is_grad_enabled() and {any_requires_grad}"
 
 
 def _autograd_context(op: OpDef) -> dict:

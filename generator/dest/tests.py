@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
@@ -60,6 +62,15 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         "has_kernel": op.kernel is not None,
         "is_function": op.function is not None,
         "gradients": bool(op.gradients),
+        # An op registered with the library api raises its own message on backward.
+        "no_gradient_message": (
+            py.literal(re.escape(py.no_gradient_message(op)))
+            if op.new_torch_op
+            and op.torch.api == "library"
+            and not op.gradients
+            and op.differentiable
+            else None
+        ),
         "earlier_versions": (
             "{"
             + ", ".join(
