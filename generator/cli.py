@@ -108,8 +108,10 @@ def _generate(args) -> int:
             f"{count} error{'s' * (count != 1)} in op definitions; nothing written", file=sys.stderr
         )
         return EXIT_BAD_INPUT
-    wanted = {p.resolve() for p in selected_paths}
-    selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
+    selected = all_ops
+    if args.definitions:
+        wanted = {p.resolve() for p in selected_paths}
+        selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
     files = proj.generate(project, selected, all_ops)
     # Only a run over every definition knows all the output, so only it looks for orphans.
     whole_project = not args.definitions

@@ -27,6 +27,9 @@ class DefinitionError(Exception):
     def __str__(self) -> str:
         return f"{self.location}: {self.field}: {self.message}"
 
+    def __reduce__(self):  # pickled by its fields (parsing may run in a worker process)
+        return DefinitionError, (self.location, self.field, self.message)
+
 
 class DefinitionErrors(Exception):
     """All problems found in a run, reported together."""

@@ -4,9 +4,6 @@ commit and must not pay for compiling 20 templates and formatting 40 files each 
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
@@ -15,6 +12,7 @@ from pathlib import Path
 import jinja2
 
 from generator import cache as opgen_cache
+from generator import parallel
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 
@@ -122,22 +120,9 @@ def format_all(files: list[GeneratedFile]) -> list[GeneratedFile]:
         else:
             formatted[file.content] = cached
     texts = [keys[key].content for key in misses]
-    # Forking is safe only on Linux and from a process without other threads.
-    linux = sys.platform == "linux"
-    cores = len(os.sched_getaffinity(0)) if linux else 1
-    workers = min(len(texts) // _PARALLEL_MIN_FILES, cores)
-    if workers > 1 and linux and threading.active_count() == 1:
-        # Imported here: the warm path (every --check) never needs them.
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        import black  # noqa: F401 (imported once here, inherited by the workers)
-
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            results = list(pool.map(_black, texts, chunksize=max(1, len(texts) // (4 * workers))))
-    else:
-        results = [_black(text) for text in texts]
+    if texts:
+        import black  # noqa: F401 (imported once here, inherited by forked workers)
+    results = parallel.map_forked(_black, texts, _PARALLEL_MIN_FILES)
     for key, text, result in zip(misses, texts, results, strict=True):
         if isinstance(result, Exception):  # a template bug, not a user error: show the source
             raise RuntimeError(

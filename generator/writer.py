@@ -28,9 +28,13 @@ def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
     changes = []
     for file in files:
         target = output_dir / file.path
-        # Bytes decoded as is: read_text would turn a "\r" the content holds into "\n"; an
-        # undecodable file is simply different.
-        old = target.read_bytes().decode("utf-8", "replace") if target.exists() else None
+        try:
+            # Bytes decoded as is: read_text would turn a "\r" the content holds into "\n"; an
+            # undecodable file is simply different.
+            with open(target, "rb") as handle:
+                old = handle.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            old = None
         if old == file.content:
             continue
         changes.append(Change(target, "new" if old is None else "changed", old or "", file.content))
@@ -53,16 +57,20 @@ def find_orphans(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
     """Files in the output directory that no definition produces (the output of a deleted or
     renamed definition, or something put there by hand). Caches (__pycache__, dotfiles) are
     not output."""
-    produced = {output_dir / f.path for f in files}
+    produced = {f.path for f in files}
     orphans = []
-    for path in sorted(output_dir.rglob("*")) if output_dir.is_dir() else []:
-        relative = path.relative_to(output_dir).parts
-        if not path.is_file() or path in produced or "__pycache__" in relative:
-            continue
-        if any(part.startswith(".") for part in relative):
-            continue
-        orphans.append(Change(path, "orphaned"))
-    return orphans
+    # os.walk rather than Path.rglob: plain strings, one scandir per directory (thousands of
+    # files with many ops).
+    for directory, subdirectories, names in os.walk(output_dir):
+        subdirectories[:] = [
+            d for d in subdirectories if d != "__pycache__" and not d.startswith(".")
+        ]
+        prefix = os.path.relpath(directory, output_dir).replace(os.sep, "/") + "/"
+        prefix = "" if prefix == "./" else prefix
+        for name in names:
+            if not name.startswith(".") and prefix + name not in produced:
+                orphans.append(Change(output_dir / (prefix + name), "orphaned"))
+    return sorted(orphans, key=lambda change: change.path)
 
 
 def is_generated(path: Path) -> bool:
@@ -110,7 +118,6 @@ def write_atomic(path: Path, content: str) -> None:
 def write_files(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
     """Write the files whose content differs; untouched files keep their mtime (for make)."""
     changes = plan_changes(output_dir, files)
-    by_path = {output_dir / f.path: f for f in files}
     for change in changes:
-        write_atomic(change.path, by_path[change.path].content)
+        write_atomic(change.path, change.new)
     return changes

@@ -122,7 +122,8 @@ def _example(op: OpDef) -> str:
     return "\n".join(lines)
 
 
-def _op_page(op: OpDef) -> GeneratedFile:
+def emit_op(op: OpDef) -> GeneratedFile:
+    """The op's reference page."""
     rule = op.shape_rule
     checks = [_cell(c.message) for c in rule.attribute_checks + rule.input_checks]
     export_nodes = [
@@ -154,9 +155,10 @@ def _op_page(op: OpDef) -> GeneratedFile:
     )
 
 
-def emit(ops: list[OpDef]) -> list[GeneratedFile]:
+def emit_index(ops: list[OpDef]) -> GeneratedFile:
+    """The table of every op's page."""
     ordered = sorted(ops, key=lambda op: op.op_id)
-    index = render(
+    return render(
         "docs/index.md.j2",
         "docs/index.md",
         sorted(op.definition_path for op in ops),
@@ -171,4 +173,3 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
             for op in ordered
         ],
     )
-    return [_op_page(op) for op in ordered] + [index]

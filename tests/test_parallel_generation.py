@@ -1,0 +1,64 @@
+"""A project with many definitions parses and renders them in forked worker processes
+(generator/parallel.py). The output must be the same bytes one process makes, and a bad
+definition must still be reported with its file, line and field."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from generator import parallel
+from generator import project as proj
+from generator.errors import DefinitionErrors
+
+ROOT = Path(__file__).resolve().parent.parent
+COUNT = 2 * proj._MIN_OPS_PER_WORKER + 3  # enough for two workers
+
+
+@pytest.fixture
+def project(tmp_path) -> proj.Project:
+    """COUNT copies of CustomOpOne under other names, in one domain."""
+    text = (ROOT / "opdefs" / "custom_op_one.yaml").read_text(encoding="utf-8")
+    (tmp_path / "opdefs").mkdir()
+    for index in range(COUNT):
+        (tmp_path / "opdefs" / f"op_{index:02d}.yaml").write_text(
+            text.replace("op: CustomOpOne", f"op: Op{index:02d}")
+            .replace("test_customop::custom_op_one", f"many::op_{index:02d}")
+            .replace("domain: test.customop", "domain: many"),
+            encoding="utf-8",
+        )
+    return proj.Project(tmp_path, tmp_path / "opdefs", tmp_path / "generated")
+
+
+def generate(project: proj.Project) -> list[tuple[str, str]]:
+    ops = proj.load(project, proj.discover(project))
+    return [(f.path, f.content) for f in proj.generate(project, ops, ops)]
+
+
+def test_forked_generation_matches_one_process(project, monkeypatch):
+    assert len(os.sched_getaffinity(0)) >= 2, "forking needs at least two usable cores"
+    assert parallel.worker_count(COUNT, proj._MIN_OPS_PER_WORKER) == 2
+    forked = generate(project)
+    monkeypatch.setattr(parallel, "worker_count", lambda items, min_items_per_worker: 1)
+    alone = generate(project)
+    assert forked == alone
+    paths = [path for path, _ in forked]
+    assert len(paths) == len(set(paths))
+    assert {f"op_{index:02d}/torch_op.py" for index in range(COUNT)} <= set(paths)
+    assert "docs/index.md" in paths
+
+
+def test_forked_parsing_reports_file_line_and_field(project):
+    bad = project.opdefs_dir / "op_07.yaml"
+    lines = bad.read_text(encoding="utf-8").splitlines()
+    line = lines.index("version: 1") + 1
+    bad.write_text("\n".join(lines).replace("version: 1", "version: one") + "\n", encoding="utf-8")
+    assert parallel.worker_count(COUNT, proj._MIN_OPS_PER_WORKER) == 2
+    with pytest.raises(DefinitionErrors) as raised:
+        proj.load(project, proj.discover(project))
+    (error,) = raised.value.errors
+    assert (error.location.file, error.location.line, error.field) == (
+        "opdefs/op_07.yaml",
+        line,
+        "version",
+    )
