@@ -39,10 +39,25 @@ def cases():
     def pair(count):
         return torch.randn(count, generator=generator), torch.randn(count, generator=generator)
 
+    # The same kernel registered as `torch.api: custom_op` would, for comparison with the default
+    # (`library`): torch.library.custom_op around the generated CPU and fake functions.
+    from generated.custom_op_one import torch_op as one
+
+    with_custom_op = torch.library.custom_op(
+        "bench_api::custom_op_one", one._cpu, mutates_args=(), device_types="cpu", schema=one.SCHEMA
+    )
+    with_custom_op.register_fake(one._fake)
     return [
         (
             "CustomOpOne (X + Y)",
             ops.test_customop.custom_op_one,
+            lambda x, y: x + y,
+            pair(4),
+            pair(10_000_000),
+        ),
+        (
+            "CustomOpOne registered with `api: custom_op`",
+            with_custom_op,
             lambda x, y: x + y,
             pair(4),
             pair(10_000_000),
