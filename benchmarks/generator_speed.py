@@ -116,7 +116,11 @@ def main() -> None:
             env = dict(os.environ, XDG_CACHE_HOME=str(work / f"cache-{count}"))
 
             def fresh_output(output=output):
-                shutil.rmtree(output, ignore_errors=True)
+                # Moved aside, not deleted: deleting 12,000 files right before a run made the
+                # disk flush them during it (12 s instead of 3.5 s for 1000 ops here).
+                if output.exists():
+                    output.rename(Path(tempfile.mkdtemp(dir=work, prefix="old-")) / output.name)
+                os.sync()
 
             command = generate_command(opdefs, output)
             repeat = 3 if count >= 1000 else 5
