@@ -97,9 +97,8 @@ def _generate(args) -> int:
         print(f"error: no op definitions given and none in {args.opdefs_dir}/", file=sys.stderr)
         return EXIT_BAD_INPUT
     # Shared files (CMake, package __init__) list every op, so all definitions are loaded.
-    all_paths = sorted(set(p.resolve() for p in [*proj.discover(project), *selected_paths]))
     try:
-        all_ops = proj.load(project, all_paths)
+        all_ops = proj.load(project, [*proj.discover(project), *selected_paths])
     except DefinitionErrors as errors:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)

@@ -612,6 +612,12 @@ class OpDef:
         return tuple(Instantiation(tuple(zip(names, combo, strict=True))) for combo in combos)
 
     @property
+    def raises_without_gradients(self) -> bool:
+        """Backward through it raises our own error: a new op registered with the `library`
+        api and no gradient formulas (`custom_op` raises PyTorch's; `legacy` takes none)."""
+        return self.new_torch_op and self.torch.api == "library" and not self.gradients
+
+    @property
     def differentiable(self) -> bool:
         """Some dtype binding makes an input and an output floating: a gradient can flow
         through the op (whether or not the definition gives formulas for it)."""
@@ -799,7 +805,7 @@ def _dtype(node: Node) -> DType:
 # How a new PyTorch op is registered (torch.name's `api`):
 TORCH_APIS = {
     # torch.library.Library define/impl + register_fake + an autograd kernel: the least
-    # Python per call (custom_op adds about 6 µs of wrapping, see the README's Performance).
+    # Python per call (custom_op adds about 5 µs of wrapping, see the README's Performance).
     "library": "torch.library.Library",
     "custom_op": "torch.library.custom_op",  # a CustomOpDef, for its register_* methods
     "legacy": "torch._custom_op",  # older PyTorch releases' API; no gradients

@@ -23,7 +23,9 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
         "api": op.torch.api,
         "call_args": ", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
         "needs_autograd": _needs_autograd(op),
-        "no_gradient_message": py.literal(py.no_gradient_message(op)),
+        "no_gradient_message": (
+            py.literal(py.no_gradient_message(op)) if op.raises_without_gradients else None
+        ),
         "schema_literal": py.literal(py.torch_schema(op)),
         "fill_defaults": py.fill_defaults(op),
         "python_params": py.python_params(op, annotate=True),

@@ -62,13 +62,10 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         "has_kernel": op.kernel is not None,
         "is_function": op.function is not None,
         "gradients": bool(op.gradients),
-        # An op registered with the library api raises its own message on backward.
+        # Tested where some dtypes let a gradient reach the op.
         "no_gradient_message": (
             py.literal(re.escape(py.no_gradient_message(op)))
-            if op.new_torch_op
-            and op.torch.api == "library"
-            and not op.gradients
-            and op.differentiable
+            if op.raises_without_gradients and op.differentiable
             else None
         ),
         "earlier_versions": (
