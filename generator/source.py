@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,6 @@ class Node:
     location: Location
     path: str
     key_location: Location | None = None
-    _used: set[str] = field(default_factory=set, repr=False)
 
     def error(self, message: str) -> DefinitionError:
         return DefinitionError(self.location, self.path or "<root>", message)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,11 +52,11 @@ def _diff(old: str, new: str, target: Path) -> str:
     )
 
 
-def find_orphans(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
+def find_orphans(output_dir: Path, produced_paths: list[str]) -> list[Change]:
     """Files in the output directory that no definition produces (the output of a deleted or
     renamed definition, or something put there by hand). Caches (__pycache__, dotfiles) are
     not output."""
-    produced = {f.path for f in files}
+    produced = set(produced_paths)
     orphans = []
     # os.walk rather than Path.rglob: plain strings, one scandir per directory (thousands of
     # files with many ops).
@@ -103,21 +102,17 @@ def remove_orphans(output_dir: Path, orphans: list[Change]) -> list[Change]:
 
 
 def write_atomic(path: Path, content: str) -> None:
-    """Write via a temporary file and rename, so no reader ever sees half a file."""
+    """Write via a temporary file and rename, so no reader ever sees half a file. The temporary
+    name carries the process id, which no other live process has: cheaper than mkstemp's random
+    names, which took a third of the time of writing 12,000 new files."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(content)
+        # "wb" truncates what a dead process with the same id may have left; bytes, so that no
+        # newline is translated.
+        with open(temp, "wb") as handle:
+            handle.write(content.encode("utf-8"))
         os.replace(temp, path)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
-
-
-def write_files(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
-    """Write the files whose content differs; untouched files keep their mtime (for make)."""
-    changes = plan_changes(output_dir, files)
-    for change in changes:
-        write_atomic(change.path, change.new)
-    return changes

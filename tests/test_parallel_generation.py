@@ -1,5 +1,5 @@
-"""A project with many definitions parses and renders them in forked worker processes
-(generator/parallel.py). The output must be the same bytes one process makes, and a bad
+"""A project with many definitions parses, renders and compares them in forked worker processes
+(generator/parallel.py). The plan must be the one one process makes, byte for byte, and a bad
 definition must still be reported with its file, line and field."""
 
 import os
@@ -30,22 +30,39 @@ def project(tmp_path) -> proj.Project:
     return proj.Project(tmp_path, tmp_path / "opdefs", tmp_path / "generated")
 
 
-def generate(project: proj.Project) -> list[tuple[str, str]]:
+def plan(project: proj.Project) -> tuple[list[str], list[tuple]]:
     ops = proj.load(project, proj.discover(project))
-    return [(f.path, f.content) for f in proj.generate(project, ops, ops)]
+    planned = proj.plan(project, ops, ops)
+    return planned.paths, [(c.path, c.kind, c.old, c.new) for c in planned.changes]
 
 
 def test_forked_generation_matches_one_process(project, monkeypatch):
     assert len(os.sched_getaffinity(0)) >= 2, "forking needs at least two usable cores"
     assert parallel.worker_count(COUNT, proj._MIN_OPS_PER_WORKER) == 2
-    forked = generate(project)
+    # One op's files already on disk, one of them edited: the workers compare with the disk.
+    project.output_dir.mkdir()
+    first_paths, first_changes = plan(project)
+    for path, _, _, new in first_changes:
+        if path.parent.name == "op_05":
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(new, encoding="utf-8")
+    edited = project.output_dir / "op_05" / "torch_op.py"
+    edited.write_text(edited.read_text(encoding="utf-8") + "# edited\n", encoding="utf-8")
+
+    forked = plan(project)
     monkeypatch.setattr(parallel, "worker_count", lambda items, min_items_per_worker: 1)
-    alone = generate(project)
+    alone = plan(project)
     assert forked == alone
-    paths = [path for path, _ in forked]
+    paths, changes = forked
+    assert paths == first_paths
     assert len(paths) == len(set(paths))
     assert {f"op_{index:02d}/torch_op.py" for index in range(COUNT)} <= set(paths)
     assert "docs/index.md" in paths
+    kinds = {path.relative_to(project.output_dir).as_posix(): kind for path, kind, _, _ in changes}
+    assert kinds["op_05/torch_op.py"] == "changed"
+    assert "op_05/op_05_op.h" in paths and "op_05/op_05_op.h" not in kinds  # written above
+    assert kinds["op_06/torch_op.py"] == "new"
+    assert len(kinds) == len(paths) - sum(1 for p in paths if p.startswith("op_05/")) + 1
 
 
 def test_forked_parsing_reports_file_line_and_field(project):

@@ -45,22 +45,24 @@ def onnx_proto_enum(dtype: DType) -> str:
     return f"ONNX_NAMESPACE::TensorProto_DataType_{TENSOR_PROTO[dtype]}"
 
 
+def _byte_spelling(byte: int) -> str:
+    char = chr(byte)
+    if char in '\\"':
+        return "\\" + char
+    if char == "?":
+        return "\\?"  # no trigraphs, whatever the compiler mode
+    if 0x20 <= byte < 0x7F:
+        return char
+    return f"\\{byte:03o}"
+
+
+# Indexed by byte value; the UTF-8 bytes are read as Latin-1 so str.translate maps each byte.
+_BYTE_SPELLINGS = {byte: _byte_spelling(byte) for byte in range(256)}
+
+
 def string_literal(text: str) -> str:
     """A C++ string literal for any text: printable ASCII as is, everything else as octal bytes."""
-    out = []
-    for byte in text.encode("utf-8"):
-        char = chr(byte)
-        if char == "\\":
-            out.append("\\\\")
-        elif char == '"':
-            out.append('\\"')
-        elif char == "?":
-            out.append("\\?")  # no trigraphs, whatever the compiler mode
-        elif 0x20 <= byte < 0x7F:
-            out.append(char)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
+    return '"' + text.encode("utf-8").decode("latin-1").translate(_BYTE_SPELLINGS) + '"'
 
 
 def _float_literal(value: float) -> str:
