@@ -26,7 +26,9 @@ def read(kind: str, key: str) -> str | None:
     if not enabled():
         return None
     try:
-        return (cache_root() / kind / key).read_text(encoding="utf-8")
+        # os.path rather than pathlib: a generation of many ops reads thousands of entries.
+        with open(os.path.join(cache_root(), kind, key), encoding="utf-8", newline="") as handle:
+            return handle.read()
     except OSError:
         return None
 

@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _generate(args) -> int:
     from generator import project as proj
-    from generator.writer import find_orphans, remove_orphans, write_atomic
+    from generator.writer import find_orphans, remove_orphans
 
     output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
     if output.is_relative_to(definitions) or definitions.is_relative_to(output):
@@ -121,13 +121,13 @@ def _generate(args) -> int:
     if args.definitions:
         wanted = {p.resolve() for p in selected_paths}
         selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
-    plan = proj.plan(project, selected, all_ops)
+    generated = proj.generate(project, selected, all_ops, write=not (args.check or args.dry_run))
     # Only a run over every definition knows all the output, so only it looks for orphans.
     whole_project = not args.definitions
-    changes = plan.changes
+    changes = generated.changes
     if args.check or args.dry_run:
         if whole_project:
-            changes = changes + find_orphans(args.output_dir, plan.paths)
+            changes = changes + find_orphans(args.output_dir, generated.paths)
         for change in changes:
             if change.kind == "orphaned":
                 print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
@@ -143,13 +143,11 @@ def _generate(args) -> int:
                 )
                 return EXIT_STALE
             if not args.quiet:
-                print(f"{len(plan.paths)} generated files up to date")
+                print(f"{len(generated.paths)} generated files up to date")
         return EXIT_OK
-    for change in changes:  # untouched files keep their mtime, for make
-        write_atomic(change.path, change.new)
     removed, kept = [], []
     if whole_project:
-        orphans = find_orphans(args.output_dir, plan.paths)
+        orphans = find_orphans(args.output_dir, generated.paths)
         kept = remove_orphans(args.output_dir, orphans)
         removed = [o for o in orphans if o not in kept]
     for orphan in kept:
@@ -161,12 +159,12 @@ def _generate(args) -> int:
             print(f"removed: {orphan.path} (no definition generates it any more)")
         if args.verbose:
             written = {change.path for change in changes}
-            for path in plan.paths:
+            for path in generated.paths:
                 if args.output_dir / path not in written:
                     print(f"unchanged: {args.output_dir / path}")
         print(
-            f"{len(selected)} op(s), {len(plan.paths)} files, {len(changes)} written "
-            f"({len(plan.paths) - len(changes)} unchanged)"
+            f"{len(selected)} op(s), {len(generated.paths)} files, {len(changes)} written "
+            f"({len(generated.paths) - len(changes)} unchanged)"
             + (f", {len(removed)} orphaned removed" if removed else "")
         )
     return EXIT_OK

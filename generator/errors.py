@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(NamedTuple):
+    """Where a value is in a definition file (a tuple: a definition makes hundreds of them, and a
+    tuple is built three times faster than a frozen dataclass)."""
+
     file: str
     line: int
     column: int

@@ -14,7 +14,7 @@ from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, ErrorCollector, Location
 from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
 from generator.render import GeneratedFile, format_all
-from generator.writer import Change, plan_changes
+from generator.writer import Change, plan_changes, write_atomic
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -74,17 +74,20 @@ def load(project: Project, paths: list[Path]) -> list[OpDef]:
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What generation produces, compared with the output directory."""
+class Output:
+    """What a generation run produced, compared with the output directory."""
 
     paths: list[str]  # every generated file, relative to the output directory
-    changes: list[Change]  # the files whose content differs from the disk (new or changed)
+    changes: list[Change]  # the files that differed from the disk: new or changed
 
 
-def plan(project: Project, selected: list[OpDef], all_ops: list[OpDef]) -> Plan:
+def generate(
+    project: Project, selected: list[OpDef], all_ops: list[OpDef], *, write: bool
+) -> Output:
     """Every file for the selected ops, plus the shared files (which depend on all ops),
-    compared with the output directory. Nothing is written here: a run writes only after
-    everything has rendered."""
+    compared with the output directory; with `write`, the files that differ are written
+    (atomically; untouched files keep their mtime, for make). The definitions were all
+    validated by load(), so only a template bug or the disk can fail from here on."""
     index = onnx_op_index(all_ops)
     ops = sorted(selected, key=lambda op: op.op_id)
 
@@ -96,23 +99,28 @@ def plan(project: Project, selected: list[OpDef], all_ops: list[OpDef]) -> Plan:
             + [docs_dest.emit_op(op)]
         )
 
+    def settle(files: list[GeneratedFile]) -> Output:
+        changes = plan_changes(project.output_dir, files)
+        if write:
+            for change in changes:
+                write_atomic(change.path, change.new)
+            changes = [Change(change.path, change.kind) for change in changes]  # texts not needed
+        return Output([f.path for f in files], changes)
+
     shared = project_dest.emit(all_ops) + [docs_dest.emit_index(all_ops)]
     if parallel.worker_count(len(ops), _MIN_OPS_PER_WORKER) == 1:
         # One format_all for everything: it forks for black's cache misses on its own.
-        files = format_all([f for op in ops for f in op_files(op)] + shared)
-        return Plan([f.path for f in files], plan_changes(project.output_dir, files))
+        return settle(format_all([f for op in ops for f in op_files(op)] + shared))
 
-    def planned_in_worker(position: int) -> Plan:
-        # Each worker renders, formats (cache lookups, or black on a miss) and compares its ops'
-        # files, so that only paths and changes come back, not every file's text. The ops are
-        # inherited through fork: only their positions are sent.
-        files = format_all(op_files(ops[position]))
-        return Plan([f.path for f in files], plan_changes(project.output_dir, files))
+    def settled_in_worker(position: int) -> Output:
+        # Each worker renders, formats (cache lookups, or black on a miss), compares and writes
+        # its ops' files, so that only paths and changes come back, not every file's text. The
+        # ops are inherited through fork: only their positions are sent.
+        return settle(format_all(op_files(ops[position])))
 
-    shared = format_all(shared)
-    parts = parallel.map_forked(planned_in_worker, range(len(ops)), _MIN_OPS_PER_WORKER)
-    parts.append(Plan([f.path for f in shared], plan_changes(project.output_dir, shared)))
-    return Plan(
+    parts = parallel.map_forked(settled_in_worker, range(len(ops)), _MIN_OPS_PER_WORKER)
+    parts.append(settle(format_all(shared)))
+    return Output(
         [path for part in parts for path in part.paths],
         [change for part in parts for change in part.changes],
     )

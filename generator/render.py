@@ -4,6 +4,7 @@ commit and must not pay for compiling 20 templates and formatting 40 files each 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import version
@@ -47,10 +48,7 @@ def environment() -> jinja2.Environment:
 
 def header(output_path: str, sources: list[str]) -> str:
     """The do-not-edit banner, in the comment syntax of the output file."""
-    suffix = Path(output_path).suffix
-    if output_path.endswith("CMakeLists.txt"):
-        suffix = ".txt"
-    mark = _COMMENT[suffix]
+    mark = _COMMENT[os.path.splitext(output_path)[1]]
     origin = ", ".join(sources)
     lines = [
         f"{GENERATED_MARK}{origin}.",

@@ -26,17 +26,17 @@ class Change:
 def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
     changes = []
     for file in files:
-        target = output_dir / file.path
         try:
             # Bytes decoded as is: read_text would turn a "\r" the content holds into "\n"; an
-            # undecodable file is simply different.
-            with open(target, "rb") as handle:
+            # undecodable file is simply different. A string path: this runs for every file.
+            with open(os.path.join(output_dir, file.path), "rb") as handle:
                 old = handle.read().decode("utf-8", "replace")
         except FileNotFoundError:
             old = None
         if old == file.content:
             continue
-        changes.append(Change(target, "new" if old is None else "changed", old or "", file.content))
+        kind = "new" if old is None else "changed"
+        changes.append(Change(output_dir / file.path, kind, old or "", file.content))
     return changes
 
 

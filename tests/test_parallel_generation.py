@@ -1,8 +1,10 @@
-"""A project with many definitions parses, renders and compares them in forked worker processes
-(generator/parallel.py). The plan must be the one one process makes, byte for byte, and a bad
-definition must still be reported with its file, line and field."""
+"""A project with many definitions parses, renders, compares and writes them in forked worker
+processes (generator/parallel.py). The result must be what one process makes, byte for byte, and
+a bad definition must still be reported with its file, line and field."""
 
+import dataclasses
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -32,8 +34,21 @@ def project(tmp_path) -> proj.Project:
 
 def plan(project: proj.Project) -> tuple[list[str], list[tuple]]:
     ops = proj.load(project, proj.discover(project))
-    planned = proj.plan(project, ops, ops)
-    return planned.paths, [(c.path, c.kind, c.old, c.new) for c in planned.changes]
+    output = proj.generate(project, ops, ops, write=False)
+    return output.paths, [(c.path, c.kind, c.old, c.new) for c in output.changes]
+
+
+def written(project: proj.Project) -> dict[str, bytes]:
+    ops = proj.load(project, proj.discover(project))
+    output = proj.generate(project, ops, ops, write=True)
+    tree = {
+        p.relative_to(project.output_dir).as_posix(): p.read_bytes()
+        for p in project.output_dir.rglob("*")
+        if p.is_file()
+    }
+    assert sorted(tree) == sorted(output.paths)  # every file written, no temporary one left
+    assert [c.kind for c in output.changes] == ["new"] * len(tree)
+    return tree
 
 
 def test_forked_generation_matches_one_process(project, monkeypatch):
@@ -63,6 +78,18 @@ def test_forked_generation_matches_one_process(project, monkeypatch):
     assert "op_05/op_05_op.h" in paths and "op_05/op_05_op.h" not in kinds  # written above
     assert kinds["op_06/torch_op.py"] == "new"
     assert len(kinds) == len(paths) - sum(1 for p in paths if p.startswith("op_05/")) + 1
+
+
+def test_forked_writing_matches_one_process(project, monkeypatch):
+    assert parallel.worker_count(COUNT, proj._MIN_OPS_PER_WORKER) == 2
+    forked = written(project)
+    monkeypatch.setattr(parallel, "worker_count", lambda items, min_items_per_worker: 1)
+    alone = written(dataclasses.replace(project, output_dir=project.root / "generated-alone"))
+    assert forked == alone
+    per_directory = Counter(path.split("/")[0] for path in forked)
+    assert per_directory["op_00"] >= 10
+    assert all(per_directory[f"op_{i:02d}"] == per_directory["op_00"] for i in range(COUNT))
+    assert per_directory["docs"] == COUNT + 1  # a page per op and the index
 
 
 def test_forked_parsing_reports_file_line_and_field(project):
