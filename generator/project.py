@@ -14,7 +14,7 @@ from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, ErrorCollector, Location
 from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
 from generator.render import GeneratedFile, format_all
-from generator.writer import Change, plan_changes, write_atomic
+from generator.writer import Change, plan_changes, write_changes
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -102,8 +102,7 @@ def generate(
     def settle(files: list[GeneratedFile]) -> Output:
         changes = plan_changes(project.output_dir, files)
         if write:
-            for change in changes:
-                write_atomic(change.path, change.new)
+            write_changes(changes)
             changes = [Change(change.path, change.kind) for change in changes]  # texts not needed
         return Output([f.path for f in files], changes)
 

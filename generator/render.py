@@ -27,9 +27,21 @@ class GeneratedFile:
     content: str
 
 
+class _Environment(jinja2.Environment):
+    """Templates read their contexts, plain dicts, as `x.field`. Jinja tries the attribute first
+    and looks the key up only after an AttributeError: that exception, raised on nearly every
+    lookup, took a sixth of rendering time. Here a dict's key comes first (a key that shadows a
+    dict method, such as `items`, now means the key)."""
+
+    def getattr(self, obj, attribute):
+        if type(obj) is dict and attribute in obj:
+            return obj[attribute]
+        return super().getattr(obj, attribute)
+
+
 @cache
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = _Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,

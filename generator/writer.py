@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 from dataclasses import dataclass
@@ -101,12 +102,27 @@ def remove_orphans(output_dir: Path, orphans: list[Change]) -> list[Change]:
     return kept
 
 
+def write_changes(changes: list[Change]) -> None:
+    """Writes new and changed files, each atomically; untouched files keep their mtime (for
+    make). Each directory is made once, not once per file: thousands of files share a few."""
+    for directory in sorted({change.path.parent for change in changes}):
+        directory.mkdir(parents=True, exist_ok=True)
+    for change in changes:
+        _replace(os.fspath(change.path), change.new)
+
+
 def write_atomic(path: Path, content: str) -> None:
-    """Write via a temporary file and rename, so no reader ever sees half a file. The temporary
-    name carries the process id, which no other live process has: cheaper than mkstemp's random
-    names, which took a third of the time of writing 12,000 new files."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _replace(os.fspath(path), content)
+
+
+def _replace(path: str, content: str) -> None:
+    """Write via a temporary file and rename, so no reader ever sees half a file. The temporary
+    name is a dotfile (never taken for an orphan) with the process id, which no other live
+    process has: cheaper than mkstemp's random names, which took a third of the time of writing
+    12,000 new files."""
+    directory, name = os.path.split(path)
+    temp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     try:
         # "wb" truncates what a dead process with the same id may have left; bytes, so that no
         # newline is translated.
@@ -114,5 +130,6 @@ def write_atomic(path: Path, content: str) -> None:
             handle.write(content.encode("utf-8"))
         os.replace(temp, path)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
         raise
