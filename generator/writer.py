@@ -112,6 +112,7 @@ def write_changes(changes: list[Change]) -> None:
 
 
 def write_atomic(path: Path, content: str) -> None:
+    """One file, atomically, making its directory if need be."""
     path.parent.mkdir(parents=True, exist_ok=True)
     _replace(os.fspath(path), content)
 
