@@ -1,6 +1,7 @@
 """Generation is reproducible, black-formatted, in sync with the committed files, and the
 TOML spelling of a definition means the same as the YAML one."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -45,6 +46,18 @@ def test_generating_twice_gives_identical_bytes(tmp_path, run_generator):
     first, second = snapshot(tmp_path / "a" / "generated"), snapshot(tmp_path / "b" / "generated")
     assert first == second
     assert first == snapshot_of_committed(), "a fresh generation equals the committed files"
+
+
+def test_written_files_get_the_permissions_of_any_new_file(tmp_path, run_generator):
+    """The umask applies, as to any file the user makes. (A temporary file from mkstemp is
+    private to its owner, and renaming it kept that: generated files used to be 0600.)"""
+    shutil.copytree(ROOT / "opdefs", tmp_path / "opdefs")
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert run_generator(cwd=tmp_path).returncode == 0
+    files = [p for p in (tmp_path / "generated").rglob("*") if p.is_file()]
+    assert len(files) > 50
+    assert {p.stat().st_mode & 0o777 for p in files} == {0o666 & ~umask}
 
 
 def snapshot_of_committed() -> dict[str, bytes]:
