@@ -8,6 +8,7 @@ Artifacts are looked up in $OPGEN_BUILD_DIR/lib, else in build/lib beside genera
 
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -96,6 +97,18 @@ def value(dim) -> int:
     return dim.dim_value
 
 
+def dim_text(dim) -> str:
+    """A TensorShapeProto.Dimension as the kernels' messages spell it: its value, else its name,
+    else "?"."""
+    if dim.HasField("dim_value"):
+        return str(dim.dim_value)
+    return dim.dim_param or "?"
+
+
+def shape_text(dims) -> str:
+    return "[" + ", ".join(dim_text(d) for d in dims) + "]"
+
+
 def computed_dim(compute):
     """A dim computed from other dims: known if every dim it reads is known."""
     import onnx
@@ -112,6 +125,53 @@ def known_true(condition) -> bool:
         return bool(condition())
     except Unknown:
         return True
+
+
+def has_tangent(*tensors) -> bool:
+    """Whether an input carries a forward-mode tangent (torch.func.jvp, torch.autograd.forward_ad).
+    Outside those (no dual level, no torch.func transform) it costs one attribute read."""
+    import torch
+
+    forward_ad = torch.autograd.forward_ad
+    if forward_ad._current_level < 0 and not torch._C._are_functorch_transforms_active():
+        return False
+    return any(t is not None and forward_ad.unpack_dual(t).tangent is not None for t in tensors)
+
+
+def apply_function(function, *args):
+    """function.apply, without torch.func's custom_function_call: that higher-order op has no
+    kernel for a Function applied inside a dispatcher Autograd kernel (torch.func.grad, jacrev
+    and vmap of grad fail with it in torch 2.13). Under a transform the Function is applied at
+    the current level only, as torch.func's own rule for autograd.Function does."""
+    import torch
+    from torch._functorch.utils import enable_single_level_autograd_function
+
+    apply = super(torch.autograd.Function, function).apply  # torch._C._FunctionBase.apply
+    if torch._C._are_functorch_transforms_active():
+        with enable_single_level_autograd_function():
+            return apply(*args)
+    return apply(*args)
+
+
+def below_autograd(op, *args):
+    """Runs op below the Autograd key, in a Function's forward. Under a torch.func transform the
+    C++ apply turned grad and forward grad off, but the lower levels must still record the
+    call (else second derivatives such as hessian come out wrong), so both are turned on."""
+    import torch
+    from torch.autograd import forward_ad
+
+    if torch._C._are_functorch_transforms_active():
+        with torch.enable_grad(), forward_ad._set_fwd_grad_enabled(True):
+            with torch._C._AutoDispatchBelowAutograd():
+                return op(*args)
+    with torch._C._AutoDispatchBelowAutograd():
+        return op(*args)
+
+
+def quoted(value) -> str:
+    """An attribute value as every runtime's error messages spell it (ints plain, strings as
+    JSON); the C++ opgen::quoted is the same."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
 
 
 def attribute(ctx, name: str, default, missing_message: str = ""):

@@ -7,6 +7,7 @@ shapes, attribute defaults) is computed here once; emitters only render it.
 from __future__ import annotations
 
 import ast
+import json
 import keyword
 import operator
 import re
@@ -81,23 +82,35 @@ SHARED_OUTPUT_NAMES = frozenset(
 )
 OPGEN_NAMESPACE_NAMES = frozenset(
     """AllocatedOutput Context Error Input Output SerialContext Shape SymDim TensorView append_dims
-    axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes compute_type
-    compute_type_of data_dependent_dim dim_to_string fail float16 floor_div kShapeEnd ort
-    py_support reduced_shape shape_to_string""".split()
+    axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes check_extent
+    checked_numel compute_type compute_type_of data_dependent_dim dim_add dim_floor_div dim_mul
+    dim_sub dim_to_string fail fail_overflow float16 floor_div kShapeEnd ort py_support quoted
+    reduced_shape shape_to_string""".split()
 )
 
 # Names the generated C++ declares in each op's namespace opgen::<op_id>, where user names
 # are parameters, locals and template parameters (checked against the output the same way).
 OP_NAMESPACE_NAMES = frozenset(
-    """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
-    InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
-    RegisterSchema TensorProto_DataType add_ort_ops bind compute describe expect infer_shapes
-    main make_model only_node run set_shape""".split()
+    """AttributeProto Attributes Dim DimAdd DimFloorDiv DimMul DimSub DimText FunctionNodes
+    FunctionOpsets InferOutputShapes InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes
+    OutputShapesOf RegisterSchema TensorProto_DataType add_ort_ops bind compute describe expect
+    infer_shapes kOpType main make_model only_node Quoted run set_shape ShapeText""".split()
 )
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DOMAIN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 TORCH_NAME = re.compile(r"^([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)$")
+
+
+def message_value(value: int | str) -> str:
+    """How error messages of every runtime spell an attribute value: ints in decimal, strings
+    as JSON does (double quotes; backslash, quote and control characters escaped). The C++
+    `opgen::quoted` and the Python `_support.quoted` spell them the same way."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+
+
+def message_values(values: tuple) -> str:
+    return "[" + ", ".join(message_value(v) for v in values) + "]"
 
 
 # --------------------------------------------------------------------------- model classes
@@ -249,9 +262,9 @@ class DimExpr:
     def attrs(self) -> list[str]:
         return [e.attr for e in self.walk() if e.kind == "attr"]
 
-    def spell(self, dim, attr, floordiv) -> str:
-        """The expression in a target language: `dim(ref)`, `attr(name)` and
-        `floordiv(a, b)` spell the leaves and `//`; every binary is parenthesised. (A
+    def spell(self, dim, attr, binary) -> str:
+        """The expression in a target language: `dim(ref)`, `attr(name)` spell the leaves and
+        `binary(op, a, b)` each `+ - * //` (parenthesised as the target needs). (A
         data-dependent size has no expression: each target spells it itself.)"""
         if self.kind == "dim":
             return dim(self.ref)
@@ -259,9 +272,9 @@ class DimExpr:
             return str(self.value)
         if self.kind == "attr":
             return attr(self.attr)
-        a = self.left.spell(dim, attr, floordiv)
-        b = self.right.spell(dim, attr, floordiv)
-        return floordiv(a, b) if self.op == "//" else f"({a} {self.op} {b})"
+        a = self.left.spell(dim, attr, binary)
+        b = self.right.spell(dim, attr, binary)
+        return binary(self.op, a, b)
 
     def evaluate(self, dim, attr) -> int:
         if self.kind == "dim":
@@ -1255,7 +1268,7 @@ def _compile_shape_rule(
         AllowedValuesCheck(
             a.name,
             a.allowed,
-            f"{op_type}: attribute '{a.name}' must be one of {list(a.allowed)}",
+            f"{op_type}: attribute '{a.name}' must be one of {message_values(a.allowed)}",
         )
         for a in attrs.values()
         if a.allowed is not None

@@ -218,7 +218,9 @@ void compute(const opgen::Context& ctx, const opgen::Input<T>& X, const opgen::O
              const Attributes& /*attrs*/) {
   using Acc = opgen::compute_type<T>;
   const int64_t n = X.dim(-1);
-  const int64_t matrices = n == 0 ? 0 : X.numel() / (n * n);
+  // The batch count from the kernel API: dividing numel() by n * n would divide by zero when
+  // n * n wraps.
+  const int64_t matrices = n == 0 ? 0 : X.size_before(-2);
   const T* in = X.data;
   T* out = Y.data;
   ctx.parallel_for(matrices, [&](int64_t begin, int64_t end) {

@@ -8,6 +8,7 @@ Nothing here skips: a missing
 build artifact is a failure.
 """
 
+import functools  # noqa: F401 (cached C++ test output)
 import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
@@ -282,6 +283,38 @@ def test_backward_without_gradient_formulas_raises():
         match="mylibrary::addandround_op\\ has\\ no\\ gradient\\ formula:\\ give\\ one\\ under\\ 'gradients'\\ in\\ opdefs/addandround\\.yaml",
     ):
         sum(o.sum() for o in outputs).backward()
+
+
+def test_forward_mode_ad_raises_naming_the_op():
+    """Gradient formulas are reverse-mode only: torch.func.jvp and forward_ad dual tensors raise
+    an error naming the op, never a silently zero tangent."""
+    case = RANDOM_CASES[0]
+    types = next(
+        t
+        for t in TYPES
+        if any(
+            v is not None and v.is_floating_point()
+            for v in make_inputs(case, 0, t, seed=5).values()
+        )
+    )
+    inputs = make_inputs(case, 0, types, seed=5)
+    name = next(n for n, v in inputs.items() if v is not None and v.is_floating_point())
+
+    def op(tensor):
+        return run_torch({**inputs, name: tensor}, case["attributes"])
+
+    with pytest.raises(
+        NotImplementedError,
+        match="mylibrary::addandround_op\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/addandround\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+    ):
+        torch.func.jvp(op, (inputs[name],), (torch.ones_like(inputs[name]),))
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(inputs[name], torch.ones_like(inputs[name]))
+        with pytest.raises(
+            NotImplementedError,
+            match="mylibrary::addandround_op\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/addandround\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+        ):
+            op(dual)
 
 
 # ---------------------------------------------------------------- errors, never crashes

@@ -49,20 +49,26 @@ addandround_op = torch.ops.mylibrary.addandround_op.default
 
 
 class _Differentiable(torch.autograd.Function):
-    """The op as autograd sees it when a tensor input requires grad."""
+    """The op as autograd sees it when a gradient can flow (see _autograd)."""
 
     @staticmethod
     def forward(X):
-        return addandround_op(X)  # grad mode is off here: see _autograd
+        return _support.below_autograd(addandround_op, X)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "mylibrary::addandround_op does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/addandround.yaml gives reverse-mode gradient formulas only"
+        )
+
 
 def _autograd(keyset, X):
-    """The Autograd kernel: record the op for backward only when a gradient can flow."""
-    if torch.is_grad_enabled() and X.requires_grad:
-        return _Differentiable.apply(X)
+    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
+    if (torch.is_grad_enabled() and X.requires_grad) or _support.has_tangent(X):
+        return _support.apply_function(_Differentiable, X)
     return addandround_op.redispatch(keyset & torch._C._after_autograd_keyset, X)
 
 

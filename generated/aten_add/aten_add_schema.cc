@@ -4,6 +4,7 @@
 // To contribute the op upstream, paste the ONNX_CONTRIB_OPERATOR_SCHEMA statement into
 // RegisterContribSchemas() (and use the domain constant there). Here it is compiled against
 // ONNX's C++ library and exercised by aten_add_schema_test.cc.
+#include <string>
 #include <vector>
 
 #include "onnx/defs/schema.h"

@@ -13,6 +13,9 @@
 
 namespace opgen::custom_group_norm {
 
+// The ONNX op type, as every error message of this op starts.
+constexpr const char kOpType[] = "CustomGroupNorm";
+
 // Group normalization of X [N, C, ...]: the C channels are split into num_groups groups of
 // C / num_groups consecutive channels; each (sample, group) is normalized by its own mean and
 // biased variance, then every channel c is scaled by scale[c] and shifted by bias[c]:
@@ -23,7 +26,10 @@ namespace opgen::custom_group_norm {
 // with this op only when num_groups == C (its own example: C = num_groups = 2) and otherwise
 // applies the wrong channel's scale. We follow PyTorch because it is the model being exported.
 // num_groups must be a positive divisor of C (an error otherwise, in every runtime). Statistics
-// are accumulated in float64 (float16 rounds once, at the end).
+// are accumulated in float64 (float16 rounds once, at the end), each group first scaled by a
+// power of two (exactly), so float64 values near 1e300 or 1e-300 normalize correctly
+// (torch.nn.functional.group_norm returns zeros for the former). epsilon is a float32 in every
+// runtime, as ONNX float attributes are: a PyTorch epsilon of 1e-50 becomes 0.
 struct Attributes {
   float epsilon = 1e-05f;  // Added to the variance before the square root.
 };
@@ -41,6 +47,10 @@ using OutputShapes = OutputShapesOf<int64_t>;
 template <typename Dim>
 OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const std::vector<Dim>& num_groups_shape, const std::vector<Dim>& scale_shape, const std::vector<Dim>& bias_shape, const Attributes& attrs) {
   (void)attrs;
+  opgen::check_extent(kOpType, "input 'X'", X_shape);
+  opgen::check_extent(kOpType, "input 'num_groups'", num_groups_shape);
+  opgen::check_extent(kOpType, "input 'scale'", scale_shape);
+  opgen::check_extent(kOpType, "input 'bias'", bias_shape);
   if (!(static_cast<int64_t>(X_shape.size()) >= 2)) {
     opgen::fail("CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...]), got shape " + opgen::shape_to_string(X_shape));
   }
@@ -61,6 +71,7 @@ OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const std::vec
   }
   OutputShapesOf<Dim> shapes;
   opgen::append_dims(shapes.Y, X_shape, 0, opgen::kShapeEnd);
+  opgen::check_extent(kOpType, "output 'Y'", shapes.Y);
   return shapes;
 }
 

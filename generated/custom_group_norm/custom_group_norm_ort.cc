@@ -8,8 +8,6 @@
 namespace opgen::custom_group_norm {
 namespace {
 
-constexpr const char* kOpName = "CustomGroupNorm";
-
 template <typename T>
 struct OrtKernel {
   Attributes attrs;
@@ -17,11 +15,11 @@ struct OrtKernel {
   explicit OrtKernel(const OrtKernelInfo* raw_info) {
     const Ort::ConstKernelInfo info(raw_info);
     (void)info;
-    opgen::ort::read_attribute(info, kOpName, "epsilon", false, attrs.epsilon);
+    opgen::ort::read_attribute(info, kOpType, "epsilon", false, attrs.epsilon);
   }
 
   OrtStatusPtr ComputeV2(OrtKernelContext* raw_context) {
-    return opgen::ort::guard(kOpName, [&] {
+    return opgen::ort::guard(kOpType, [&] {
       Ort::KernelContext context(raw_context);
       const Ort::ConstValue X_value = context.GetInput(0);
       const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
@@ -48,7 +46,7 @@ struct OrtKernel {
 // so the outputs of a node get their element types and shapes before anything runs. (ONNX
 // Runtime ignores a returned error; the same check fails again, with its status, in the kernel.)
 OrtStatusPtr InferOutputShapes(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw_context) noexcept {
-  return opgen::ort::guard(kOpName, [&] {
+  return opgen::ort::guard(kOpType, [&] {
     opgen::ort::ShapeInference context(raw_context);
     if (context.any_rank_unknown({0, 2, 3})) return;
     const std::vector<opgen::SymDim> X_shape = context.shape(0);
@@ -57,7 +55,7 @@ OrtStatusPtr InferOutputShapes(const OrtCustomOp* /*op*/, OrtShapeInferContext* 
     const std::vector<opgen::SymDim> bias_shape = context.shape(3);
     Attributes attrs{};
     const OutputShapesOf<opgen::SymDim> shapes = infer_shapes<opgen::SymDim>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
-    context.set_output(0, context.element_type(0), shapes.Y, kOpName, "Y");
+    context.set_output(0, context.element_type(0), shapes.Y, kOpType, "Y");
   });
 }
 
@@ -72,10 +70,10 @@ struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
   }
 
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const {
-    return opgen::ort::guard(kOpName, [&] { *kernel = new OrtKernel<T>(info); });
+    return opgen::ort::guard(kOpType, [&] { *kernel = new OrtKernel<T>(info); });
   }
 
-  const char* GetName() const { return kOpName; }
+  const char* GetName() const { return kOpType; }
 
   size_t GetInputTypeCount() const { return 4; }
   ONNXTensorElementDataType GetInputType(size_t index) const {

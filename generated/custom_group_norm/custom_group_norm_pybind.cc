@@ -15,14 +15,12 @@ namespace py = pybind11;
 namespace opgen::custom_group_norm {
 namespace {
 
-constexpr const char* kOpName = "CustomGroupNorm";
-
 template <typename T>
 py::tuple run(const py::array& X_array, const py::array& num_groups_array, const py::array& scale_array, const py::array& bias_array, const Attributes& attrs) {
-  const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpName, "X");
-  const opgen::Shape num_groups_shape = opgen::py_support::shape_of(num_groups_array, kOpName, "num_groups");
-  const opgen::Shape scale_shape = opgen::py_support::shape_of(scale_array, kOpName, "scale");
-  const opgen::Shape bias_shape = opgen::py_support::shape_of(bias_array, kOpName, "bias");
+  const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpType, "X");
+  const opgen::Shape num_groups_shape = opgen::py_support::shape_of(num_groups_array, kOpType, "num_groups");
+  const opgen::Shape scale_shape = opgen::py_support::shape_of(scale_array, kOpType, "scale");
+  const opgen::Shape bias_shape = opgen::py_support::shape_of(bias_array, kOpType, "bias");
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
   const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
   const opgen::Input<int64_t> num_groups{opgen::py_support::data<int64_t>(num_groups_array), num_groups_shape};
@@ -54,14 +52,14 @@ void bind(py::module_& module) {
         const std::string num_groups_dtype = opgen::py_support::dtype_name(num_groups_array);
         const std::string scale_dtype = opgen::py_support::dtype_name(scale_array);
         const std::string bias_dtype = opgen::py_support::dtype_name(bias_array);
-        opgen::fail(std::string(kOpName) + ": unsupported input dtypes (" + X_dtype + ", " + num_groups_dtype + ", " + scale_dtype + ", " + bias_dtype + "); supported: X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16");
+        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + num_groups_dtype + ", " + scale_dtype + ", " + bias_dtype + "); supported: X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16");
       },
       py::arg("X"),
       py::arg("num_groups"),
       py::arg("scale"),
       py::arg("bias"),
       py::arg("epsilon"),
-      "Group normalization of X [N, C, ...]: the C channels are split into num_groups groups of\012C / num_groups consecutive channels; each (sample, group) is normalized by its own mean and\012biased variance, then every channel c is scaled by scale[c] and shifted by bias[c]:\012Y = (X - mean) / sqrt(var + epsilon) * scale[c] + bias[c].\012\012These are the semantics of torch.nn.functional.group_norm. The onnx/tutorials kernel indexes\012scale and bias by (sample * num_groups + group) modulo C instead of by channel; that agrees\012with this op only when num_groups == C (its own example: C = num_groups = 2) and otherwise\012applies the wrong channel's scale. We follow PyTorch because it is the model being exported.\012num_groups must be a positive divisor of C (an error otherwise, in every runtime). Statistics\012are accumulated in float64 (float16 rounds once, at the end).");
+      "Group normalization of X [N, C, ...]: the C channels are split into num_groups groups of\012C / num_groups consecutive channels; each (sample, group) is normalized by its own mean and\012biased variance, then every channel c is scaled by scale[c] and shifted by bias[c]:\012Y = (X - mean) / sqrt(var + epsilon) * scale[c] + bias[c].\012\012These are the semantics of torch.nn.functional.group_norm. The onnx/tutorials kernel indexes\012scale and bias by (sample * num_groups + group) modulo C instead of by channel; that agrees\012with this op only when num_groups == C (its own example: C = num_groups = 2) and otherwise\012applies the wrong channel's scale. We follow PyTorch because it is the model being exported.\012num_groups must be a positive divisor of C (an error otherwise, in every runtime). Statistics\012are accumulated in float64 (float16 rounds once, at the end), each group first scaled by a\012power of two (exactly), so float64 values near 1e300 or 1e-300 normalize correctly\012(torch.nn.functional.group_norm returns zeros for the former). epsilon is a float32 in every\012runtime, as ONNX float attributes are: a PyTorch epsilon of 1e-50 becomes 0.");
 }
 
 }  // namespace opgen::custom_group_norm

@@ -33,27 +33,37 @@ def _infer(ctx) -> None:
         bias_dims = list(bias_type.tensor_type.shape.dim)
         if not (len(X_dims) >= 2):
             raise onnx.shape_inference.InferenceError(
-                "CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...])"
+                "CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...]), got shape "
+                + _support.shape_text(X_dims)
             )
         if not (len(num_groups_dims) == 0):
             raise onnx.shape_inference.InferenceError(
-                "CustomGroupNorm: input 'num_groups' must have exactly rank 0 (shape [])"
+                "CustomGroupNorm: input 'num_groups' must have exactly rank 0 (shape []), got shape "
+                + _support.shape_text(num_groups_dims)
             )
         if not (len(scale_dims) == 1):
             raise onnx.shape_inference.InferenceError(
-                "CustomGroupNorm: input 'scale' must have exactly rank 1 (shape [C])"
+                "CustomGroupNorm: input 'scale' must have exactly rank 1 (shape [C]), got shape "
+                + _support.shape_text(scale_dims)
             )
         if not (len(bias_dims) == 1):
             raise onnx.shape_inference.InferenceError(
-                "CustomGroupNorm: input 'bias' must have exactly rank 1 (shape [C])"
+                "CustomGroupNorm: input 'bias' must have exactly rank 1 (shape [C]), got shape "
+                + _support.shape_text(bias_dims)
             )
         if not (_support.known_equal(X_dims[1], scale_dims[0])):
             raise onnx.shape_inference.InferenceError(
-                "CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C])"
+                "CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C]), got "
+                + _support.dim_text(X_dims[1])
+                + " and "
+                + _support.dim_text(scale_dims[0])
             )
         if not (_support.known_equal(X_dims[1], bias_dims[0])):
             raise onnx.shape_inference.InferenceError(
-                "CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C])"
+                "CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C]), got "
+                + _support.dim_text(X_dims[1])
+                + " and "
+                + _support.dim_text(bias_dims[0])
             )
         Y_type.tensor_type.shape.dim.extend([*X_dims[:]])
     ctx.set_output_type(0, Y_type)
@@ -78,7 +88,7 @@ def _schema(version: int) -> _Schema:
         "CustomGroupNorm",
         "mydomain",
         version,
-        "Group normalization of X [N, C, ...]: the C channels are split into num_groups groups of\nC / num_groups consecutive channels; each (sample, group) is normalized by its own mean and\nbiased variance, then every channel c is scaled by scale[c] and shifted by bias[c]:\nY = (X - mean) / sqrt(var + epsilon) * scale[c] + bias[c].\n\nThese are the semantics of torch.nn.functional.group_norm. The onnx/tutorials kernel indexes\nscale and bias by (sample * num_groups + group) modulo C instead of by channel; that agrees\nwith this op only when num_groups == C (its own example: C = num_groups = 2) and otherwise\napplies the wrong channel's scale. We follow PyTorch because it is the model being exported.\nnum_groups must be a positive divisor of C (an error otherwise, in every runtime). Statistics\nare accumulated in float64 (float16 rounds once, at the end).",
+        "Group normalization of X [N, C, ...]: the C channels are split into num_groups groups of\nC / num_groups consecutive channels; each (sample, group) is normalized by its own mean and\nbiased variance, then every channel c is scaled by scale[c] and shifted by bias[c]:\nY = (X - mean) / sqrt(var + epsilon) * scale[c] + bias[c].\n\nThese are the semantics of torch.nn.functional.group_norm. The onnx/tutorials kernel indexes\nscale and bias by (sample * num_groups + group) modulo C instead of by channel; that agrees\nwith this op only when num_groups == C (its own example: C = num_groups = 2) and otherwise\napplies the wrong channel's scale. We follow PyTorch because it is the model being exported.\nnum_groups must be a positive divisor of C (an error otherwise, in every runtime). Statistics\nare accumulated in float64 (float16 rounds once, at the end), each group first scaled by a\npower of two (exactly), so float64 values near 1e300 or 1e-300 normalize correctly\n(torch.nn.functional.group_norm returns zeros for the former). epsilon is a float32 in every\nruntime, as ONNX float attributes are: a PyTorch epsilon of 1e-50 becomes 0.",
         inputs=[
             _Schema.FormalParameter(
                 "X", "T", "Input of rank >= 2: batch, channels, then any spatial dims."

@@ -9,6 +9,7 @@ Nothing here skips: a missing
 build artifact is a failure.
 """
 
+import functools  # noqa: F401 (cached C++ test output)
 import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
@@ -410,6 +411,38 @@ def test_backward_without_gradient_formulas_raises():
         sum(o.sum() for o in outputs).backward()
 
 
+def test_forward_mode_ad_raises_naming_the_op():
+    """Gradient formulas are reverse-mode only: torch.func.jvp and forward_ad dual tensors raise
+    an error naming the op, never a silently zero tangent."""
+    case = RANDOM_CASES[0]
+    types = next(
+        t
+        for t in TYPES
+        if any(
+            v is not None and v.is_floating_point()
+            for v in make_inputs(case, 0, t, seed=5).values()
+        )
+    )
+    inputs = make_inputs(case, 0, types, seed=5)
+    name = next(n for n, v in inputs.items() if v is not None and v.is_floating_point())
+
+    def op(tensor):
+        return run_torch({**inputs, name: tensor}, case["attributes"])
+
+    with pytest.raises(
+        NotImplementedError,
+        match="mydomain::custom_group_norm\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/custom_group_norm\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+    ):
+        torch.func.jvp(op, (inputs[name],), (torch.ones_like(inputs[name]),))
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(inputs[name], torch.ones_like(inputs[name]))
+        with pytest.raises(
+            NotImplementedError,
+            match="mydomain::custom_group_norm\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/custom_group_norm\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+        ):
+            op(dual)
+
+
 # ---------------------------------------------------------------- errors, never crashes
 ERROR_CASES = [
     ({"X": [2, 4, 3], "num_groups": [], "scale": [3], "bias": [4]}, {}, "dimension C must agree"),
@@ -442,6 +475,52 @@ def test_bad_shapes_error_status_in_onnxruntime(index):
     with pytest.raises(Exception, match=re.escape(message)) as raised:
         run_ort(session, inputs)
     assert "onnxruntime" in type(raised.value).__module__
+
+
+def _op_message(text: str) -> str:
+    """The op's own message in a runtime's error text (ONNX Runtime and ONNX frame it)."""
+    text = text.split("Status Message: ")[-1]
+    return text[text.index(f"{OP_TYPE}: ") :].splitlines()[0]
+
+
+@functools.cache
+def _cpp_schema_messages() -> dict:
+    """The whole message of each error case in ONNX's C++ inference (the schema test prints them)."""
+    binary = _support.build_dir() / "bin" / "custom_group_norm_schema_test"
+    output = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120).stdout
+    found = re.findall(r"^error case (\d+) message: (.*)$", output, re.M)
+    return {int(index): _op_message(text) for index, text in found}
+
+
+@pytest.mark.parametrize("index", ERROR_PARAMS)
+def test_bad_shapes_give_one_message_everywhere(index):
+    """Every runtime reports a bad shape in the same words, byte for byte (after the framing
+    ONNX Runtime and ONNX add): the definition's checks are spelled once, in the model."""
+    shapes, attributes, message = ERROR_CASES[index]
+    inputs = {
+        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+    }
+    messages = {}
+    with pytest.raises(ValueError) as raised:
+        TORCH_OP(*call_args(inputs), **attributes)
+    messages["PyTorch"] = _op_message(str(raised.value))
+    with torch._subclasses.FakeTensorMode() as mode:
+        fakes = {name: mode.from_tensor(t) for name, t in inputs.items()}
+        with pytest.raises(RuntimeError) as raised:
+            TORCH_OP(*call_args(fakes), **attributes)
+    messages["fake kernel"] = _op_message(str(raised.value))
+    with pytest.raises(Exception) as raised:
+        run_ort(_testing.session(single_node(inputs, attributes), LIBRARY), inputs)
+    messages["ONNX Runtime"] = _op_message(str(raised.value))
+    generated.register_all()
+    with pytest.raises(onnx.shape_inference.InferenceError) as raised:
+        onnx.shape_inference.infer_shapes(
+            single_node(inputs, attributes, static=True), strict_mode=True
+        )
+    messages["ONNX inference"] = _op_message(str(raised.value))
+    messages["ONNX C++ inference"] = _cpp_schema_messages()[index]
+    assert len(set(messages.values())) == 1, messages
+    assert message in messages.popitem()[1]
 
 
 @pytest.mark.parametrize("index", ERROR_PARAMS)
@@ -511,6 +590,40 @@ def test_wrong_dtype_is_rejected():
     assert OP_TYPE in str(raised.value), str(raised.value)
     with pytest.raises(ValueError, match="unsupported input dtypes"):
         TORCH_OP(*call_args(inputs), **case["attributes"])
+
+
+# For each attribute type: a value of another type, and the type ONNX Runtime finds it to be
+# (onnx.helper.make_node(..., epsilon=1) makes an INT of what should be a FLOAT).
+WRONG_TYPE_VALUES = {
+    onnx.AttributeProto.FLOAT: (1, "INT"),
+    onnx.AttributeProto.INT: (1.5, "FLOAT"),
+    onnx.AttributeProto.STRING: (1, "INT"),
+    onnx.AttributeProto.INTS: ([1.5], "FLOATS"),
+    onnx.AttributeProto.FLOATS: ([1, 2], "INTS"),
+    onnx.AttributeProto.STRINGS: (1.5, "FLOAT"),
+}
+
+
+def _with_attribute(model, name: str, value):
+    node = model.graph.node[0]
+    kept = [a for a in node.attribute if a.name != name]
+    del node.attribute[:]
+    node.attribute.extend([*kept, onnx.helper.make_attribute(name, value)])
+    return model
+
+
+@pytest.mark.parametrize("name", ATTRIBUTES)
+def test_attribute_of_the_wrong_type_fails_the_session(name):
+    """Never the default in disguise: the session fails naming the attribute and both types."""
+    case = RANDOM_CASES[0]
+    inputs = make_inputs(case, 0, TYPES[0], seed=0)
+    value, found = WRONG_TYPE_VALUES[ATTRIBUTE_TYPES[name]]
+    model = _with_attribute(single_node(inputs, case["attributes"]), name, value)
+    expected = onnx.AttributeProto.AttributeType.Name(ATTRIBUTE_TYPES[name])
+    message = f"{OP_TYPE}: attribute '{name}' must be of type {expected}, got {found}"
+    with pytest.raises(Exception, match=re.escape(message)) as raised:
+        _testing.session(model, LIBRARY)
+    assert "onnxruntime" in type(raised.value).__module__
 
 
 def test_session_without_library_fails_clearly():

@@ -94,24 +94,31 @@ custom_group_norm = torch.ops.mydomain.custom_group_norm.default
 
 
 class _Differentiable(torch.autograd.Function):
-    """The op as autograd sees it when a tensor input requires grad."""
+    """The op as autograd sees it when a gradient can flow (see _autograd)."""
 
     @staticmethod
     def forward(X, num_groups, scale, bias, epsilon):
-        return custom_group_norm(
-            X, num_groups, scale, bias, epsilon
-        )  # grad mode is off here: see _autograd
+        return _support.below_autograd(custom_group_norm, X, num_groups, scale, bias, epsilon)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "mydomain::custom_group_norm does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_group_norm.yaml gives reverse-mode gradient formulas only"
+        )
+
 
 def _autograd(keyset, X, num_groups, scale, bias, epsilon=1e-05):
-    """The Autograd kernel: record the op for backward only when a gradient can flow."""
-    if torch.is_grad_enabled() and (
-        X.requires_grad or num_groups.requires_grad or scale.requires_grad or bias.requires_grad
-    ):
-        return _Differentiable.apply(X, num_groups, scale, bias, epsilon)
+    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
+    if (
+        torch.is_grad_enabled()
+        and (
+            X.requires_grad or num_groups.requires_grad or scale.requires_grad or bias.requires_grad
+        )
+    ) or _support.has_tangent(X, num_groups, scale, bias):
+        return _support.apply_function(_Differentiable, X, num_groups, scale, bias, epsilon)
     return custom_group_norm.redispatch(
         keyset & torch._C._after_autograd_keyset, X, num_groups, scale, bias, epsilon
     )

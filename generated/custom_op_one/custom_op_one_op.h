@@ -13,6 +13,9 @@
 
 namespace opgen::custom_op_one {
 
+// The ONNX op type, as every error message of this op starts.
+constexpr const char kOpType[] = "CustomOpOne";
+
 // Z = X + Y, element-wise, on two float tensors of the same shape. Same semantics as
 // ONNX Runtime's test library for valid inputs; where that library reads past the end of a
 // smaller Y, this one reports a shape error.
@@ -32,11 +35,14 @@ using OutputShapes = OutputShapesOf<int64_t>;
 template <typename Dim>
 OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const std::vector<Dim>& Y_shape, const Attributes& attrs) {
   (void)attrs;
+  opgen::check_extent(kOpType, "input 'X'", X_shape);
+  opgen::check_extent(kOpType, "input 'Y'", Y_shape);
   if (!(X_shape == Y_shape)) {
     opgen::fail("CustomOpOne: input 'Y' must have the shape of input 'X', got " + opgen::shape_to_string(X_shape) + " and " + opgen::shape_to_string(Y_shape));
   }
   OutputShapesOf<Dim> shapes;
   opgen::append_dims(shapes.Z, X_shape, 0, opgen::kShapeEnd);
+  opgen::check_extent(kOpType, "output 'Z'", shapes.Z);
   return shapes;
 }
 

@@ -8,8 +8,6 @@
 namespace opgen::custom_op_one {
 namespace {
 
-constexpr const char* kOpName = "CustomOpOne";
-
 template <typename T>
 struct OrtKernel {
   Attributes attrs;
@@ -20,7 +18,7 @@ struct OrtKernel {
   }
 
   OrtStatusPtr ComputeV2(OrtKernelContext* raw_context) {
-    return opgen::ort::guard(kOpName, [&] {
+    return opgen::ort::guard(kOpType, [&] {
       Ort::KernelContext context(raw_context);
       const Ort::ConstValue X_value = context.GetInput(0);
       const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
@@ -41,14 +39,14 @@ struct OrtKernel {
 // so the outputs of a node get their element types and shapes before anything runs. (ONNX
 // Runtime ignores a returned error; the same check fails again, with its status, in the kernel.)
 OrtStatusPtr InferOutputShapes(const OrtCustomOp* /*op*/, OrtShapeInferContext* raw_context) noexcept {
-  return opgen::ort::guard(kOpName, [&] {
+  return opgen::ort::guard(kOpType, [&] {
     opgen::ort::ShapeInference context(raw_context);
     if (context.any_rank_unknown({0, 1})) return;
     const std::vector<opgen::SymDim> X_shape = context.shape(0);
     const std::vector<opgen::SymDim> Y_shape = context.shape(1);
     Attributes attrs{};
     const OutputShapesOf<opgen::SymDim> shapes = infer_shapes<opgen::SymDim>(X_shape, Y_shape, attrs);
-    context.set_output(0, context.element_type(0), shapes.Z, kOpName, "Z");
+    context.set_output(0, context.element_type(0), shapes.Z, kOpType, "Z");
   });
 }
 
@@ -63,10 +61,10 @@ struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
   }
 
   OrtStatusPtr CreateKernelV2(const OrtApi& /*api*/, const OrtKernelInfo* info, void** kernel) const {
-    return opgen::ort::guard(kOpName, [&] { *kernel = new OrtKernel<T>(info); });
+    return opgen::ort::guard(kOpType, [&] { *kernel = new OrtKernel<T>(info); });
   }
 
-  const char* GetName() const { return kOpName; }
+  const char* GetName() const { return kOpType; }
 
   size_t GetInputTypeCount() const { return 2; }
   ONNXTensorElementDataType GetInputType(size_t index) const {

@@ -15,12 +15,10 @@ namespace py = pybind11;
 namespace opgen::custom_op_one {
 namespace {
 
-constexpr const char* kOpName = "CustomOpOne";
-
 template <typename T>
 py::tuple run(const py::array& X_array, const py::array& Y_array, const Attributes& attrs) {
-  const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpName, "X");
-  const opgen::Shape Y_shape = opgen::py_support::shape_of(Y_array, kOpName, "Y");
+  const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpType, "X");
+  const opgen::Shape Y_shape = opgen::py_support::shape_of(Y_array, kOpType, "Y");
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Y_shape, attrs);
   const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
   const opgen::Input<T> Y{opgen::py_support::data<T>(Y_array), Y_shape};
@@ -45,7 +43,7 @@ void bind(py::module_& module) {
         // No kernel for these dtypes: name them (spelling a dtype costs microseconds, so only here).
         const std::string X_dtype = opgen::py_support::dtype_name(X_array);
         const std::string Y_dtype = opgen::py_support::dtype_name(Y_array);
-        opgen::fail(std::string(kOpName) + ": unsupported input dtypes (" + X_dtype + ", " + Y_dtype + "); supported: X: float32; Y: float32");
+        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + Y_dtype + "); supported: X: float32; Y: float32");
       },
       py::arg("X"),
       py::arg("Y"),

@@ -147,6 +147,8 @@ int main() {
     } catch (const std::exception& error) {
       const std::string message = error.what();
       expect(message.find("input 'Y' must have the shape of input 'X'") != std::string::npos, "shape inference rejects error case 0 {'X': (3, 5), 'Y': (5,)}: " + message);
+      // The whole message, for the Python tests that compare it with the other runtimes'.
+      std::cout << "error case 0 message: " << message << std::endl;
     }
   }
   {
@@ -159,6 +161,8 @@ int main() {
     } catch (const std::exception& error) {
       const std::string message = error.what();
       expect(message.find("input 'Y' must have the shape of input 'X'") != std::string::npos, "shape inference rejects error case 1 {'X': (3, 5), 'Y': (3, 4)}: " + message);
+      // The whole message, for the Python tests that compare it with the other runtimes'.
+      std::cout << "error case 1 message: " << message << std::endl;
     }
   }
   std::cout << (2 + 2) << " cases, " << failures << " failed" << std::endl;

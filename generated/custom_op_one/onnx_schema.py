@@ -27,7 +27,10 @@ def _infer(ctx) -> None:
             and all(_support.known_equal(d, e) for d, e in zip(X_dims, Y_dims, strict=True))
         ):
             raise onnx.shape_inference.InferenceError(
-                "CustomOpOne: input 'Y' must have the shape of input 'X'"
+                "CustomOpOne: input 'Y' must have the shape of input 'X', got "
+                + _support.shape_text(X_dims)
+                + " and "
+                + _support.shape_text(Y_dims)
             )
         Z_type.tensor_type.shape.dim.extend([*X_dims[:]])
     ctx.set_output_type(0, Z_type)

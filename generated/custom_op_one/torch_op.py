@@ -53,20 +53,28 @@ custom_op_one = torch.ops.test_customop.custom_op_one.default
 
 
 class _Differentiable(torch.autograd.Function):
-    """The op as autograd sees it when a tensor input requires grad."""
+    """The op as autograd sees it when a gradient can flow (see _autograd)."""
 
     @staticmethod
     def forward(X, Y):
-        return custom_op_one(X, Y)  # grad mode is off here: see _autograd
+        return _support.below_autograd(custom_op_one, X, Y)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "test_customop::custom_op_one does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_op_one.yaml gives reverse-mode gradient formulas only"
+        )
+
 
 def _autograd(keyset, X, Y):
-    """The Autograd kernel: record the op for backward only when a gradient can flow."""
-    if torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad):
-        return _Differentiable.apply(X, Y)
+    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
+    if (torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad)) or _support.has_tangent(
+        X, Y
+    ):
+        return _support.apply_function(_Differentiable, X, Y)
     return custom_op_one.redispatch(keyset & torch._C._after_autograd_keyset, X, Y)
 
 

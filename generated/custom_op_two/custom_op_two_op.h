@@ -13,6 +13,9 @@
 
 namespace opgen::custom_op_two {
 
+// The ONNX op type, as every error message of this op starts.
+constexpr const char kOpType[] = "CustomOpTwo";
+
 // Y = int32(round(X)), element-wise: C's round, so halves go away from zero (2.5 -> 3,
 // -0.5 -> -1), unlike torch.round, which rounds halves to even. Same semantics as ONNX
 // Runtime's test library for every X whose rounded value fits in int32; where that library's
@@ -33,8 +36,10 @@ using OutputShapes = OutputShapesOf<int64_t>;
 template <typename Dim>
 OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const Attributes& attrs) {
   (void)attrs;
+  opgen::check_extent(kOpType, "input 'X'", X_shape);
   OutputShapesOf<Dim> shapes;
   opgen::append_dims(shapes.Y, X_shape, 0, opgen::kShapeEnd);
+  opgen::check_extent(kOpType, "output 'Y'", shapes.Y);
   return shapes;
 }
 

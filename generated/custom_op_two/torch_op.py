@@ -46,20 +46,26 @@ custom_op_two = torch.ops.test_customop.custom_op_two.default
 
 
 class _Differentiable(torch.autograd.Function):
-    """The op as autograd sees it when a tensor input requires grad."""
+    """The op as autograd sees it when a gradient can flow (see _autograd)."""
 
     @staticmethod
     def forward(X):
-        return custom_op_two(X)  # grad mode is off here: see _autograd
+        return _support.below_autograd(custom_op_two, X)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
 
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "test_customop::custom_op_two does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_op_two.yaml gives reverse-mode gradient formulas only"
+        )
+
 
 def _autograd(keyset, X):
-    """The Autograd kernel: record the op for backward only when a gradient can flow."""
-    if torch.is_grad_enabled() and X.requires_grad:
-        return _Differentiable.apply(X)
+    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
+    if (torch.is_grad_enabled() and X.requires_grad) or _support.has_tangent(X):
+        return _support.apply_function(_Differentiable, X)
     return custom_op_two.redispatch(keyset & torch._C._after_autograd_keyset, X)
 
 

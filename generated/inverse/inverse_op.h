@@ -13,6 +13,9 @@
 
 namespace opgen::inverse {
 
+// The ONNX op type, as every error message of this op starts.
+constexpr const char kOpType[] = "Inverse";
+
 // Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and
 // holds the inverse of every N x N matrix. The kernel uses Gauss-Jordan elimination with
 // partial pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)
@@ -33,6 +36,7 @@ using OutputShapes = OutputShapesOf<int64_t>;
 template <typename Dim>
 OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const Attributes& attrs) {
   (void)attrs;
+  opgen::check_extent(kOpType, "input 'X'", X_shape);
   if (!(static_cast<int64_t>(X_shape.size()) >= 2)) {
     opgen::fail("Inverse: input 'X' must have at least rank 2 (shape [..., N, N]), got shape " + opgen::shape_to_string(X_shape));
   }
@@ -43,6 +47,7 @@ OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const Attribut
   opgen::append_dims(shapes.Y, X_shape, 0, -2);
   shapes.Y.push_back(opgen::axis_size(X_shape, -2));
   shapes.Y.push_back(opgen::axis_size(X_shape, -2));
+  opgen::check_extent(kOpType, "output 'Y'", shapes.Y);
   return shapes;
 }
 

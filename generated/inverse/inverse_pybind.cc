@@ -15,11 +15,9 @@ namespace py = pybind11;
 namespace opgen::inverse {
 namespace {
 
-constexpr const char* kOpName = "Inverse";
-
 template <typename T>
 py::tuple run(const py::array& X_array, const Attributes& attrs) {
-  const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpName, "X");
+  const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpType, "X");
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
   const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
   py::array Y_array = opgen::py_support::empty<T>(shapes.Y);
@@ -44,7 +42,7 @@ void bind(py::module_& module) {
         if (opgen::py_support::has_dtype<opgen::float16>(X_array)) return run<opgen::float16>(X_array, attrs);
         // No kernel for these dtypes: name them (spelling a dtype costs microseconds, so only here).
         const std::string X_dtype = opgen::py_support::dtype_name(X_array);
-        opgen::fail(std::string(kOpName) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32|float64|float16");
+        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32|float64|float16");
       },
       py::arg("X"),
       "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\012holds the inverse of every N x N matrix. The kernel uses Gauss-Jordan elimination with\012partial pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\012is an error, as in torch.linalg.inv.");

@@ -195,6 +195,8 @@ int main() {
     } catch (const std::exception& error) {
       const std::string message = error.what();
       expect(message.find("dimension N must agree") != std::string::npos, "shape inference rejects error case 0 {'X': (2, 3, 4)}: " + message);
+      // The whole message, for the Python tests that compare it with the other runtimes'.
+      std::cout << "error case 0 message: " << message << std::endl;
     }
   }
   {
@@ -207,6 +209,8 @@ int main() {
     } catch (const std::exception& error) {
       const std::string message = error.what();
       expect(message.find("must have at least rank 2") != std::string::npos, "shape inference rejects error case 1 {'X': (5,)}: " + message);
+      // The whole message, for the Python tests that compare it with the other runtimes'.
+      std::cout << "error case 1 message: " << message << std::endl;
     }
   }
   std::cout << (5 + 2) << " cases, " << failures << " failed" << std::endl;

@@ -22,11 +22,15 @@ def _infer(ctx) -> None:
         X_dims = list(X_type.tensor_type.shape.dim)
         if not (len(X_dims) >= 2):
             raise onnx.shape_inference.InferenceError(
-                "Inverse: input 'X' must have at least rank 2 (shape [..., N, N])"
+                "Inverse: input 'X' must have at least rank 2 (shape [..., N, N]), got shape "
+                + _support.shape_text(X_dims)
             )
         if not (_support.known_equal(X_dims[-2], X_dims[-1])):
             raise onnx.shape_inference.InferenceError(
-                "Inverse: dimension N must agree: axis -2 of input 'X' and axis -1 of input 'X' differ (shape [..., N, N])"
+                "Inverse: dimension N must agree: axis -2 of input 'X' and axis -1 of input 'X' differ (shape [..., N, N]), got "
+                + _support.dim_text(X_dims[-2])
+                + " and "
+                + _support.dim_text(X_dims[-1])
             )
         Y_type.tensor_type.shape.dim.extend([*X_dims[:-2], X_dims[-2], X_dims[-2]])
     ctx.set_output_type(0, Y_type)

@@ -9,9 +9,11 @@ Nothing here skips: a missing
 build artifact is a failure.
 """
 
+import functools  # noqa: F401 (cached C++ test output)
 import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
+import warnings
 
 import onnx
 import pytest
@@ -468,6 +470,87 @@ def test_gradients_pass_gradcheck_and_match_the_reference():
         _testing.assert_close(g, w, TOLERANCES, f"gradient of {name}")
 
 
+def test_gradients_through_torch_func_match_autograd():
+    """torch.func.grad, jacrev and vmap(grad) run the gradient formulas too (their results equal
+    plain autograd's, which the test above checks against the reference)."""
+    case = RANDOM_CASES[0]
+    types = next(
+        t for t in TYPES if all(input_dtype(n, t) == torch.float64 for n in GRADIENT_INPUTS)
+    )
+    batch = [make_inputs(case, 0, types, seed=5 + i) for i in range(3)]
+    attributes = case["attributes"]
+    gen = torch.Generator().manual_seed(11)
+    weights = [
+        torch.randn(o.shape, generator=gen, dtype=torch.float64)
+        for o in run_torch(batch[0], attributes)
+    ]
+
+    def loss(leaves, inputs):
+        outputs = run_torch(
+            {**inputs, **dict(zip(GRADIENT_INPUTS, leaves, strict=True))}, attributes
+        )
+        return sum(
+            (o * w).sum() for o, w in zip(outputs, weights, strict=True) if o.is_floating_point()
+        )
+
+    def autograd_gradients(inputs):
+        leaves = [inputs[n].detach().requires_grad_() for n in GRADIENT_INPUTS]
+        return torch.autograd.grad(loss(leaves, inputs), leaves)
+
+    inputs = batch[0]
+    leaves = tuple(inputs[n] for n in GRADIENT_INPUTS)
+    want = autograd_gradients(inputs)
+    got = torch.func.grad(loss)(leaves, inputs)
+    jacobians = torch.func.jacrev(loss)(leaves, inputs)
+    for name, g, j, w in zip(GRADIENT_INPUTS, got, jacobians, want, strict=True):
+        _testing.assert_close(g, w, TOLERANCES, f"torch.func.grad of {name}")
+        _testing.assert_close(j, w, TOLERANCES, f"torch.func.jacrev of {name}")
+    # vmap over three samples of the gradient inputs (the op has no batching rule: torch runs
+    # it once per sample and says so in a performance warning, which is all it is here).
+    stacked = tuple(torch.stack([b[n] for b in batch]) for n in GRADIENT_INPUTS)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="There is a performance drop")
+        batched = torch.func.vmap(torch.func.grad(loss), in_dims=(0, None))(stacked, inputs)
+    for sample in range(len(batch)):
+        want = autograd_gradients({**inputs, **{n: batch[sample][n] for n in GRADIENT_INPUTS}})
+        for name, g, w in zip(GRADIENT_INPUTS, batched, want, strict=True):
+            _testing.assert_close(
+                g[sample], w, TOLERANCES, f"vmap(grad) of {name}, sample {sample}"
+            )
+
+
+def test_forward_mode_ad_raises_naming_the_op():
+    """Gradient formulas are reverse-mode only: torch.func.jvp and forward_ad dual tensors raise
+    an error naming the op, never a silently zero tangent."""
+    case = RANDOM_CASES[0]
+    types = next(
+        t
+        for t in TYPES
+        if any(
+            v is not None and v.is_floating_point()
+            for v in make_inputs(case, 0, t, seed=5).values()
+        )
+    )
+    inputs = make_inputs(case, 0, types, seed=5)
+    name = next(n for n, v in inputs.items() if v is not None and v.is_floating_point())
+
+    def op(tensor):
+        return run_torch({**inputs, name: tensor}, case["attributes"])
+
+    with pytest.raises(
+        NotImplementedError,
+        match="opgen::inverse\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/inverse\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+    ):
+        torch.func.jvp(op, (inputs[name],), (torch.ones_like(inputs[name]),))
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(inputs[name], torch.ones_like(inputs[name]))
+        with pytest.raises(
+            NotImplementedError,
+            match="opgen::inverse\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/inverse\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+        ):
+            op(dual)
+
+
 # ---------------------------------------------------------------- errors, never crashes
 ERROR_CASES = [
     ({"X": [2, 3, 4]}, {}, "dimension N must agree"),
@@ -500,6 +583,52 @@ def test_bad_shapes_error_status_in_onnxruntime(index):
     with pytest.raises(Exception, match=re.escape(message)) as raised:
         run_ort(session, inputs)
     assert "onnxruntime" in type(raised.value).__module__
+
+
+def _op_message(text: str) -> str:
+    """The op's own message in a runtime's error text (ONNX Runtime and ONNX frame it)."""
+    text = text.split("Status Message: ")[-1]
+    return text[text.index(f"{OP_TYPE}: ") :].splitlines()[0]
+
+
+@functools.cache
+def _cpp_schema_messages() -> dict:
+    """The whole message of each error case in ONNX's C++ inference (the schema test prints them)."""
+    binary = _support.build_dir() / "bin" / "inverse_schema_test"
+    output = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120).stdout
+    found = re.findall(r"^error case (\d+) message: (.*)$", output, re.M)
+    return {int(index): _op_message(text) for index, text in found}
+
+
+@pytest.mark.parametrize("index", ERROR_PARAMS)
+def test_bad_shapes_give_one_message_everywhere(index):
+    """Every runtime reports a bad shape in the same words, byte for byte (after the framing
+    ONNX Runtime and ONNX add): the definition's checks are spelled once, in the model."""
+    shapes, attributes, message = ERROR_CASES[index]
+    inputs = {
+        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+    }
+    messages = {}
+    with pytest.raises(ValueError) as raised:
+        TORCH_OP(*call_args(inputs), **attributes)
+    messages["PyTorch"] = _op_message(str(raised.value))
+    with torch._subclasses.FakeTensorMode() as mode:
+        fakes = {name: mode.from_tensor(t) for name, t in inputs.items()}
+        with pytest.raises(RuntimeError) as raised:
+            TORCH_OP(*call_args(fakes), **attributes)
+    messages["fake kernel"] = _op_message(str(raised.value))
+    with pytest.raises(Exception) as raised:
+        run_ort(_testing.session(single_node(inputs, attributes), LIBRARY), inputs)
+    messages["ONNX Runtime"] = _op_message(str(raised.value))
+    generated.register_all()
+    with pytest.raises(onnx.shape_inference.InferenceError) as raised:
+        onnx.shape_inference.infer_shapes(
+            single_node(inputs, attributes, static=True), strict_mode=True
+        )
+    messages["ONNX inference"] = _op_message(str(raised.value))
+    messages["ONNX C++ inference"] = _cpp_schema_messages()[index]
+    assert len(set(messages.values())) == 1, messages
+    assert message in messages.popitem()[1]
 
 
 @pytest.mark.parametrize("index", ERROR_PARAMS)

@@ -27,15 +27,20 @@ def _infer(ctx) -> None:
         bias_dims = None if bias_type is None else list(bias_type.tensor_type.shape.dim)
         if not (len(X_dims) >= 1):
             raise onnx.shape_inference.InferenceError(
-                "FastGelu: input 'X' must have at least rank 1 (shape [..., K])"
+                "FastGelu: input 'X' must have at least rank 1 (shape [..., K]), got shape "
+                + _support.shape_text(X_dims)
             )
         if not (bias_dims is None or (len(bias_dims) == 1)):
             raise onnx.shape_inference.InferenceError(
-                "FastGelu: input 'bias' must have exactly rank 1 (shape [K])"
+                "FastGelu: input 'bias' must have exactly rank 1 (shape [K]), got shape "
+                + _support.shape_text(bias_dims)
             )
         if not (bias_dims is None or (_support.known_equal(X_dims[-1], bias_dims[0]))):
             raise onnx.shape_inference.InferenceError(
-                "FastGelu: dimension K must agree: axis -1 of input 'X' and axis 0 of input 'bias' differ (shape [K])"
+                "FastGelu: dimension K must agree: axis -1 of input 'X' and axis 0 of input 'bias' differ (shape [K]), got "
+                + _support.dim_text(X_dims[-1])
+                + " and "
+                + _support.dim_text(bias_dims[0])
             )
         Y_type.tensor_type.shape.dim.extend([*X_dims[:]])
     ctx.set_output_type(0, Y_type)

@@ -8,6 +8,7 @@ Nothing here skips: a missing
 build artifact is a failure.
 """
 
+import functools  # noqa: F401 (cached C++ test output)
 import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
@@ -237,6 +238,31 @@ ERROR_CASES = [
     ({"X": [2, 5], "bias": [4]}, {}, "dimension K must agree"),
 ]
 ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]
+
+
+def _op_message(text: str) -> str:
+    """The op's own message in a runtime's error text (ONNX Runtime and ONNX frame it)."""
+    text = text.split("Status Message: ")[-1]
+    return text[text.index(f"{OP_TYPE}: ") :].splitlines()[0]
+
+
+@pytest.mark.parametrize("index", ERROR_PARAMS)
+def test_bad_shapes_give_one_message_everywhere(index):
+    """Every runtime reports a bad shape in the same words, byte for byte (after the framing
+    ONNX Runtime and ONNX add): the definition's checks are spelled once, in the model."""
+    shapes, attributes, message = ERROR_CASES[index]
+    inputs = {
+        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+    }
+    messages = {}
+    generated.register_all()
+    with pytest.raises(onnx.shape_inference.InferenceError) as raised:
+        onnx.shape_inference.infer_shapes(
+            single_node(inputs, attributes, static=True), strict_mode=True
+        )
+    messages["ONNX inference"] = _op_message(str(raised.value))
+    assert len(set(messages.values())) == 1, messages
+    assert message in messages.popitem()[1]
 
 
 @pytest.mark.parametrize("index", ERROR_PARAMS)

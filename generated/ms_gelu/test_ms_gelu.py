@@ -8,6 +8,7 @@ Nothing here skips: a missing
 build artifact is a failure.
 """
 
+import functools  # noqa: F401 (cached C++ test output)
 import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)

@@ -121,12 +121,16 @@ def _concrete_dim(ref: DimRef) -> str:
     return f"opgen::axis_size({_shape_var(ref.input)}, {ref.axis})"
 
 
-def _floordiv(a: str, b: str) -> str:
-    return f"opgen::floor_div({a}, {b})"
+# The checked arithmetic of opgen/shape_rule.h, for int64_t and SymDim alike.
+_DIM_FUNCTIONS = {"+": "dim_add", "-": "dim_sub", "*": "dim_mul", "//": "dim_floor_div"}
+
+
+def _checked_binary(op: str, a: str, b: str) -> str:
+    return f"opgen::{_DIM_FUNCTIONS[op]}(kOpType, {a}, {b})"
 
 
 def _concrete_expr(expr: DimExpr) -> str:
-    return expr.spell(_concrete_dim, lambda name: f"attrs.{name}", _floordiv)
+    return expr.spell(_concrete_dim, lambda name: f"attrs.{name}", _checked_binary)
 
 
 def _allowed_condition(check: AllowedValuesCheck, value: str) -> str:
@@ -141,16 +145,11 @@ def concrete_checks(op: OpDef) -> list[dict]:
     checks = []
     for check in rule.attribute_checks:
         value = f"attrs.{check.attribute}"
-        is_string = isinstance(check.allowed[0], str)
         checks.append(
             {
                 "condition": _allowed_condition(check, value),
                 "message": string_literal(check.message + ", got "),
-                "got": (
-                    f'std::string("\\"") + {value} + "\\""'
-                    if is_string
-                    else f"std::to_string({value})"
-                ),
+                "got": f"opgen::quoted({value})",
             }
         )
     for rank in rule.rank_checks:
@@ -275,14 +274,17 @@ def _proto_expr(expr: DimExpr) -> tuple[str, str]:
     """(condition that every dim it reads is known, the value)."""
     known = " && ".join(dict.fromkeys(f"{_proto_dim(r)}.has_dim_value()" for r in expr.refs))
     value = expr.spell(
-        lambda ref: f"{_proto_dim(ref)}.dim_value()", schema_attribute_variable, _floordiv_proto
+        lambda ref: f"{_proto_dim(ref)}.dim_value()", schema_attribute_variable, _binary_proto
     )
     return known or "true", value
 
 
-def _floordiv_proto(a: str, b: str) -> str:
-    # The schema is self-contained (no opgen headers): Python's floor division, inline.
-    return f"([](int64_t n, int64_t d) {{ return n / d - ((n % d != 0) && ((n < 0) != (d < 0))); }}({a}, {b}))"
+# The schema is self-contained (no opgen headers): its .cc defines these checked helpers.
+_PROTO_FUNCTIONS = {"+": "DimAdd", "-": "DimSub", "*": "DimMul", "//": "DimFloorDiv"}
+
+
+def _binary_proto(op: str, a: str, b: str) -> str:
+    return f"{_PROTO_FUNCTIONS[op]}({a}, {b})"
 
 
 def schema_attributes(op: OpDef) -> list[dict]:
@@ -312,13 +314,15 @@ def symbolic_attribute_checks(op: OpDef) -> list[dict]:
         {
             "condition": _allowed_condition(check, schema_attribute_variable(check.attribute)),
             "message": string_literal(check.message + ", got "),
-            "got": schema_attribute_variable(check.attribute),
+            "got": f"Quoted({schema_attribute_variable(check.attribute)})",
         }
         for check in op.shape_rule.attribute_checks
     ]
 
 
 def symbolic_checks(op: OpDef) -> list[dict]:
+    """The checks of ONNX's C++ inference; each message reports what it got as the kernels' do
+    (known dims by value, others by name)."""
     rule = op.shape_rule
     checks = []
     for rank in rule.rank_checks:
@@ -327,7 +331,8 @@ def symbolic_checks(op: OpDef) -> list[dict]:
             {
                 "input_index": rank.input_index,
                 "condition": f"{rank.input}_shape.dim_size() {relation} {rank.rank}",
-                "message": string_literal(rank.message),
+                "message": string_literal(rank.message + ", got shape "),
+                "got": f"ShapeText({rank.input}_shape)",
             }
         )
     for check in rule.dim_checks:
@@ -337,12 +342,19 @@ def symbolic_checks(op: OpDef) -> list[dict]:
                 f"!{a}.has_dim_value() || !{b}.has_dim_value() || "
                 f"{a}.dim_value() == {b}.dim_value()"
             )
+            got = f'DimText({a}), " and ", DimText({b})'
         else:
             assert isinstance(check, DimLiteralCheck)
             a = _proto_dim(check.ref)
             condition = f"!{a}.has_dim_value() || {a}.dim_value() == {check.value}"
+            got = f"DimText({a})"
         checks.append(
-            {"input_index": None, "condition": condition, "message": string_literal(check.message)}
+            {
+                "input_index": None,
+                "condition": condition,
+                "message": string_literal(check.message + ", got "),
+                "got": got,
+            }
         )
     for check in rule.shape_checks:
         a, b = f"{check.a}_shape", f"{check.b}_shape"
@@ -353,7 +365,12 @@ def symbolic_checks(op: OpDef) -> list[dict]:
             f"{a}.dim(i).dim_value() != {b}.dim(i).dim_value()) return false; return true; }}()"
         )
         checks.append(
-            {"input_index": None, "condition": condition, "message": string_literal(check.message)}
+            {
+                "input_index": None,
+                "condition": condition,
+                "message": string_literal(check.message + ", got "),
+                "got": f'ShapeText({a}), " and ", ShapeText({b})',
+            }
         )
     for check in rule.axis_checks:
         _, axis = _proto_expr(check.axis)
@@ -362,7 +379,8 @@ def symbolic_checks(op: OpDef) -> list[dict]:
             {
                 "input_index": None,
                 "condition": f"-{rank} <= {axis} && {axis} < {rank}",
-                "message": string_literal(check.message),
+                "message": string_literal(check.message + ", got axis "),
+                "got": f'{axis}, " and rank ", {rank}',
             }
         )
     for check in rule.expr_checks:
@@ -372,7 +390,8 @@ def symbolic_checks(op: OpDef) -> list[dict]:
             {
                 "input_index": None,
                 "condition": f"!({known}) || {value} {relation} 0",
-                "message": string_literal(check.message),
+                "message": string_literal(check.message + ", got "),
+                "got": value,
             }
         )
     return guard_absent_inputs(op, checks, rule.input_checks, "!{}_present", " || ")

@@ -69,12 +69,12 @@ def _torch_dim(ref: DimRef) -> str:
     return f"{ref.input}.shape[{ref.axis}]"
 
 
-def _floordiv(a: str, b: str) -> str:
-    return f"({a} // {b})"
+def _binary(op: str, a: str, b: str) -> str:
+    return f"({a} {op} {b})"  # Python's ints do not overflow and // floors
 
 
 def _torch_expr(expr: DimExpr) -> str:
-    return expr.spell(_torch_dim, lambda name: name, _floordiv)
+    return expr.spell(_torch_dim, lambda name: name, _binary)
 
 
 def _allowed_condition(check: AllowedValuesCheck, value: str) -> str:
@@ -89,7 +89,7 @@ def torch_checks(op: OpDef) -> list[dict]:
             {
                 "condition": _allowed_condition(check, check.attribute),
                 "message": literal(check.message + ", got "),
-                "got": f"repr({check.attribute})",
+                "got": f"_support.quoted({check.attribute})",
             }
         )
     for rank in rule.rank_checks:
@@ -190,12 +190,13 @@ def _onnx_value_expr(expr: DimExpr) -> str:
     """The expression on dim values; `_support.value` raises _support.Unknown for an unknown
     dim, which the callers (computed_dim, known_true) catch."""
     return expr.spell(
-        lambda ref: f"_support.value({_onnx_dim(ref)})", onnx_attribute_variable, _floordiv
+        lambda ref: f"_support.value({_onnx_dim(ref)})", onnx_attribute_variable, _binary
     )
 
 
 def onnx_checks(op: OpDef) -> list[dict]:
-    """Checks on shapes (run when every input shape is known); see onnx_attribute_checks."""
+    """Checks on shapes (run when every input shape is known); see onnx_attribute_checks. Each
+    message reports what it got as the kernels' do (known dims by value, others by name)."""
     rule = op.shape_rule
     checks = []
     for rank in rule.rank_checks:
@@ -203,25 +204,30 @@ def onnx_checks(op: OpDef) -> list[dict]:
         checks.append(
             {
                 "condition": f"len({rank.input}_dims) {relation} {rank.rank}",
-                "message": literal(rank.message),
+                "message": literal(rank.message + ", got shape "),
+                "got": f"_support.shape_text({rank.input}_dims)",
             }
         )
     for check in rule.dim_checks:
         if isinstance(check, DimEqualCheck):
             a, b = _onnx_dim(check.a), _onnx_dim(check.b)
             condition = f"_support.known_equal({a}, {b})"
+            got = f'_support.dim_text({a}) + " and " + _support.dim_text({b})'
         else:
-            condition = (
-                f"_support.known_equal({_onnx_dim(check.ref)}, _support.fixed_dim({check.value}))"
-            )
-        checks.append({"condition": condition, "message": literal(check.message)})
+            a = _onnx_dim(check.ref)
+            condition = f"_support.known_equal({a}, _support.fixed_dim({check.value}))"
+            got = f"_support.dim_text({a})"
+        checks.append(
+            {"condition": condition, "message": literal(check.message + ", got "), "got": got}
+        )
     for check in rule.shape_checks:
         a, b = f"{check.a}_dims", f"{check.b}_dims"
         checks.append(
             {
                 "condition": f"len({a}) == len({b}) and all(_support.known_equal(d, e) "
                 f"for d, e in zip({a}, {b}, strict=True))",
-                "message": literal(check.message),
+                "message": literal(check.message + ", got "),
+                "got": f'_support.shape_text({a}) + " and " + _support.shape_text({b})',
             }
         )
     for check in rule.axis_checks:
@@ -229,16 +235,18 @@ def onnx_checks(op: OpDef) -> list[dict]:
         checks.append(
             {
                 "condition": f"-len({check.input}_dims) <= {axis} < len({check.input}_dims)",
-                "message": literal(check.message),
+                "message": literal(check.message + ", got axis "),
+                "got": f'str({axis}) + " and rank " + str(len({check.input}_dims))',
             }
         )
     for check in rule.expr_checks:
         relation = ">" if check.strict else ">="
+        value = _onnx_value_expr(check.expr)
         checks.append(
             {
-                "condition": f"_support.known_true(lambda: {_onnx_value_expr(check.expr)} "
-                f"{relation} 0)",
-                "message": literal(check.message),
+                "condition": f"_support.known_true(lambda: {value} {relation} 0)",
+                "message": literal(check.message + ", got "),
+                "got": f"str({value})",  # known: the check failed on it
             }
         )
     return guard_absent_inputs(op, checks, rule.input_checks, "{}_dims is None", " or ")
@@ -267,7 +275,7 @@ def onnx_attribute_checks(op: OpDef) -> list[dict]:
         {
             "condition": _allowed_condition(check, onnx_attribute_variable(check.attribute)),
             "message": literal(check.message + ", got "),
-            "got": onnx_attribute_variable(check.attribute),
+            "got": f"_support.quoted({onnx_attribute_variable(check.attribute)})",
         }
         for check in op.shape_rule.attribute_checks
     ]
@@ -490,6 +498,16 @@ def no_gradient_message(op: OpDef) -> str:
     return (
         f"{op.torch.qualified_name} has no gradient formula: give one under 'gradients' in "
         f"{op.definition_path}"
+    )
+
+
+def forward_mode_message(op: OpDef) -> str:
+    """What forward-mode AD through a new PyTorch op raises (definitions give reverse-mode
+    formulas only; a silently zero tangent would be a wrong answer)."""
+    return (
+        f"{op.torch.qualified_name} does not support forward-mode AD (torch.func.jvp, jacfwd, "
+        f"hessian, torch.autograd.forward_ad): {op.definition_path} gives reverse-mode "
+        "gradient formulas only"
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from generator.api import onnx as onnx_api
 from generator.api import python as py_api
 from generator.dest import common
-from generator.model import Attribute, OpDef, TensorParam
+from generator.model import Attribute, AttrType, OpDef, TensorParam, message_value
 from generator.render import GeneratedFile, render
 
 
@@ -47,12 +47,22 @@ def _tensor(tensor: TensorParam, is_output: bool) -> dict:
     }
 
 
+# ONNX float attributes are float32; PyTorch's are float64 and are rounded on the way to the
+# kernel, so that every runtime computes with the same value.
+FLOAT32_NOTE = (
+    "a float32 in every runtime (ONNX float attributes are float32): a PyTorch value is rounded "
+    "to float32 before the kernel sees it, so 1e-50 becomes 0 and values beyond 3.4e38 become inf"
+)
+
+
 def _attribute(attr: Attribute) -> dict:
     notes = []
     if attr.allowed:
-        notes.append("one of " + ", ".join(f"`{v!r}`" for v in attr.allowed))
+        notes.append("one of " + ", ".join(f"`{_cell(message_value(v))}`" for v in attr.allowed))
     if attr.since_version:
         notes.append(f"since version {attr.since_version}")
+    if attr.type in (AttrType.float, AttrType.floats):
+        notes.append(FLOAT32_NOTE)
     return {
         "name": attr.name,
         "type": attr.type.value,

@@ -26,6 +26,7 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
         "no_gradient_message": (
             py.literal(py.no_gradient_message(op)) if op.raises_without_gradients else None
         ),
+        "forward_mode_message": py.literal(py.forward_mode_message(op)),
         "schema_literal": py.literal(py.torch_schema(op)),
         "fill_defaults": py.fill_defaults(op),
         "python_params": py.python_params(op, annotate=True),
@@ -70,8 +71,9 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
 
 
 def _needs_autograd(op: OpDef) -> str:
-    """When the autograd kernel records the op for backward: grad mode on and some tensor
-    input requiring grad."""
+    """When the autograd kernel goes through the op's autograd.Function: a gradient can flow
+    backward (grad mode on and some tensor input requiring grad) or forward (some input carries
+    a forward-mode tangent, which would otherwise be dropped in silence)."""
     requires_grad = [
         (
             f"({t.name} is not None and {t.name}.requires_grad)"
@@ -83,7 +85,8 @@ def _needs_autograd(op: OpDef) -> str:
     any_requires_grad = (
         requires_grad[0] if len(requires_grad) == 1 else f"({' or '.join(requires_grad)})"
     )
-    return f"torch.is_grad_enabled() and {any_requires_grad}"
+    tensors = ", ".join(t.name for t in op.inputs)
+    return f"(torch.is_grad_enabled() and {any_requires_grad}) or _support.has_tangent({tensors})"
 
 
 def _autograd_context(op: OpDef) -> dict:

@@ -8,7 +8,7 @@ from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
 from generator.dest.python import base_context
-from generator.model import DType, OpDef, evaluate_output_shapes, export_targets
+from generator.model import AttrType, DType, OpDef, evaluate_output_shapes, export_targets
 from generator.render import GeneratedFile, render
 
 
@@ -67,6 +67,16 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
             py.literal(re.escape(py.no_gradient_message(op)))
             if op.raises_without_gradients and op.differentiable
             else None
+        ),
+        # Forward-mode AD through a differentiable op registered by our own Autograd kernel.
+        "forward_mode_message": (
+            py.literal(re.escape(py.forward_mode_message(op)))
+            if op.new_torch_op and op.torch.api == "library" and op.differentiable
+            else None
+        ),
+        "functorch_gradients": bool(op.gradients) and op.torch.api == "library",
+        "bool_attribute_names": py.literal(
+            [a.name for a in op.attributes if a.type is AttrType.bool]
         ),
         "earlier_versions": (
             "{"

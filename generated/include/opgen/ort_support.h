@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "onnxruntime_cxx_api.h"
@@ -76,31 +78,97 @@ inline void attribute_missing(const char* op, const char* name, bool required) {
   if (required) opgen::fail(std::string(op) + ": required attribute '" + name + "' is missing");
 }
 
+// The ONNX type names of attributes, as the ONNX checker spells them in its messages.
 template <typename T>
-T get_attribute(const Ort::ConstKernelInfo& info, const char* name, const T*) {
-  return info.GetAttribute<T>(name);
-}
-template <typename T>
-std::vector<T> get_attribute(const Ort::ConstKernelInfo& info, const char* name, const std::vector<T>*) {
-  return info.GetAttributes<T>(name);
+constexpr const char* attribute_type_name() {
+  if constexpr (std::is_same_v<T, float>) return "FLOAT";
+  if constexpr (std::is_same_v<T, int64_t>) return "INT";
+  if constexpr (std::is_same_v<T, std::string>) return "STRING";
+  if constexpr (std::is_same_v<T, std::vector<float>>) return "FLOATS";
+  if constexpr (std::is_same_v<T, std::vector<int64_t>>) return "INTS";
+  if constexpr (std::is_same_v<T, std::vector<std::string>>) return "STRINGS";
 }
 
-// Reads an attribute of a node (for the kernel); see attribute_missing.
+// What the node carries under `name`, as an ONNX type name, or nullptr when it carries nothing.
+// ONNX Runtime's scalar getters fail alike for a missing attribute and for one of another type,
+// and its list getters check no type at all (a FLOATS attribute read as INTS is an empty list),
+// so each type is tried in turn, and a list counts only when it is not empty. Only called once
+// the expected read failed or came back empty: never per run.
+constexpr const char* kOtherAttribute = "an empty list, a GRAPH or a SPARSE_TENSOR";
+
+inline const char* attribute_type_found(const Ort::ConstKernelInfo& info, const char* name) {
+  const auto readable = [](auto&& read) {
+    try {
+      read();
+      return true;
+    } catch (const Ort::Exception&) {
+      return false;
+    }
+  };
+  if (readable([&] { info.GetAttribute<int64_t>(name); })) return "INT";
+  if (readable([&] { info.GetAttribute<float>(name); })) return "FLOAT";
+  if (readable([&] { info.GetAttribute<std::string>(name); })) return "STRING";
+  std::vector<int64_t> ints;
+  if (!readable([&] { ints = info.GetAttributes<int64_t>(name); })) return nullptr;  // absent
+  if (!ints.empty()) return "INTS";
+  if (!info.GetAttributes<float>(name).empty()) return "FLOATS";
+  if (!info.GetAttributes<std::string>(name).empty()) return "STRINGS";
+  Ort::AllocatorWithDefaultOptions allocator;
+  if (readable([&] { info.GetTensorAttribute(name, allocator); })) return "TENSOR";
+  return kOtherAttribute;
+}
+
+[[noreturn]] inline void fail_attribute_type(const char* op, const char* name, const char* expected,
+                                             const char* found) {
+  opgen::fail(std::string(op) + ": attribute '" + name + "' must be of type " + expected + ", got " +
+              found);
+}
+
+// Reads a scalar attribute of a node (for the kernel); see attribute_missing. An attribute of
+// the wrong type is an error, never the default in disguise: make_node(..., epsilon=1) makes
+// an INT.
 template <typename T>
 void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
                     bool required, T& value) {
   try {
-    value = get_attribute(info, name, &value);
+    value = info.GetAttribute<T>(name);
   } catch (const Ort::Exception&) {
-    attribute_missing(op, name, required);
+    const char* found = attribute_type_found(info, name);
+    if (found == nullptr) return attribute_missing(op, name, required);
+    fail_attribute_type(op, name, attribute_type_name<T>(), found);
   }
 }
 
-// ONNX has no bool attributes: a bool is an int attribute, 0 or 1.
+// Reads a list attribute. An empty result may be a value of another type (see
+// attribute_type_found); an empty list is accepted whatever list type it claims.
+template <typename T>
+void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
+                    bool required, std::vector<T>& value) {
+  std::vector<T> read;
+  try {
+    read = info.GetAttributes<T>(name);
+  } catch (const Ort::Exception&) {
+    return attribute_missing(op, name, required);
+  }
+  if (read.empty()) {
+    const char* found = attribute_type_found(info, name);
+    if (found != kOtherAttribute) {
+      fail_attribute_type(op, name, attribute_type_name<std::vector<T>>(), found);
+    }
+  }
+  value = std::move(read);
+}
+
+// ONNX has no bool attributes: a bool is an INT attribute, 0 or 1 (any other value is an error,
+// not "true").
 inline void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
                            bool required, bool& value) {
   int64_t number = value ? 1 : 0;
   read_attribute(info, op, name, required, number);
+  if (number != 0 && number != 1) {
+    opgen::fail(std::string(op) + ": attribute '" + name + "' is a bool, so it must be 0 or 1, got " +
+                std::to_string(number));
+  }
   value = number != 0;
 }
 
@@ -154,9 +222,10 @@ class ShapeInference {
     return false;
   }
 
-  // Reads an attribute the shape rule needs; see attribute_missing.
+  // Reads an attribute the shape rule needs; see attribute_missing. (ReadOpAttr reads an
+  // attribute of another type as if it had the asked one, so the type is checked first.)
   void read_attribute(const char* op, const char* name, bool required, int64_t& value) const {
-    if (const OrtOpAttr* attr = attribute(op, name, required)) {
+    if (const OrtOpAttr* attr = attribute(op, name, required, ORT_OP_ATTR_INT)) {
       size_t size = 0;
       Ort::ThrowOnError(api_.ReadOpAttr(attr, ORT_OP_ATTR_INT, &value, sizeof value, &size));
     }
@@ -167,7 +236,7 @@ class ShapeInference {
     value = number != 0;
   }
   void read_attribute(const char* op, const char* name, bool required, std::string& value) const {
-    if (const OrtOpAttr* attr = attribute(op, name, required)) {
+    if (const OrtOpAttr* attr = attribute(op, name, required, ORT_OP_ATTR_STRING)) {
       size_t size = 0;
       // The first call asks for the size (and fails for want of room); the second reads.
       OrtStatus* status = api_.ReadOpAttr(attr, ORT_OP_ATTR_STRING, nullptr, 0, &size);
@@ -208,13 +277,21 @@ class ShapeInference {
     return result;
   }
 
-  const OrtOpAttr* attribute(const char* op, const char* name, bool required) const {
+  const OrtOpAttr* attribute(const char* op, const char* name, bool required, OrtOpAttrType expected) const {
     const OrtOpAttr* attr = nullptr;
     OrtStatus* status = api_.ShapeInferContext_GetAttribute(context_, name, &attr);
-    if (status == nullptr) return attr;
-    api_.ReleaseStatus(status);
-    attribute_missing(op, name, required);
-    return nullptr;
+    if (status != nullptr || attr == nullptr) {
+      if (status != nullptr) api_.ReleaseStatus(status);
+      attribute_missing(op, name, required);
+      return nullptr;
+    }
+    OrtOpAttrType found = ORT_OP_ATTR_UNDEFINED;
+    Ort::ThrowOnError(api_.OpAttr_GetType(attr, &found));
+    if (found != expected) {
+      opgen::fail(std::string(op) + ": attribute '" + name + "' must be of type " +
+                  (expected == ORT_OP_ATTR_INT ? "INT" : "STRING") + ", got another type");
+    }
+    return attr;
   }
 
   std::string fresh_name(const char* op, const char* output, const std::string& symbol) {

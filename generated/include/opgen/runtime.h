@@ -30,6 +30,70 @@ class Error : public std::invalid_argument {
 
 inline std::string dim_to_string(int64_t dim) { return std::to_string(dim); }
 
+// An attribute value as every runtime's error messages spell it: ints in decimal, strings as
+// JSON does (what Python's json.dumps(value, ensure_ascii=False) gives, byte for byte).
+inline std::string quoted(int64_t value) { return std::to_string(value); }
+inline std::string quoted(const std::string& value) {
+  static const char* const kHex = "0123456789abcdef";
+  std::string text = "\"";
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': text += "\\\""; break;
+      case '\\': text += "\\\\"; break;
+      case '\n': text += "\\n"; break;
+      case '\r': text += "\\r"; break;
+      case '\t': text += "\\t"; break;
+      case '\b': text += "\\b"; break;
+      case '\f': text += "\\f"; break;
+      default:
+        if (byte < 0x20) {
+          text += "\\u00";
+          text += kHex[byte >> 4];
+          text += kHex[byte & 15];
+        } else {
+          text += c;
+        }
+    }
+  }
+  return text + "\"";
+}
+
+// Checked int64 arithmetic for shapes: sizes come from clients (a ConstantOfShape in front of an
+// op is enough), so an overflow is an error naming the op, never a wrapped value.
+[[noreturn]] inline void fail_overflow(const char* op, int64_t a, const char* operation, int64_t b) {
+  fail(std::string(op) + ": shape arithmetic overflows int64: " + std::to_string(a) + " " +
+       operation + " " + std::to_string(b));
+}
+inline int64_t dim_add(const char* op, int64_t a, int64_t b) {
+  int64_t result;
+  if (__builtin_add_overflow(a, b, &result)) fail_overflow(op, a, "+", b);
+  return result;
+}
+inline int64_t dim_sub(const char* op, int64_t a, int64_t b) {
+  int64_t result;
+  if (__builtin_sub_overflow(a, b, &result)) fail_overflow(op, a, "-", b);
+  return result;
+}
+inline int64_t dim_mul(const char* op, int64_t a, int64_t b) {
+  int64_t result;
+  if (__builtin_mul_overflow(a, b, &result)) fail_overflow(op, a, "*", b);
+  return result;
+}
+
+// The number of elements of `shape` if every product of its dims fits in int64 (zero dims
+// counted as 1, so an empty [0, 2^32, 2^32] does not fit: its inner sizes would wrap), else -1.
+// Negative dims (sizes only the kernel knows) are left out.
+inline int64_t checked_numel(const std::vector<int64_t>& shape) {
+  int64_t bound = 1;
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d == 0) empty = true;
+    if (d > 1 && __builtin_mul_overflow(bound, d, &bound)) return -1;
+  }
+  return empty ? 0 : bound;
+}
+
 // "[2, 3]"; also for the symbolic dims of opgen/shape_rule.h (found by argument lookup).
 template <typename Dim>
 std::string shape_to_string(const std::vector<Dim>& shape) {
@@ -172,9 +236,24 @@ struct TensorView {
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
   // Size of one axis; negative axes count from the end, as in Python.
   int64_t dim(int64_t axis) const { return shape.at(axis < 0 ? axis + rank() : axis); }
-  int64_t numel() const {
+  // Element counts never overflow: the runtimes refuse shapes whose sizes do not fit in int64
+  // (see checked_numel) before a kernel runs, so every product of dims below is exact.
+  int64_t numel() const { return size_between(0, rank()); }
+  // The product of the dims before `axis` (negative axes count from the end): the number of
+  // matrices of a [..., N, N] input is size_before(-2). Never divide numel() to get it.
+  int64_t size_before(int64_t axis) const { return size_between(0, normalize(axis)); }
+  // The product of the dims from `axis` to the end.
+  int64_t size_from(int64_t axis) const { return size_between(normalize(axis), rank()); }
+
+ private:
+  int64_t normalize(int64_t axis) const {
+    const int64_t index = axis < 0 ? axis + rank() : axis;
+    if (index < 0 || index > rank()) fail("axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank()));
+    return index;
+  }
+  int64_t size_between(int64_t begin, int64_t end) const {
     int64_t count = 1;
-    for (int64_t d : shape) count *= d;
+    for (int64_t i = begin; i < end; ++i) count *= shape[static_cast<size_t>(i)];
     return count;
   }
 };

@@ -79,25 +79,47 @@ inline int64_t floor_div(int64_t n, int64_t d) {
   return (n % d != 0 && ((n < 0) != (d < 0))) ? q - 1 : q;
 }
 
-// Arithmetic on symbolic dims, with the identities that keep names short (x + 0, x * 1, x // 1).
-inline SymDim operator+(const SymDim& a, const SymDim& b) {
+// The shape rules' `+ - * //` on dims of either type. On int64_t they are checked (an overflow
+// is an error naming the op); on symbolic dims known values are checked the same way, and the
+// identities x + 0, x * 1, x // 1 keep names short.
+inline int64_t dim_floor_div(const char* /*op*/, int64_t a, int64_t b) { return floor_div(a, b); }
+inline SymDim dim_add(const char* op, const SymDim& a, const SymDim& b) {
   if (a.is(0)) return b;
   if (b.is(0)) return a;
-  return SymDim::combine(a, "+", 1, b, [](int64_t x, int64_t y) { return x + y; });
+  return SymDim::combine(a, "+", 1, b, [op](int64_t x, int64_t y) { return dim_add(op, x, y); });
 }
-inline SymDim operator-(const SymDim& a, const SymDim& b) {
+inline SymDim dim_sub(const char* op, const SymDim& a, const SymDim& b) {
   if (b.is(0)) return a;
-  return SymDim::combine(a, "-", 1, b, [](int64_t x, int64_t y) { return x - y; });
+  return SymDim::combine(a, "-", 1, b, [op](int64_t x, int64_t y) { return dim_sub(op, x, y); });
 }
-inline SymDim operator*(const SymDim& a, const SymDim& b) {
+inline SymDim dim_mul(const char* op, const SymDim& a, const SymDim& b) {
   if (a.is(0) || b.is(0)) return SymDim(0);
   if (a.is(1)) return b;
   if (b.is(1)) return a;
-  return SymDim::combine(a, "*", 2, b, [](int64_t x, int64_t y) { return x * y; });
+  return SymDim::combine(a, "*", 2, b, [op](int64_t x, int64_t y) { return dim_mul(op, x, y); });
 }
-inline SymDim floor_div(const SymDim& a, const SymDim& b) {
+inline SymDim dim_floor_div(const char* /*op*/, const SymDim& a, const SymDim& b) {
   if (b.is(1)) return a;
   return SymDim::combine(a, "//", 2, b, [](int64_t x, int64_t y) { return floor_div(x, y); });
+}
+
+// Fails when the sizes of `shape` do not fit in int64 (see checked_numel); on symbolic dims,
+// when the known ones do not. `what` names the tensor ("input 'X'").
+inline void check_extent(const char* op, const char* what, const std::vector<int64_t>& shape) {
+  if (checked_numel(shape) < 0) {
+    fail(std::string(op) + ": " + what + " has shape " + shape_to_string(shape) +
+         ", whose size overflows int64");
+  }
+}
+inline void check_extent(const char* op, const char* what, const std::vector<SymDim>& shape) {
+  std::vector<int64_t> known;
+  for (const SymDim& dim : shape) {
+    if (dim.known()) known.push_back(dim.value());
+  }
+  if (checked_numel(known) < 0) {
+    fail(std::string(op) + ": " + what + " has shape " + shape_to_string(shape) +
+         ", whose size overflows int64");
+  }
 }
 
 // Checks on symbolic dims hold unless the dims show otherwise: `a == b` is false only when a

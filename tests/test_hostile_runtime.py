@@ -1,0 +1,132 @@
+"""Regression tests for run-time inputs that once crashed a process or gave a wrong answer in
+silence (issue 16): shapes whose sizes overflow int64, float64 values near the limit of the type.
+The generated parity tests cover what every op shares (wrong attribute types, forward-mode AD,
+torch.func); these cover the shipped kernels' own arithmetic."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper
+
+from generated import _testing
+
+
+def _model(nodes, inputs, outputs, domain: str) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid(domain, 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=_testing.IR_VERSION)
+
+
+def _inverse_of_zeros_model() -> onnx.ModelProto:
+    """Inverse of a ConstantOfShape: any client can send the shape."""
+    zeros = helper.make_node(
+        "ConstantOfShape",
+        ["shape"],
+        ["X"],
+        value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0]),
+    )
+    inverse = helper.make_node("Inverse", ["X"], ["Y"], domain="ai.opgen")
+    return _model(
+        [zeros, inverse],
+        [helper.make_tensor_value_info("shape", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        "ai.opgen",
+    )
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [[0, 2**32, 2**32], [0, 2**62, 4], [2**40, 0, 2**40], [0, 2**63 - 1, 2]],
+    ids=["n*n-wraps-to-0", "product-overflows", "empty-batch", "int64-max"],
+)
+def test_empty_input_whose_sizes_overflow_is_an_error_status(shape):
+    """The kernel once divided numel by n * n, which wraps to 0 here: SIGFPE killed the process.
+    Run in a subprocess so that a crash fails this test instead of the whole run."""
+    script = textwrap.dedent(f"""
+        import numpy as np, onnx, generated
+        from generated import _testing
+        from tests.test_hostile_runtime import _inverse_of_zeros_model
+        session = _testing.session(_inverse_of_zeros_model(), "ai_opgen")
+        try:
+            session.run(None, {{"shape": np.array({shape}, dtype=np.int64)}})
+        except Exception as error:
+            print("ERROR", error)
+        else:
+            print("NO ERROR")
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, f"the process died: {result.returncode}\n{result.stderr}"
+    dims = ", ".join(str(d) for d in shape)
+    assert f"Inverse: input 'X' has shape [{dims}], whose size overflows int64" in result.stdout
+
+
+def test_empty_input_of_representable_shape_is_still_valid():
+    session = _testing.session(_inverse_of_zeros_model(), "ai_opgen")
+    for shape in ([0, 3, 3], [2, 0, 0], [0, 2**20, 2**20]):
+        (y,) = session.run(None, {"shape": np.array(shape, dtype=np.int64)})
+        assert list(y.shape) == shape
+
+
+def _group_norm_session():
+    node = helper.make_node(
+        "CustomGroupNorm",
+        ["X", "num_groups", "scale", "bias"],
+        ["Y"],
+        domain="mydomain",
+        epsilon=0.0,
+    )
+    double = TensorProto.DOUBLE
+    model = _model(
+        [node],
+        [
+            helper.make_tensor_value_info("X", double, None),
+            helper.make_tensor_value_info("num_groups", TensorProto.INT64, []),
+            helper.make_tensor_value_info("scale", double, None),
+            helper.make_tensor_value_info("bias", double, None),
+        ],
+        [helper.make_tensor_value_info("Y", double, None)],
+        "mydomain",
+    )
+    return _testing.session(model, "mydomain")
+
+
+@pytest.mark.parametrize("magnitude", [1e300, 1.7e308, 1e-300])
+def test_group_norm_near_the_float64_limits(magnitude):
+    """The variance of values near 1e300 overflows to inf, and every output was 0.0; the
+    normalized values do not depend on the magnitude, so they must equal those of X / magnitude
+    (torch.nn.functional.group_norm itself returns zeros here, so it is no reference)."""
+    gen = torch.Generator().manual_seed(3)
+    unit = torch.rand(2, 4, 3, generator=gen, dtype=torch.float64) * 2 - 1
+    X = unit * magnitude
+    num_groups = torch.tensor(2)
+    scale = torch.linspace(0.5, 2, 4, dtype=torch.float64)
+    bias = torch.linspace(-1, 1, 4, dtype=torch.float64)
+    # epsilon 0, so that the problem at any magnitude is the unit problem
+    want = torch.nn.functional.group_norm(unit, 2, scale, bias, 0.0)
+    got_torch = torch.ops.mydomain.custom_group_norm(X, num_groups, scale, bias, 0.0)
+    (got_ort,) = _group_norm_session().run(
+        None,
+        {
+            "X": X.numpy(),
+            "num_groups": num_groups.numpy(),
+            "scale": scale.numpy(),
+            "bias": bias.numpy(),
+        },
+    )
+    torch.testing.assert_close(got_torch, want, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(torch.from_numpy(got_ort), want, rtol=1e-9, atol=1e-9)
+
+
+def test_group_norm_with_inf_in_the_input_propagates_it():
+    X = torch.tensor([[[1.0, float("inf")], [2.0, 3.0]]], dtype=torch.float64)
+    Y = torch.ops.mydomain.custom_group_norm(
+        X, torch.tensor(1), torch.ones(2, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
+    )
+    assert torch.isnan(Y).all()  # as torch.nn.functional.group_norm gives
