@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,8 @@ def display(resolved: Path, resolved_root: Path) -> str:
 
 
 def discover(project: Project) -> list[Path]:
+    """Every definition file in opdefs/ (anything with a definition's suffix: a directory or a
+    FIFO named so is reported by the loader, not skipped silently)."""
     if not project.opdefs_dir.is_dir():
         return []
     return sorted(p for p in project.opdefs_dir.iterdir() if p.suffix in DEFINITION_SUFFIXES)
@@ -57,9 +60,12 @@ def load(project: Project, paths: list[Path]) -> list[OpDef]:
     errors = ErrorCollector()
     found = []
     root = project.root.resolve()
-    for path in sorted({p.resolve() for p in set(paths)}):  # the CLI repeats the selected paths
+    # Absolute but with symbolic links kept: a link in opdefs/ is the definition it names (its
+    # op id, and the name its errors show), whatever it points to. The CLI repeats the selected
+    # paths.
+    for path in sorted({Path(os.path.abspath(p)) for p in paths}):
         name = display(path, root)
-        if path.exists():
+        if os.path.lexists(path):
             found.append((path, name))
         else:
             errors.add(DefinitionError(Location(name, 1, 1), "<file>", "no such file"))
