@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,10 @@ def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
                 old = handle.read().decode("utf-8", "replace")
         except FileNotFoundError:
             old = None
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            old = None  # no such file can exist; the CLI reports the name (check_output_paths)
         if old == file.content:
             continue
         kind = "new" if old is None else "changed"

@@ -195,3 +195,54 @@ def test_unreadable_file(hostile_project):
     )
     assert expected in result.stderr, result.stderr[-3000:]
 
+
+# ------------------------------------------------------------------------------------ output
+
+
+def small_project(tmp_path: Path, stem: str = "inverse") -> Path:
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / f"{stem}.yaml").write_text(GOOD)
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", tmp_path / "opdefs")
+    return tmp_path
+
+
+@pytest.mark.parametrize("mode", [[], ["--check"]], ids=["write", "check"])
+def test_output_names_too_long_are_checked_before_writing(tmp_path, mode):
+    # A 250-character op id is a valid file name, but "<op id>_schema_test.cc" is not: the
+    # run used to write 4 files and then fail with a traceback.
+    stem = "a" * 250
+    project = small_project(tmp_path, stem)
+    result = run(mode, project)
+    assert_rejected(result, project)
+    assert f"error: opdefs/{stem}.yaml:1:1: <file name>: cannot write generated/{stem}/" in (
+        result.stderr
+    )
+    assert "file names have at most 255" in result.stderr
+
+
+def test_output_dir_too_deep_is_an_error_before_writing(tmp_path):
+    project = small_project(tmp_path)
+    deep = "/".join(["d" * 200] * 20)  # 4020 bytes: no generated path fits
+    result = run(["--output-dir", deep], project)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "paths have fewer than 4096" in result.stderr
+    assert not (project / ("d" * 200)).exists()
+
+
+@pytest.mark.parametrize("mode", [[], ["--check"]], ids=["write", "check"])
+@pytest.mark.parametrize(
+    "output_dir,message",
+    [
+        ("a_file", "--output-dir a_file exists and is not a directory"),
+        ("a_file/generated", "--output-dir a_file/generated cannot be made: "),
+    ],
+)
+def test_output_dir_that_cannot_be_made(tmp_path, mode, output_dir, message):
+    project = small_project(tmp_path)
+    (project / "a_file").write_text("not a directory\n")
+    result = run([*mode, "--output-dir", output_dir], project)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"error: {message}"), result.stderr
+    assert "Traceback" not in result.stderr
+    assert (project / "a_file").read_text() == "not a directory\n"
