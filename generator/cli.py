@@ -123,7 +123,7 @@ def _generate(args) -> int:
 
 def _generate_checked(args) -> int:
     from generator import project as proj
-    from generator.writer import find_orphans, remove_orphans
+    from generator.writer import find_leftovers, find_orphans, remove_leftovers, remove_orphans
 
     output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
     if output.is_relative_to(definitions) or definitions.is_relative_to(output):
@@ -161,6 +161,7 @@ def _generate_checked(args) -> int:
     except DefinitionErrors as errors:
         return _report(errors)
     gc.freeze()  # the op models too
+    leftovers = find_leftovers(args.output_dir)
     generated = proj.generate(project, selected, all_ops, write=not (args.check or args.dry_run))
     if (args.check or args.dry_run) and proj.any_path_problem(project, generated.paths):
         # Found at no cost after comparing; check_output_paths says which definition is to blame.
@@ -177,6 +178,8 @@ def _generate_checked(args) -> int:
     if args.check or args.dry_run:
         if whole_project:
             changes = changes + find_orphans(args.output_dir, generated.paths)
+        for leftover in leftovers:
+            print(f"leftover: {leftover} ({_LEFTOVER}; `python -m generator` deletes it)")
         for change in changes:
             if change.kind == "orphaned":
                 print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
@@ -185,15 +188,18 @@ def _generate_checked(args) -> int:
             if args.check and not args.quiet:
                 print(_shortened(change.diff))
         if args.check:
-            if changes:
+            if changes or leftovers:
                 print(
-                    f"{len(changes)} generated file(s) out of date; run `python -m generator`",
+                    f"{len(changes)} generated file(s) out of date"
+                    + (f", {len(leftovers)} leftover temporary file(s)" if leftovers else "")
+                    + "; run `python -m generator`",
                     file=sys.stderr,
                 )
                 return EXIT_STALE
             if not args.quiet:
                 print(f"{len(generated.paths)} generated files up to date")
         return EXIT_OK
+    remove_leftovers(leftovers)
     removed, kept = [], []
     if whole_project:
         orphans = find_orphans(args.output_dir, generated.paths)
@@ -206,6 +212,8 @@ def _generate_checked(args) -> int:
             print(f"{change.kind}: {change.path}")
         for orphan in removed:
             print(f"removed: {orphan.path} (no definition generates it any more)")
+        for leftover in leftovers:
+            print(f"removed: {leftover} ({_LEFTOVER})")
         if args.verbose:
             written = {change.path for change in changes}
             for path in generated.paths:
@@ -219,6 +227,7 @@ def _generate_checked(args) -> int:
     return EXIT_OK
 
 
+_LEFTOVER = "a temporary file of a generator run that was killed before renaming it"
 _NOT_OURS = "not generated and not ours to delete: move it out of the output directory"
 
 
