@@ -1447,7 +1447,11 @@ def _parse_kernel(node: Node, definition_dir: Path) -> Kernel:
     if Path(relative).is_absolute() or ".." in Path(relative).parts:
         raise fields["source"].error("must be a file name beside the definition (no '..')")
     path = definition_dir / relative
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # is_file() raises for a name too long, for one
+        raise fields["source"].error(f"kernel file: {exc.strerror}") from None
+    if not found:
         raise fields["source"].error(f"kernel file '{relative}' not found beside the definition")
     return Kernel(path, None)
 

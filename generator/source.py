@@ -254,9 +254,14 @@ class _YamlBuilder:
             ) from None
 
 
-# Strings and comments (whose brackets do not nest) or a bracket, for _toml_nesting.
+# For _TomlBuilder.check_nesting: strings and comments (whose brackets do not nest), a dotted
+# key of more than MAX_DEPTH parts (tomllib takes memory quadratic in their number: 1.5 GiB
+# for 20,000), or a bracket. Possessive and anchored at word starts: linear in the text.
+_TOML_PART = r"""(?:[\w-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
 _TOML_TOKEN = re.compile(
-    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[\[\]{}]',
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*'
+    rf"|(?<![\w-])(?:[\w-]++)?(?:[ \t]*\.[ \t]*{_TOML_PART}){{{MAX_DEPTH},}}"
+    r"|[\[\]{}]",
     re.DOTALL,
 )
 # Looking up keys' lines costs lines x keys: beyond this many line matches (a hostile file; a
@@ -290,17 +295,19 @@ class _TomlBuilder:
             token = match.group()
             if token in "[{":
                 depth += 1
-                if depth > MAX_DEPTH:
-                    start = match.start()
-                    line = self.text.count("\n", 0, start) + 1
-                    column = start - self.text.rfind("\n", 0, start)
-                    raise DefinitionError(
-                        Location(self.file, line, column),
-                        "<syntax>",
-                        f"nested more than {MAX_DEPTH} levels deep",
-                    )
+                problem = f"nested more than {MAX_DEPTH} levels deep" if depth > MAX_DEPTH else ""
             elif token in "]}":
                 depth = max(0, depth - 1)
+                continue
+            else:  # a string, a comment or a dotted key too long
+                problem = (
+                    "" if token[0] in "\"'#" else f"a dotted key of more than {MAX_DEPTH} parts"
+                )
+            if problem:
+                start = match.start()
+                line = self.text.count("\n", 0, start) + 1
+                column = start - self.text.rfind("\n", 0, start)
+                raise DefinitionError(Location(self.file, line, column), "<syntax>", problem)
 
     def build(self) -> Node:
         self.check_nesting()
