@@ -1,13 +1,15 @@
 """Command line: `python -m generator [definitions...]`, `--check`, `build` and `run`.
 
 Exit codes: 0 success; 1 generated files out of date (--check) or a build failed;
-2 bad usage or a bad op definition.
+2 bad usage (an output directory that cannot be made or written included) or a bad op
+definition.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 from pathlib import Path
 
@@ -86,9 +88,42 @@ def main(argv: list[str] | None = None) -> int:
         gc.unfreeze()
 
 
+def _output_dir_problem(output_dir: Path) -> str | None:
+    """Why the output directory cannot be (made and) written, found before any work."""
+    if output_dir.exists() and not output_dir.is_dir():
+        return "exists and is not a directory"
+    ancestor = output_dir.absolute()
+    while not ancestor.exists():  # the first existing ancestor is where mkdir starts
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"cannot be made: {ancestor} is not a directory"
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        return f"cannot be written: no permission to write in {ancestor}"
+    return None
+
+
+def _report(errors: DefinitionErrors) -> int:
+    for error in errors.errors:
+        print(f"error: {error}", file=sys.stderr)
+    count = len(errors.errors)
+    print(f"{count} error{'s' * (count != 1)} in op definitions; nothing written", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
 def _generate(args) -> int:
+    try:
+        return _generate_checked(args)
+    except OSError as exc:
+        # The disk (full, read-only, permissions) while reading or writing output: the
+        # definitions were valid, but the run could not finish.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _generate_checked(args) -> int:
     from generator import project as proj
-    from generator.writer import find_orphans, remove_orphans
+    from generator.writer import find_leftovers, find_orphans, remove_leftovers, remove_orphans
 
     output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
     if output.is_relative_to(definitions) or definitions.is_relative_to(output):
@@ -99,6 +134,10 @@ def _generate(args) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
+    problem = _output_dir_problem(args.output_dir)
+    if problem:
+        print(f"error: --output-dir {args.output_dir} {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     project = proj.Project(Path.cwd(), args.opdefs_dir, args.output_dir)
     selected_paths = args.definitions or proj.discover(project)
     if not selected_paths:
@@ -107,26 +146,40 @@ def _generate(args) -> int:
     # Shared files (CMake, package __init__) list every op, so all definitions are loaded.
     try:
         all_ops = proj.load(project, [*proj.discover(project), *selected_paths])
-    except DefinitionErrors as errors:
-        for error in errors.errors:
-            print(f"error: {error}", file=sys.stderr)
-        count = len(errors.errors)
-        print(
-            f"{count} error{'s' * (count != 1)} in op definitions; nothing written", file=sys.stderr
-        )
+        selected = all_ops
+        if args.definitions:
+            wanted = {p.resolve() for p in selected_paths}
+            selected = [
+                op for op in all_ops if (project.root / op.definition_path).resolve() in wanted
+            ]
+        if not (args.check or args.dry_run):
+            # Writing may not stop half way on a name too long; comparing reports it cleanly.
+            proj.check_output_paths(project, selected, all_ops)
+    except proj.OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except DefinitionErrors as errors:
+        return _report(errors)
     gc.freeze()  # the op models too
-    selected = all_ops
-    if args.definitions:
-        wanted = {p.resolve() for p in selected_paths}
-        selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
+    leftovers = find_leftovers(args.output_dir)
     generated = proj.generate(project, selected, all_ops, write=not (args.check or args.dry_run))
+    if (args.check or args.dry_run) and proj.any_path_problem(project, generated.paths):
+        # Found at no cost after comparing; check_output_paths says which definition is to blame.
+        try:
+            proj.check_output_paths(project, selected, all_ops)
+        except proj.OutputError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except DefinitionErrors as errors:
+            return _report(errors)
     # Only a run over every definition knows all the output, so only it looks for orphans.
     whole_project = not args.definitions
     changes = generated.changes
     if args.check or args.dry_run:
         if whole_project:
             changes = changes + find_orphans(args.output_dir, generated.paths)
+        for leftover in leftovers:
+            print(f"leftover: {leftover} ({_LEFTOVER}; `python -m generator` deletes it)")
         for change in changes:
             if change.kind == "orphaned":
                 print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
@@ -135,15 +188,18 @@ def _generate(args) -> int:
             if args.check and not args.quiet:
                 print(_shortened(change.diff))
         if args.check:
-            if changes:
+            if changes or leftovers:
                 print(
-                    f"{len(changes)} generated file(s) out of date; run `python -m generator`",
+                    f"{len(changes)} generated file(s) out of date"
+                    + (f", {len(leftovers)} leftover temporary file(s)" if leftovers else "")
+                    + "; run `python -m generator`",
                     file=sys.stderr,
                 )
                 return EXIT_STALE
             if not args.quiet:
                 print(f"{len(generated.paths)} generated files up to date")
         return EXIT_OK
+    remove_leftovers(leftovers)
     removed, kept = [], []
     if whole_project:
         orphans = find_orphans(args.output_dir, generated.paths)
@@ -156,6 +212,8 @@ def _generate(args) -> int:
             print(f"{change.kind}: {change.path}")
         for orphan in removed:
             print(f"removed: {orphan.path} (no definition generates it any more)")
+        for leftover in leftovers:
+            print(f"removed: {leftover} ({_LEFTOVER})")
         if args.verbose:
             written = {change.path for change in changes}
             for path in generated.paths:
@@ -169,6 +227,7 @@ def _generate(args) -> int:
     return EXIT_OK
 
 
+_LEFTOVER = "a temporary file of a generator run that was killed before renaming it"
 _NOT_OURS = "not generated and not ours to delete: move it out of the output directory"
 
 

@@ -931,13 +931,42 @@ def _parse_shape(node: Node, is_output: bool) -> ShapePattern:
 
 _BINARY_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"}
 
+# Python's parser, ast.unparse and our own tree walks recurse: a few thousand unary minuses
+# exhaust the stack. Expressions in definitions (dims, references, gradients, node attributes)
+# are short and shallow, so anything beyond these limits is refused before it is walked.
+MAX_EXPRESSION_LENGTH = 2000  # characters
+MAX_EXPRESSION_DEPTH = 64  # levels of the syntax tree
+
+
+def parse_expression(text: str) -> ast.Expression:
+    """ast.parse(text, mode="eval") within the limits; SyntaxError for anything else."""
+    if len(text) > MAX_EXPRESSION_LENGTH:
+        raise SyntaxError(
+            f"{len(text)} characters long; an expression may have {MAX_EXPRESSION_LENGTH}"
+        )
+    try:
+        tree = ast.parse(text, mode="eval")
+    except (RecursionError, MemoryError, ValueError):  # last resort; the length bounds these
+        raise SyntaxError("nested too deeply") from None
+    level = [tree]  # breadth first, level by level: no recursion
+    for _ in range(MAX_EXPRESSION_DEPTH):
+        level = [child for parent in level for child in ast.iter_child_nodes(parent)]
+        if not level:
+            return tree
+    raise SyntaxError(f"nested more than {MAX_EXPRESSION_DEPTH} levels deep")
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    """A quoted expression for a message, shortened if long."""
+    return f"'{text}'" if len(text) <= limit else f"'{text[:limit]}...'"
+
 
 def _dim_expression_tree(text: str, node: Node) -> ast.expr:
     """Parses a dim expression and checks that it uses only the allowed syntax."""
     try:
-        tree = ast.parse(text.strip(), mode="eval").body
+        tree = parse_expression(text.strip()).body
     except SyntaxError as exc:
-        raise node.error(f"'{text}' is not a valid dim expression: {exc.msg}") from None
+        raise node.error(f"{_shown(text)} is not a valid dim expression: {exc.msg}") from None
     for sub in ast.walk(tree):
         allowed = (
             isinstance(sub, ast.Name | ast.Load | ast.BinOp)
@@ -986,7 +1015,7 @@ def _parse_shape_function(node: Node) -> tuple[str, tuple[str, ...]]:
     text = _str(node)
     forms = "; ".join(SHAPE_FUNCTIONS.values())
     try:
-        call = ast.parse(text.strip(), mode="eval").body
+        call = parse_expression(text.strip()).body
     except SyntaxError:
         call = None
     if (
@@ -1357,7 +1386,7 @@ PYTHON_BUILTINS = frozenset(dir(__import__("builtins")))
 def _parse_reference(node: Node, names: set[str]) -> str:
     text = _str(node, "a Python expression").strip()
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = parse_expression(text)
     except SyntaxError as exc:
         raise node.error(f"not a valid Python expression: {exc.msg}") from None
     free = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
@@ -1431,7 +1460,11 @@ def _parse_kernel(node: Node, definition_dir: Path) -> Kernel:
     if Path(relative).is_absolute() or ".." in Path(relative).parts:
         raise fields["source"].error("must be a file name beside the definition (no '..')")
     path = definition_dir / relative
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # is_file() raises for a name too long, for one
+        raise fields["source"].error(f"kernel file: {exc.strerror}") from None
+    if not found:
         raise fields["source"].error(f"kernel file '{relative}' not found beside the definition")
     return Kernel(path, None)
 
@@ -1680,7 +1713,7 @@ def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) ->
                 f"{[d.value for d in DType]}; quote a string, write '@{value_text}' for an attribute"
             ) from None
     try:
-        value = ast.literal_eval(value_text)
+        value = ast.literal_eval(parse_expression(value_text))
     except (ValueError, SyntaxError):
         raise item.error(
             f"node attribute {name}={value_text}: expected a number, a quoted string, a list, "
@@ -1712,6 +1745,10 @@ def _parse_nodes(
     result = []
     for item in items:
         text = _str(item, f"a node such as {NODE_SYNTAX}")
+        if len(text) > MAX_EXPRESSION_LENGTH:  # NODE's backtracking is quadratic in the length
+            raise item.error(
+                f"a node of {len(text)} characters; the limit is {MAX_EXPRESSION_LENGTH}"
+            )
         match = NODE.match(text)
         if not match:
             raise item.error(f"'{text}' is not a node; expected {NODE_SYNTAX}")

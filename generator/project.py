@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,9 +12,9 @@ from generator.dest import docs as docs_dest
 from generator.dest import project as project_dest
 from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
-from generator.errors import DefinitionError, ErrorCollector, Location
+from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
 from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
-from generator.render import GeneratedFile, format_all
+from generator.render import GeneratedFile, format_all, paths_only
 from generator.writer import Change, plan_changes, write_changes
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
@@ -35,6 +36,8 @@ def display(resolved: Path, resolved_root: Path) -> str:
 
 
 def discover(project: Project) -> list[Path]:
+    """Every definition file in opdefs/ (anything with a definition's suffix: a directory or a
+    FIFO named so is reported by the loader, not skipped silently)."""
     if not project.opdefs_dir.is_dir():
         return []
     return sorted(p for p in project.opdefs_dir.iterdir() if p.suffix in DEFINITION_SUFFIXES)
@@ -57,9 +60,12 @@ def load(project: Project, paths: list[Path]) -> list[OpDef]:
     errors = ErrorCollector()
     found = []
     root = project.root.resolve()
-    for path in sorted({p.resolve() for p in set(paths)}):  # the CLI repeats the selected paths
+    # Absolute but with symbolic links kept: a link in opdefs/ is the definition it names (its
+    # op id, and the name its errors show), whatever it points to. The CLI repeats the selected
+    # paths.
+    for path in sorted({Path(os.path.abspath(p)) for p in paths}):
         name = display(path, root)
-        if path.exists():
+        if os.path.lexists(path):
             found.append((path, name))
         else:
             errors.add(DefinitionError(Location(name, 1, 1), "<file>", "no such file"))
@@ -79,6 +85,75 @@ class Output:
 
     paths: list[str]  # every generated file, relative to the output directory
     changes: list[Change]  # the files that differed from the disk: new or changed
+
+
+class OutputError(Exception):
+    """The output cannot be written where it should go (bad usage, not a bad definition)."""
+
+
+# Linux's limits (macOS has the same name limit, a smaller path limit): a longer name fails only
+# when its file is written, after others were.
+NAME_MAX = 255  # bytes in one file or directory name
+PATH_MAX = 4096  # bytes in a path, the terminating NUL included
+_TEMP_EXTRA = len(".") + len(".4194304.tmp")  # writer._replace's temporary name (largest pid)
+
+
+def _path_problem(output_dir: str, relative: str) -> str | None:
+    """Why the file cannot be written under that name (its temporary name too), or None."""
+    for name in relative.split("/"):
+        size = len(os.fsencode(name)) + _TEMP_EXTRA
+        if size > NAME_MAX:
+            return (
+                f"its name {name[:40]!r}... would be {size} bytes with the temporary suffix; "
+                f"file names have at most {NAME_MAX}"
+            )
+    size = len(os.fsencode(os.path.join(output_dir, relative))) + _TEMP_EXTRA
+    if size >= PATH_MAX:
+        return f"its path would be {size} bytes long; paths have fewer than {PATH_MAX}"
+    return None
+
+
+def any_path_problem(project: Project, paths: list[str]) -> bool:
+    output_dir = os.path.abspath(project.output_dir)
+    return any(_path_problem(output_dir, path) for path in paths)
+
+
+def check_output_paths(project: Project, selected: list[OpDef], all_ops: list[OpDef]) -> None:
+    """Every path the run would write, checked before anything is rendered or written: a name
+    too long is the definition's problem (its file name or domain), reported as such; an
+    output directory too deep for any file is an OutputError."""
+    output_dir = os.path.abspath(project.output_dir)
+    errors = ErrorCollector()
+    index = onnx_op_index(all_ops)
+    with paths_only():
+        for op in selected:
+            files = (
+                python_dest.emit(op, index)
+                + cpp_dest.emit(op, project.output_dir)
+                + tests_dest.emit(op, index)
+                + [docs_dest.emit_op(op)]
+            )
+            for file in files:
+                problem = _path_problem(output_dir, file.path)
+                if problem:
+                    shown = os.path.join(project.output_dir, file.path)
+                    errors.add(op.located("<file name>", f"cannot write {shown}: {problem}"))
+                    break
+        shared = project_dest.emit(all_ops) + [docs_dest.emit_index(all_ops)]
+    for file in shared:
+        problem = _path_problem(output_dir, file.path)
+        if problem is None:
+            continue
+        blamed = [op for op in all_ops if op.domain and op.domain_ident in file.path.split("/")]
+        if not blamed:
+            raise OutputError(f"cannot write {os.path.join(output_dir, file.path)}: {problem}")
+        for op in blamed:
+            shown = os.path.join(project.output_dir, file.path)
+            errors.add(op.located("domain", f"cannot write {shown}: {problem}"))
+    if errors.errors:
+        # Each op once per problem: ops sharing a domain share its files.
+        unique = {(str(e.location), e.field, e.message): e for e in errors.errors}
+        raise DefinitionErrors(list(unique.values()))
 
 
 def generate(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +36,10 @@ def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
                 old = handle.read().decode("utf-8", "replace")
         except FileNotFoundError:
             old = None
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            old = None  # no such file can exist; the CLI reports the name (check_output_paths)
         if old == file.content:
             continue
         kind = "new" if old is None else "changed"
@@ -71,6 +77,43 @@ def find_orphans(output_dir: Path, produced_paths: list[str]) -> list[Change]:
             if not name.startswith(".") and prefix + name not in produced:
                 orphans.append(Change(output_dir / (prefix + name), "orphaned"))
     return sorted(orphans, key=lambda change: change.path)
+
+
+# _replace's temporary files: ".<name>.<pid>.tmp".
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.(?P<pid>[0-9]{1,10})\.tmp")
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with that id exists (if in doubt, yes: its file is then kept)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # no such process (or no such process id)
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def find_leftovers(output_dir: Path) -> list[Path]:
+    """Our temporary files whose process is gone: a run killed between writing one and
+    renaming it (the file it was to replace is whole, old or new). A live process's are
+    being written right now."""
+    leftovers = []
+    for directory, subdirectories, names in os.walk(output_dir):
+        subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
+        for name in names:
+            match = _TEMPORARY.fullmatch(name)
+            if match and not _alive(int(match.group("pid"))):
+                leftovers.append(Path(directory, name))
+    return sorted(leftovers)
+
+
+def remove_leftovers(leftovers: list[Path]) -> None:
+    for path in leftovers:
+        with contextlib.suppress(FileNotFoundError):  # another run's cleanup was first
+            path.unlink()
 
 
 def is_generated(path: Path) -> bool:
