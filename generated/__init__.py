@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import tempfile
+import warnings
 
 from . import (
     _support,
@@ -138,6 +139,34 @@ def _without_unused_opset_warnings():
             sys.stderr.write(noise.sub("", text))
 
 
+@contextlib.contextmanager
+def _without_exporter_notices(exporter: str):
+    """torch 2.13 warns on every export about things the caller chose or cannot change; each
+    filter says why it is noise here (any other warning passes through)."""
+    with warnings.catch_warnings():
+        if exporter == "torchscript":
+            # The caller asked for this exporter; torch announces its deprecation every time.
+            warnings.filterwarnings(
+                "ignore",
+                "You are using the legacy TorchScript-based ONNX export",
+                DeprecationWarning,
+            )
+            # Both from inside the TorchScript exporter itself, not from anything we call.
+            warnings.filterwarnings("ignore", "The feature will be removed", DeprecationWarning)
+            warnings.filterwarnings(
+                "ignore", "`torch.jit.script` is deprecated", DeprecationWarning
+            )
+        else:
+            # Inputs whose dynamic_axes give the same name share one Dim, as asked; torch notes
+            # that the second name is not used, and it is the same name.
+            warnings.filterwarnings(
+                "ignore",
+                "The axis name: .* will not be used, since it shares the same",
+                UserWarning,
+            )
+        yield
+
+
 def add_functions(model) -> bool:
     """Adds to an onnx.ModelProto the model-local function of every function op it calls
     (importing the model's own standard opset); returns whether anything was added."""
@@ -189,20 +218,25 @@ def export_model(
             or None
             for input_name in input_names
         )
-        torch.onnx.export(
-            model,
-            args,
-            str(path),
-            dynamo=True,
-            custom_translation_table=custom_translation_table(overrides),
-            dynamic_shapes=dynamic_shapes if dynamic_axes else None,
-            input_names=input_names,
-            output_names=output_names,
-            opset_version=opset_version,
-            verbose=False,
-        )
+        with _without_exporter_notices(exporter):
+            torch.onnx.export(
+                model,
+                args,
+                str(path),
+                dynamo=True,
+                custom_translation_table=custom_translation_table(overrides),
+                dynamic_shapes=dynamic_shapes if dynamic_axes else None,
+                input_names=input_names,
+                output_names=output_names,
+                opset_version=opset_version,
+                verbose=False,
+            )
     elif exporter == "torchscript":
-        with torchscript_overrides(overrides, opset_version), _without_unused_opset_warnings():
+        with (
+            torchscript_overrides(overrides, opset_version),
+            _without_unused_opset_warnings(),
+            _without_exporter_notices(exporter),
+        ):
             torch.onnx.export(
                 model,
                 args,
@@ -214,6 +248,7 @@ def export_model(
                 dynamic_axes=dynamic_axes,
                 opset_version=opset_version,
             )
+
     else:
         raise ValueError(f"exporter must be 'dynamo' or 'torchscript', not {exporter!r}")
     exported = onnx.load(str(path))
