@@ -95,9 +95,11 @@ OP_NAMESPACE_NAMES = frozenset(
     main make_model only_node run set_shape""".split()
 )
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DOMAIN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
-TORCH_NAME = re.compile(r"^([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)$")
+# Validation patterns: \A and \Z, and always fullmatch(), because `$` also matches before a final
+# "\n" ("Op\n" would pass and the newline reach the generated code).
+IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
+TORCH_NAME = re.compile(r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)\Z")
 
 
 # --------------------------------------------------------------------------- model classes
@@ -775,7 +777,7 @@ def is_reserved(name: str) -> bool:
 
 def _identifier(node: Node, what: str) -> str:
     name = _str(node)
-    if not IDENTIFIER.match(name):
+    if not IDENTIFIER.fullmatch(name):
         raise node.error(f"{what} '{name}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)")
     if is_reserved(name):
         raise node.error(
@@ -813,7 +815,7 @@ TORCH_APIS = {
 DEFAULT_TORCH_API = "library"
 
 ATEN_OVERLOAD = re.compile(
-    r"^([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?$"
+    r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\Z"
 )
 
 
@@ -828,7 +830,7 @@ def _parse_torch(node: Node) -> TorchBinding:
         if "api" in fields:
             raise fields["api"].error("'api' applies to new ops only, not to 'overrides'")
         text = _str(fields["overrides"])
-        match = ATEN_OVERLOAD.match(text)
+        match = ATEN_OVERLOAD.fullmatch(text)
         if not match:
             raise fields["overrides"].error(
                 f"'{text}' is not a PyTorch overload 'namespace::name.overload' "
@@ -838,7 +840,7 @@ def _parse_torch(node: Node) -> TorchBinding:
             match.group(1), match.group(2), DEFAULT_TORCH_API, match.group(3) or "default", True
         )
     qualified = _str(fields["name"])
-    match = TORCH_NAME.match(qualified)
+    match = TORCH_NAME.fullmatch(qualified)
     if not match:
         raise fields["name"].error(
             f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
@@ -901,7 +903,7 @@ def _parse_shape(node: Node, is_output: bool) -> ShapePattern:
             if value < 0:
                 raise item.error(f"a literal dimension must be >= 0, found {value}")
             dims.append(Dim("literal", value=value))
-        elif isinstance(value, str) and IDENTIFIER.match(value):
+        elif isinstance(value, str) and IDENTIFIER.fullmatch(value):
             dims.append(Dim("symbol", symbol=value))
         elif isinstance(value, str) and is_output:
             _dim_expression_tree(value, item)  # syntax now; names when the rule is compiled
@@ -1526,7 +1528,7 @@ def _parse_tests(
                 for d in _list(shape_node):
                     if isinstance(d.value, int) and not isinstance(d.value, bool) and d.value >= 0:
                         dims.append(d.value)
-                    elif isinstance(d.value, str) and IDENTIFIER.match(d.value):
+                    elif isinstance(d.value, str) and IDENTIFIER.fullmatch(d.value):
                         dims.append(d.value)
                     else:
                         raise d.error(f"expected a size or a dynamic dim name, found {_kind(d)}")
@@ -1596,8 +1598,8 @@ def _symbols(shapes: dict[str, tuple[int | str, ...]]) -> list[str]:
 # --------------------------------------------------------------------------- ONNX nodes
 
 NODE = re.compile(
-    r"^\s*(?P<outputs>[^=]+?)\s*=\s*(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9_]*)"
-    r"\s*(?:<(?P<attributes>.*)>)?\s*\((?P<inputs>[^()]*)\)\s*$"
+    r"\A\s*(?P<outputs>[^=]+?)\s*=\s*(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9_]*)"
+    r"\s*(?:<(?P<attributes>.*)>)?\s*\((?P<inputs>[^()]*)\)\s*\Z"
 )
 NODE_SYNTAX = "'Y = Op(X)', 'Y = domain::Op<attr=value, other=@attribute>(X, Z)'"
 
@@ -1649,7 +1651,7 @@ def _literal_attr_type(value: Any) -> AttrType | None:
 def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) -> NodeAttribute:
     name, sep, value_text = text.partition("=")
     name, value_text = name.strip(), value_text.strip()
-    if not sep or not IDENTIFIER.match(name) or not value_text:
+    if not sep or not IDENTIFIER.fullmatch(name) or not value_text:
         raise item.error(f"node attribute '{text}' is not 'name=value'")
     if value_text.startswith("@"):
         ref = value_text[1:]
@@ -1658,7 +1660,7 @@ def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) ->
                 f"'@{ref}' names no attribute of this definition; declared: {sorted(attrs)}"
             )
         return NodeAttribute(name, attrs[ref].type, AttrRef(ref))
-    if IDENTIFIER.match(value_text):
+    if IDENTIFIER.fullmatch(value_text):
         try:
             return NodeAttribute(name, AttrType.int, DType(value_text))
         except ValueError:
@@ -1699,17 +1701,17 @@ def _parse_nodes(
     result = []
     for item in items:
         text = _str(item, f"a node such as {NODE_SYNTAX}")
-        match = NODE.match(text)
+        match = NODE.fullmatch(text)
         if not match:
             raise item.error(f"'{text}' is not a node; expected {NODE_SYNTAX}")
         outs = tuple(o.strip() for o in match.group("outputs").split(","))
         for name in outs:
-            if not IDENTIFIER.match(name):
+            if not IDENTIFIER.fullmatch(name):
                 raise item.error(f"node output '{name}' is not an identifier")
             if name in available:
                 raise item.error(f"'{name}' is already defined; each name is assigned once")
         domain = match.group("domain") or ""
-        if domain and not DOMAIN.match(domain):
+        if domain and not DOMAIN.fullmatch(domain):
             raise item.error(f"'{domain}' is not a dotted lower-case domain name")
         ins = tuple(i.strip() for i in _split_top_level(match.group("inputs")))
         for name in ins:
@@ -1846,7 +1848,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
 
     op_type = get("op", _identifier, "op type")
     domain = get("domain", _str)
-    if domain is not None and not DOMAIN.match(domain):
+    if domain is not None and not DOMAIN.fullmatch(domain):
         errors.add(fields["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
     versions = get("version", _parse_versions) or ()
     version = versions[-1] if versions else None

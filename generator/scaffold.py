@@ -75,7 +75,7 @@ def _names(text: str, what: str) -> list[str]:
     # Checked before rendering: names go into the YAML unquoted. (The parser checks the rest.)
     names = [n.strip() for n in text.split(",")]
     for name in names:
-        if not IDENTIFIER.match(name):
+        if not IDENTIFIER.fullmatch(name):
             raise ScaffoldError(f"{what}: '{name}' is not a valid identifier")
     if len(set(names)) != len(names):
         raise ScaffoldError(f"{what}: a name appears twice in '{text}'")
@@ -83,7 +83,7 @@ def _names(text: str, what: str) -> list[str]:
 
 
 def _attribute(spec: str) -> dict:
-    match = re.fullmatch(r"([A-Za-z_]\w*):(\w+)(?:=(.*))?", spec, re.S)
+    match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9_]+)(?:=(.*))?", spec, re.S)
     if not match:
         raise ScaffoldError(f"--attribute '{spec}': expected NAME:TYPE or NAME:TYPE=DEFAULT")
     name, type_name, default = match.groups()
