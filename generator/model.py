@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 import operator
 import re
+import struct
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import product
@@ -734,12 +736,60 @@ def _str(node: Node, what: str = "a string") -> str:
     return node.value
 
 
-def _int(node: Node, minimum: int | None = None) -> int:
+# Every target holds an integer in an int64 (C++ int64_t, ONNX INT/INTS, PyTorch int, torch
+# int64 tensors) and a float attribute in a float32 (ONNX FLOAT/FLOATS, C++ float): a value
+# outside them would not compile, would be rejected at import or would silently change. These
+# two functions are the one place that checks it, for every field that holds such a value.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FLOAT32_MAX = 3.4028234663852886e38
+# ONNX holds op and opset versions in a C++ int (OpSchema::SinceVersion, ONNX Runtime's
+# custom-op start version).
+VERSION_MAX = 2**31 - 1
+
+
+def _in_int64(value: int, node: Node) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise node.error(
+            f"{value} is outside int64's range [-2**63, 2**63 - 1], which every target holds "
+            "integers in"
+        )
+    return value
+
+
+def _in_float32(value: float, node: Node) -> float:
+    """A float attribute value: finite and representable in float32."""
+    if not math.isfinite(value):
+        raise node.error(
+            f"{value} cannot be a float attribute value: PyTorch schemas cannot hold an infinite "
+            "or NaN default, so opgen rejects them everywhere rather than work in some runtimes "
+            f"only; for an unbounded limit write float32's largest value, {FLOAT32_MAX!r}"
+        )
+    if abs(value) > FLOAT32_MAX:
+        raise node.error(
+            f"{value} is outside float32's range (largest {FLOAT32_MAX!r}): ONNX float "
+            "attributes are float32, where it would become infinite"
+        )
+    if value != 0 and struct.unpack("f", struct.pack("f", value))[0] == 0:
+        raise node.error(
+            f"{value} is too small for float32 (ONNX float attributes are float32): it would "
+            "become 0.0; the smallest is 1.4e-45"
+        )
+    return value
+
+
+def _int(node: Node, minimum: int | None = None, maximum: int | None = None) -> int:
     if isinstance(node.value, bool) or not isinstance(node.value, int):
         raise node.error(f"expected an integer, found {_kind(node)}")
     if minimum is not None and node.value < minimum:
         raise node.error(f"expected an integer >= {minimum}, found {node.value}")
-    return node.value
+    if maximum is not None and node.value > maximum:
+        raise node.error(f"expected an integer <= {maximum}, found {node.value}")
+    return _in_int64(node.value, node)
+
+
+def _version(node: Node) -> int:
+    """An op, opset or since version: >= 1 and held in a C++ int by ONNX."""
+    return _int(node, minimum=1, maximum=VERSION_MAX)
 
 
 def _number(node: Node) -> float:
@@ -750,7 +800,18 @@ def _number(node: Node) -> float:
         )
     if isinstance(node.value, bool) or not isinstance(node.value, int | float):
         raise node.error(f"expected a number, found {_kind(node)}")
-    return float(node.value)
+    try:
+        return float(node.value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise node.error(f"{node.value} is too large for a float") from None
+
+
+def _finite(node: Node) -> float:
+    """A tolerance: a finite number >= 0 (inf and NaN would make a comparison meaningless)."""
+    value = _number(node)
+    if not math.isfinite(value) or value < 0:
+        raise node.error(f"expected a finite number >= 0, found {value}")
+    return value
 
 
 def _bool(node: Node) -> bool:
@@ -902,7 +963,7 @@ def _parse_shape(node: Node, is_output: bool) -> ShapePattern:
         elif isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
                 raise item.error(f"a literal dimension must be >= 0, found {value}")
-            dims.append(Dim("literal", value=value))
+            dims.append(Dim("literal", value=_in_int64(value, item)))
         elif isinstance(value, str) and IDENTIFIER.fullmatch(value):
             dims.append(Dim("symbol", symbol=value))
         elif isinstance(value, str) and is_output:
@@ -935,6 +996,8 @@ def _dim_expression_tree(text: str, node: Node) -> ast.expr:
         )
         if not allowed:
             raise node.error(f"'{text}': a dim expression uses {DIM_EXPRESSION_SYNTAX}")
+        if isinstance(sub, ast.Constant):
+            _in_int64(sub.value, node)
     return tree
 
 
@@ -1048,7 +1111,7 @@ def _attr_value(node: Node, attr_type: AttrType) -> Any:
         if base is AttrType.int:
             return _int(item)
         if base is AttrType.float:
-            return _number(item)
+            return _in_float32(_number(item), item)
         return _str(item)
 
     if attr_type.is_list:
@@ -1059,6 +1122,17 @@ def _attr_value(node: Node, attr_type: AttrType) -> Any:
         }[attr_type]
         return tuple(scalar(item, base) for item in _list(node))
     return scalar(node, attr_type)
+
+
+_PLACEHOLDER = {
+    AttrType.bool: False,
+    AttrType.int: 0,
+    AttrType.float: 0.0,
+    AttrType.string: "",
+    AttrType.ints: (),
+    AttrType.floats: (),
+    AttrType.strings: (),
+}
 
 
 def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
@@ -1077,7 +1151,13 @@ def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
             f"unknown attribute type '{type_name}'; expected one of {[t.value for t in AttrType]}"
         ) from None
     required = "default" not in fields
-    default = None if required else _attr_value(fields["default"], attr_type)
+    default = None
+    if not required:
+        # A bad default is reported without dropping the attribute: its absence would cascade
+        # into errors wherever it is used. (The definition fails anyway.)
+        default = errors.attempt(_attr_value, fields["default"], attr_type)
+        default_ok = default is not None
+        default = default if default_ok else _PLACEHOLDER[attr_type]
     allowed = None
     if "allowed" in fields:
         if attr_type not in (AttrType.int, AttrType.string):
@@ -1090,10 +1170,10 @@ def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
         allowed = tuple(_attr_value(item, attr_type) for item in items)
         if len(set(allowed)) != len(allowed):
             raise fields["allowed"].error("a value is listed twice")
-        if not required and default not in allowed:
+        if not required and default_ok and default not in allowed:
             raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
     doc = _doc(fields, errors)
-    since = _int(fields["since_version"], minimum=1) if "since_version" in fields else None
+    since = _version(fields["since_version"]) if "since_version" in fields else None
     return Attribute(name, attr_type, doc, required, default, allowed, since)
 
 
@@ -1326,13 +1406,14 @@ def _shape_function_part(
         if text in attrs and attrs[text].type in types:
             return DimExpr("attr", attr=text, text=f"'{text}'")
         try:
-            return DimExpr("literal", value=int(ast.literal_eval(text)), text=text)
+            value = int(ast.literal_eval(text))
         except ValueError:
             names = sorted(n for n, a in attrs.items() if a.type in types)
             raise where.error(
                 f"output '{output.name}': {what} '{text}' must be a literal or an attribute of "
                 f"type {'/'.join(t.value for t in types)} {names}"
             ) from None
+        return DimExpr("literal", value=_in_int64(value, where), text=text)
 
     axis = attribute_or_literal(args[1], (AttrType.int,), "axis")
     keepdims = attribute_or_literal(args[2], (AttrType.bool, AttrType.int), "keepdims")
@@ -1372,8 +1453,8 @@ def _parse_reference(node: Node, names: set[str]) -> str:
 def _parse_versions(node: Node) -> tuple[int, ...]:
     """`version: 2`, or every version of the op: `version: [1, 2]` (increasing)."""
     if not node.is_sequence:
-        return (_int(node, minimum=1),)
-    versions = tuple(_int(item, minimum=1) for item in _list(node))
+        return (_version(node),)
+    versions = tuple(_version(item) for item in _list(node))
     if not versions or list(versions) != sorted(set(versions)):
         raise node.error(f"expected increasing versions such as [1, 2], found {list(versions)}")
     return versions
@@ -1434,6 +1515,8 @@ def _tensor_literal(node: Node) -> Any:
             raise where.error(
                 f"expected a number, a boolean, or nested lists of them, found {value!r}"
             )
+        elif isinstance(value, int):
+            _in_int64(value, where)  # the widest integer dtype
 
     value = node.plain()
     check(value, node)
@@ -1476,7 +1559,7 @@ def _parse_tests(
         _mapping(tol_node, {d.value for d in DType}, set()).items() if tol_node else ()
     ):
         tf = _mapping(child, {"rtol", "atol"}, {"rtol", "atol"})
-        tolerances[DType(name)] = Tolerance(_number(tf["rtol"]), _number(tf["atol"]))
+        tolerances[DType(name)] = Tolerance(_finite(tf["rtol"]), _finite(tf["atol"]))
     missing = [d.value for d in dtypes if d not in tolerances]
     if missing:
         errors.add(
@@ -1523,11 +1606,12 @@ def _parse_tests(
         def parse_random(item=item) -> RandomCase:
             rf = _mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
             shapes = {}
-            for name, shape_node in tensor_map(rf["shapes"], input_names).items():
+            shape_nodes = tensor_map(rf["shapes"], input_names)
+            for name, shape_node in shape_nodes.items():
                 dims = []
                 for d in _list(shape_node):
-                    if isinstance(d.value, int) and not isinstance(d.value, bool) and d.value >= 0:
-                        dims.append(d.value)
+                    if isinstance(d.value, int) and not isinstance(d.value, bool):
+                        dims.append(_int(d, minimum=0))
                     elif isinstance(d.value, str) and IDENTIFIER.fullmatch(d.value):
                         dims.append(d.value)
                     else:
@@ -1536,13 +1620,21 @@ def _parse_tests(
             dynamic = {}
             if "dynamic" in rf:
                 for sym, sizes in _mapping(rf["dynamic"], set(_symbols(shapes)), set()).items():
-                    values = tuple(_int(s, minimum=2) for s in _list(sizes))
+                    values = tuple(_dynamic_size(s) for s in _list(sizes))
                     if len(values) < 2:
                         raise sizes.error("give at least two sizes so the dynamic dim is exercised")
                     dynamic[sym] = values
+                if len({len(sizes) for sizes in dynamic.values()}) > 1:
+                    counts = {sym: len(sizes) for sym, sizes in dynamic.items()}
+                    raise rf["dynamic"].error(
+                        "every dynamic dim of a case needs the same number of sizes (the tests "
+                        f"run the first sizes together, then the second, ...); found {counts}"
+                    )
             unbound = set(_symbols(shapes)) - dynamic.keys()
             if unbound:
                 raise item.error(f"dynamic dims {sorted(unbound)} need sizes under 'dynamic'")
+            for name, dims in shapes.items():
+                _check_test_tensor_size(shape_nodes[name], f"input '{name}'", dims, dynamic)
             samples = {}
             if "sample" in rf:
                 for name, expr in _mapping(rf["sample"], set(shapes), set()).items():
@@ -1571,10 +1663,10 @@ def _parse_tests(
                 }
                 shapes = {}
             else:
-                shapes = {
-                    name: tuple(_int(d, minimum=0) for d in _list(s))
-                    for name, s in tensor_map(ef["shapes"], input_names).items()
-                }
+                shapes = {}
+                for name, s in tensor_map(ef["shapes"], input_names).items():
+                    shapes[name] = tuple(_int(d, minimum=0) for d in _list(s))
+                    _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
             message = _str(ef["message"])
             return ErrorCase(shapes, values, message, _parse_case_attributes(ef, attrs, item))
 
@@ -1586,9 +1678,38 @@ def _parse_tests(
     for item in _list(fields["builtin_equivalents"]) if "builtin_equivalents" in fields else []:
         bf = _mapping(item, {"domain", "op", "version"}, {"domain", "op", "version"})
         builtins.append(
-            BuiltinEquivalent(_str(bf["domain"]), _str(bf["op"]), _int(bf["version"], minimum=1))
+            BuiltinEquivalent(_str(bf["domain"]), _str(bf["op"]), _version(bf["version"]))
         )
     return Tests(tolerances, tuple(known), tuple(random), tuple(error_cases), tuple(builtins))
+
+
+# A generated test allocates every random (or error) case's tensors, in several dtypes, copies
+# and runtimes: 2**20 elements (8 MiB in float64) per tensor at every size is plenty to test
+# with, and stops a typo such as 10**12 from allocating terabytes.
+MAX_TEST_ELEMENTS = 2**20
+
+
+def _dynamic_size(node: Node) -> int:
+    size = _int(node)
+    if size < 2:
+        raise node.error(
+            f"a dynamic dim's sizes must be >= 2, found {size}: the exporters (torch.export) "
+            "specialise sizes 0 and 1 to constants, so the dim would not stay dynamic"
+        )
+    return size
+
+
+def _check_test_tensor_size(
+    node: Node, what: str, dims: tuple[int | str, ...], dynamic: dict[str, tuple[int, ...]]
+) -> None:
+    """A test tensor must stay below MAX_TEST_ELEMENTS at each of the case's sizes."""
+    for index in range(max((len(sizes) for sizes in dynamic.values()), default=1)):
+        shape = [d if isinstance(d, int) else dynamic[d][index] for d in dims]
+        if math.prod(shape) > MAX_TEST_ELEMENTS:
+            raise node.error(
+                f"{what} would have {math.prod(shape)} elements (shape {shape}); a generated "
+                f"test tensor may have at most {MAX_TEST_ELEMENTS} (2**20)"
+            )
 
 
 def _symbols(shapes: dict[str, tuple[int | str, ...]]) -> list[str]:
@@ -1681,6 +1802,11 @@ def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) ->
             f"node attribute {name}={value_text}: expected a number, a string or a non-empty "
             "list of one of them"
         )
+    for scalar in value if isinstance(value, list) else [value]:
+        if isinstance(scalar, int):
+            _in_int64(scalar, item)
+        if isinstance(scalar, float) or kind is AttrType.floats:
+            _in_float32(float(scalar), item)
     if isinstance(value, list):
         value = tuple(float(v) if kind is AttrType.floats else v for v in value)
     return NodeAttribute(name, kind, value)
@@ -1742,7 +1868,7 @@ def _parse_function(
     attrs: dict[str, Attribute],
 ) -> Function:
     fields = _mapping(node, {"opset", "nodes"}, {"opset", "nodes"})
-    opset = _int(fields["opset"], minimum=1)
+    opset = _version(fields["opset"])
     nodes = _parse_nodes(fields["nodes"], inputs, outputs, attrs)
     for item, parsed in zip(fields["nodes"].value, nodes, strict=True):
         if parsed.domain:
@@ -1902,7 +2028,9 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         if attr.since_version is None:
             continue
         where = fields["attributes"].value[index]
-        if attr.since_version not in versions[1:]:
+        if "version" in fields and not versions:
+            pass  # the version is bad: reported there
+        elif attr.since_version not in versions[1:]:
             errors.add(
                 where.error(
                     f"attribute '{attr.name}': since_version {attr.since_version} is not one of "
@@ -2079,7 +2207,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     errors.raise_if_any()
     if reference is None:  # an override: the overload itself is the oracle
         reference = _override_reference(torch_binding, inputs, attributes)
-    return OpDef(
+    op = OpDef(
         op_id=op_id,
         definition_path=display_name,
         op_type=op_type,
@@ -2103,6 +2231,42 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         versions=versions,
         locations=_field_locations(fields),
     )
+    # The emitters apply the shape rule to every random case: what it cannot apply to (a
+    # divisor of 0) is an error here, before anything is rendered or written.
+    for case, item in zip(tests.random, fields["tests"].value["random"].value, strict=True):
+        errors.attempt(_check_random_case_outputs, op, case, item)
+    errors.raise_if_any()
+    return op
+
+
+def _check_random_case_outputs(op: OpDef, case: RandomCase, node: Node) -> None:
+    """The shape rule at each of a random case's sizes gives outputs of sane sizes."""
+    for index in range(max((len(sizes) for sizes in case.dynamic.values()), default=1)):
+        dims: dict[str, list[int | str]] = {
+            name: [d if isinstance(d, int) else case.dynamic[d][index] for d in shape]
+            for name, shape in case.shapes.items()
+        }
+        where = f"inputs of shapes {dims}" + (
+            f", attributes {case.attributes}" * bool(case.attributes)
+        )
+        try:
+            outputs = evaluate_output_shapes(op, dims, case.attributes)
+        except ZeroDivisionError:
+            raise node.error(f"the shape rule divides by zero for {where}") from None
+        except LookupError:
+            raise node.error(
+                f"the shape rule cannot be applied to {where}: do the shapes match the inputs' "
+                "shape patterns?"
+            ) from None
+        for name, shape in outputs.items():
+            sizes = [d for d in shape if isinstance(d, int)]  # "?": a data-dependent size
+            if any(d < 0 for d in sizes):
+                raise node.error(f"output '{name}' would have a negative dim {shape} for {where}")
+            if math.prod(sizes) > MAX_TEST_ELEMENTS:
+                raise node.error(
+                    f"output '{name}' would have {math.prod(sizes)} elements (shape {shape}) for "
+                    f"{where}; a generated test tensor may have at most {MAX_TEST_ELEMENTS} (2**20)"
+                )
 
 
 def _field_locations(fields: dict[str, Node]) -> dict[str, Location]:

@@ -75,3 +75,182 @@ def test_every_validation_pattern_rejects_a_trailing_newline():
     for pattern, good in patterns.items():
         assert pattern.fullmatch(good) and pattern.match(good), pattern.pattern
         assert not pattern.match(good + "\n"), pattern.pattern  # even with match()
+
+
+# --------------------------------------------------------------------------- 13: numbers
+
+PROBE = (ROOT / "tests" / "opdefs" / "attribute_probe.yaml").read_text()
+
+
+def parse_errors(tmp_path: Path, text: str, name: str = "probe.yaml") -> list:
+    """The definition errors of one file, parsed in this process (faster than the CLI)."""
+    from generator.errors import DefinitionErrors
+    from generator.model import parse_opdef
+
+    path = tmp_path / name
+    path.write_text(text)
+    try:
+        parse_opdef(path, f"opdefs/{name}")
+    except DefinitionErrors as errors:
+        return errors.errors
+    return []
+
+
+NUMBER_CASES = [
+    # (file text, replace this, with this, field path, message fragment)
+    (PROBE, "default: 1}", "default: 9223372036854775808}", "attributes[2].default", "int64"),
+    (PROBE, "default: 1}", "default: -9223372036854775809}", "attributes[2].default", "int64"),
+    (
+        PROBE,
+        "default: [3, 4]",
+        "default: [3, 100000000000000000000]",
+        "attributes[5].default[1]",
+        "int64",
+    ),
+    (
+        SLIDING,
+        "allowed: [sum, mean]",
+        "allowed: [sum, mean]}\n  - {name: k, type: int, default: 1, "
+        "allowed: [1, 9223372036854775808]",
+        "attributes[4].allowed[1]",
+        "int64",
+    ),
+    (PROBE, "version: 1", "version: 100000000000000000000", "version", "<= 2147483647"),
+    (SLIDING, "version: [1, 2]", "version: [1, 2147483648]", "version[1]", "<= 2147483647"),
+    (
+        PROBE,
+        "shape: [..., 1]",
+        "shape: [..., 100000000000000000000]",
+        "outputs[1].shape[1]",
+        "int64",
+    ),
+    (
+        SLIDING,
+        '"(L + 2 * pad - window) // stride + 1"',
+        '"L + 100000000000000000000"',
+        "outputs[0].shape[1]",
+        "int64",
+    ),
+    (
+        PROBE,
+        "default: 2.0}",
+        "default: 1.0e+300}",
+        "attributes[1].default",
+        "outside float32's range",
+    ),
+    (PROBE, "default: 2.0}", "default: 1.0e-50}", "attributes[1].default", "too small for float32"),
+    (
+        PROBE,
+        "default: 2.0}",
+        "default: .inf}",
+        "attributes[1].default",
+        "PyTorch schemas cannot hold an infinite or NaN default",
+    ),
+    (PROBE, "default: 2.0}", "default: -.inf}", "attributes[1].default", "3.4028234663852886e+38"),
+    (PROBE, "default: 2.0}", "default: .nan}", "attributes[1].default", "NaN"),
+    (PROBE, "default: [0.5, 0.25]", "default: [0.5, .nan]", "attributes[4].default[1]", "NaN"),
+    (
+        PROBE,
+        "attributes: {bias: 0.5}",
+        "attributes: {bias: .inf}",
+        "tests.known[0].attributes.bias",
+        "infinite",
+    ),
+    (
+        PROBE,
+        "float32: {rtol: 1.0e-5,",
+        "float32: {rtol: .nan,",
+        "tests.tolerances.float32.rtol",
+        "finite",
+    ),
+    (
+        PROBE,
+        "{X: [[1, 2]], Offset: 3}",
+        "{X: [[1, 2]], Offset: 100000000000000000000}",
+        "tests.known[0].inputs.Offset",
+        "int64",
+    ),
+    # Test tensors a generated test would have to allocate.
+    (
+        PROBE,
+        "dynamic: {batch: [2, 3]}",
+        "dynamic: {batch: [2, 1000000000000]}",
+        "tests.random[0].shapes.X",
+        "at most 1048576",
+    ),
+    (
+        PROBE,
+        "shapes: {X: [], Offset: []}",
+        "shapes: {X: [1048577], Offset: []}",
+        "tests.errors[0].shapes.X",
+        "at most 1048576",
+    ),
+    (
+        PROBE,
+        "shapes: {X: [batch, 5], Offset: []}",
+        "shapes: {X: [batch, 100000000000000000000], " "Offset: []}",
+        "tests.random[0].shapes.X[1]",
+        "int64",
+    ),
+    (
+        SLIDING,
+        "attributes: {window: 3, stride: 2, pad: 1}",
+        "attributes: {window: 3, stride: 2, pad: 1000000}",
+        "tests.random[0]",
+        "output 'Y' would have",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "text,old,new,field,fragment", NUMBER_CASES, ids=[f"{c[3]}-{c[2][-24:]}" for c in NUMBER_CASES]
+)
+def test_numbers_no_target_can_hold_are_errors(tmp_path, text, old, new, field, fragment):
+    errors = parse_errors(tmp_path, edited(text, old, new))
+    assert errors and errors[0].field == field, [str(e) for e in errors]
+    assert fragment in errors[0].message, errors[0].message
+    if "attributes[" in field or "version" in field:  # a bad value drops nothing else
+        assert len(errors) == 1, [str(e) for e in errors]
+
+
+def test_number_errors_on_the_command_line(tmp_path, run_generator):
+    text = edited(INVERSE, "name: opgen::inverse", "name: opgen::inverse\n")
+    text += "attributes:\n  - {name: bound, type: float, default: .inf}\n"
+    text = edited(text, "reference: torch.linalg.inv(X)", "reference: torch.linalg.inv(X) + bound")
+    project = project_with(tmp_path, text)
+    result = run_generator(cwd=project)
+    assert_definition_error(result, "opdefs/inverse.yaml", "attributes[0].default", "infinite")
+    assert "1 error in op definitions; nothing written" in result.stderr
+    assert_nothing_written(project)
+
+
+def test_the_extremes_of_int64_and_float32_are_accepted(tmp_path, run_generator):
+    """-2**63 needs care in C++ (no negative literals); float32's largest is a usable bound."""
+    text = edited(PROBE, "default: 1}", "default: -9223372036854775808}")
+    text = edited(text, "default: 2.0}", "default: 3.4028234663852886e+38}")
+    text = edited(text, "default: [3, 4]", "default: [9223372036854775807, 4]")
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "attribute_probe.yaml").write_text(text)
+    result = run_generator("-q", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "generated" / "attribute_probe"
+    header = (out / "attribute_probe_op.h").read_text()
+    assert "int64_t{-9223372036854775807 - 1}" in header
+    assert "-9223372036854775808" not in header
+    assert "int64_t{9223372036854775807}" in header
+    assert "int shift=-9223372036854775808" in (out / "torch_op.py").read_text()
+
+
+def test_dynamic_sizes_below_two_and_uneven_size_lists_are_errors(tmp_path):
+    errors = parse_errors(
+        tmp_path, edited(PROBE, "dynamic: {batch: [2, 3]}", "dynamic: {batch: [1, 3]}")
+    )
+    assert [e.field for e in errors] == ["tests.random[0].dynamic.batch[0]"]
+    assert "must be >= 2" in errors[0].message and "specialise" in errors[0].message
+    text = edited(
+        SLIDING, "shapes: {X: [2, length]}\n      dynamic: {length: [6, 11]}",
+        "shapes: {X: [batch, length]}\n      dynamic: {batch: [2, 3], length: [6, 11, 12]}",
+    )  # fmt: skip
+    errors = parse_errors(tmp_path, text)
+    assert [e.field for e in errors] == ["tests.random[1].dynamic"], [str(e) for e in errors]
+    assert "the same number of sizes" in errors[0].message
