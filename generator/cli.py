@@ -120,7 +120,30 @@ def _generate(args) -> int:
     if args.definitions:
         wanted = {p.resolve() for p in selected_paths}
         selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
-    generated = proj.generate(project, selected, all_ops, write=not (args.check or args.dry_run))
+    try:
+        generated = proj.generate(
+            project, selected, all_ops, write=not (args.check or args.dry_run)
+        )
+    except proj.GenerationError as failed:
+        for failure in failed.failures:
+            if args.verbose:
+                print(failure.details, file=sys.stderr)
+            print(
+                f"error: internal error in opgen while generating {failure.what}: "
+                f"{failure.error}",
+                file=sys.stderr,
+            )
+        print(
+            "error: this is a bug in opgen, not in the definitions: please report it with the "
+            "definition"
+            + ("" if args.verbose else " and the traceback (-v shows it)")
+            + "; nothing written",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    except OSError as exc:  # the disk: full, read-only, a file in the way
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     # Only a run over every definition knows all the output, so only it looks for orphans.
     whole_project = not args.definitions
     changes = generated.changes

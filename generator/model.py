@@ -1017,15 +1017,42 @@ def _dim_expression(
                 f"'{sub.id}' in '{text}' is neither a dim symbol bound by an input shape "
                 f"pattern {sorted(bound)} nor an int attribute {ints}"
             )
-        return DimExpr(
+        expr = DimExpr(
             "binary",
             op=_BINARY_OPS[type(sub.op)],
             left=build(sub.left),
             right=build(sub.right),
             text=ast.unparse(sub),
         )
+        # Constant parts are checked here, with the position: every emitter and runtime would
+        # otherwise divide by zero (or overflow int64) on every call.
+        divisor = _constant(expr.right)
+        if expr.op == "//" and divisor is not None and divisor <= 0:
+            always = "" if expr.right.kind == "literal" else f", which is always {divisor}"
+            raise node.error(
+                f"'{text}' divides by {expr.right.text}{always}; a divisor must be positive"
+            )
+        value = _constant(expr)
+        if value is not None and not INT64_MIN <= value <= INT64_MAX:
+            raise node.error(f"'{text}': {expr.text} = {value} is outside int64's range")
+        return expr
 
-    return build(_dim_expression_tree(text, node))
+    expr = build(_dim_expression_tree(text, node))
+    if (_constant(expr) or 0) < 0:
+        raise node.error(f"'{text}' is always negative ({_constant(expr)}), so it is not a size")
+    return expr
+
+
+def _constant(expr: DimExpr) -> int | None:
+    """The value of a part of a dim expression that reads no dim and no attribute."""
+    if expr.kind == "literal":
+        return expr.value
+    if expr.kind != "binary":
+        return None
+    left, right = _constant(expr.left), _constant(expr.right)
+    if left is None or right is None:
+        return None
+    return _APPLY[expr.op](left, right)  # a zero divisor was rejected when it was built
 
 
 SHAPE_FUNCTIONS = {

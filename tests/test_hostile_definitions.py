@@ -254,3 +254,91 @@ def test_dynamic_sizes_below_two_and_uneven_size_lists_are_errors(tmp_path):
     errors = parse_errors(tmp_path, text)
     assert [e.field for e in errors] == ["tests.random[1].dynamic"], [str(e) for e in errors]
     assert "the same number of sizes" in errors[0].message
+
+
+# --------------------------------------------------------------------------- 15: past validation
+
+SHAPE = '"(L + 2 * pad - window) // stride + 1"'
+
+
+@pytest.mark.parametrize(
+    "expression,fragment",
+    [
+        ('"L // 0"', "'L // 0' divides by 0; a divisor must be positive"),
+        ('"L // (2 - 2)"', "divides by 2 - 2, which is always 0"),
+        ('"L // (1 - 3) + 1"', "which is always -2"),
+        ('"L + 4611686018427387904 * 2"', "= 9223372036854775808 is outside int64's range"),
+        ('"2 - 3"', "always negative"),
+    ],
+)
+def test_constant_divisors_and_overflows_are_errors(tmp_path, run_generator, expression, fragment):
+    project = project_with(tmp_path, edited(SLIDING, SHAPE, expression), "sliding_window.yaml")
+    result = run_generator(cwd=project)
+    assert_definition_error(result, "opdefs/sliding_window.yaml", "outputs[0]", fragment)
+    assert "1 error in op definitions" in result.stderr, result.stderr
+    assert_nothing_written(project)
+
+
+def test_a_random_case_the_shape_rule_cannot_apply_to_is_an_error(tmp_path):
+    text = edited(SLIDING, "window: 3, stride: 2, pad: 1}", "window: 3, stride: 0, pad: 1}")
+    errors = parse_errors(tmp_path, text)
+    assert [e.field for e in errors] == ["tests.random[0]"], [str(e) for e in errors]
+    assert "the shape rule divides by zero" in errors[0].message
+
+
+def many_ops(tmp_path: Path, count: int) -> Path:
+    """`count` copies of CustomOpOne under other names (enough of them fork workers)."""
+    text = (ROOT / "opdefs" / "custom_op_one.yaml").read_text()
+    (tmp_path / "opdefs").mkdir()
+    for index in range(count):
+        (tmp_path / "opdefs" / f"op_{index:02d}.yaml").write_text(
+            text.replace("op: CustomOpOne", f"op: Op{index:02d}")
+            .replace("test_customop::custom_op_one", f"many::op_{index:02d}")
+            .replace("domain: test.customop", "domain: many")
+        )
+    return tmp_path
+
+
+def tree(directory: Path) -> dict[str, bytes | None]:
+    """Every file's bytes and every directory (None) under `directory`."""
+    return {
+        p.relative_to(directory).as_posix(): p.read_bytes() if p.is_file() else None
+        for p in directory.rglob("*")
+    }
+
+
+@pytest.mark.parametrize("count", [3, 40], ids=["one process", "forked workers"])
+def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, capsys, count):
+    """An exception in an emitter (a bug in opgen) after validation: every op is rendered before
+    any file is written, so the output stays as it was, and the message names the op."""
+    from generator import cli, parallel
+    from generator import project as proj
+    from generator.dest import cpp as cpp_dest
+
+    project = many_ops(tmp_path, count)
+    monkeypatch.chdir(project)
+    assert cli.main(["-q"]) == 0
+    for path in (project / "generated").rglob("*.py"):  # every op stale
+        path.write_text(path.read_text() + "# stale\n")
+    before = tree(project)
+    emit = cpp_dest.emit
+
+    def broken_emit(op, output_dir):
+        if op.op_id == "op_02":
+            raise ZeroDivisionError("integer division or modulo by zero")
+        return emit(op, output_dir)
+
+    monkeypatch.setattr(cpp_dest, "emit", broken_emit)
+    assert parallel.worker_count(count, proj._MIN_OPS_PER_WORKER) == (2 if count == 40 else 1)
+    capsys.readouterr()
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "error: internal error in opgen while generating op_02 (opdefs/op_02.yaml): "
+        "ZeroDivisionError: integer division or modulo by zero" in err
+    ), err
+    assert "please report it" in err and "nothing written" in err
+    assert "Traceback" not in err
+    assert tree(project) == before
+    assert cli.main(["-v"]) == 2
+    assert "Traceback" in capsys.readouterr().err  # for the bug report
