@@ -880,6 +880,19 @@ ATEN_OVERLOAD = re.compile(
 )
 
 
+# Namespaces PyTorch defines ops in (torch 2.13: the namespaces of
+# torch._C._dispatch_get_all_op_names() and torch._C._jit_get_all_schemas() after `import
+# torch`, plus Python-only `higher_order` and the `torchvision` package's). A new op there
+# clashes with PyTorch's own, or would pass for one. torch is too slow to import here:
+# tests/test_hostile_definitions.py checks this list against the installed torch.
+TORCH_NAMESPACES = frozenset(
+    """_c10d_functional _c10d_functional_autograd _dtensor _native _quantized _test aten c10d
+    debug_mode_ops debugprims export higher_order inductor inductor_prims mkl mkldnn
+    mkldnn_prepacked onednn onnx prim prims profiler quantization quantized rngprims sparse
+    static_runtime symm_mem torchvision""".split()
+)
+
+
 def _parse_torch(node: Node) -> TorchBinding:
     fields = _mapping(node, {"name", "api", "overrides"}, set())
     if ("name" in fields) == ("overrides" in fields):
@@ -905,6 +918,13 @@ def _parse_torch(node: Node) -> TorchBinding:
     if not match:
         raise fields["name"].error(
             f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
+        )
+    if match.group(1) in TORCH_NAMESPACES:
+        raise fields["name"].error(
+            f"'{qualified}': namespace '{match.group(1)}' belongs to PyTorch, so a new op there "
+            f"would clash with its ops; did you mean 'overrides: {qualified}' (change how an "
+            "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
+            f"'my_ops::{match.group(2)}'"
         )
     api = DEFAULT_TORCH_API
     if "api" in fields:

@@ -342,3 +342,27 @@ def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, c
     assert tree(project) == before
     assert cli.main(["-v"]) == 2
     assert "Traceback" in capsys.readouterr().err  # for the bug report
+
+
+# --------------------------------------------------------------------------- 16: torch namespaces
+
+
+@pytest.mark.parametrize("name", ["aten::mal_probe", "aten::relu", "prims::inverse", "prim::x"])
+def test_a_new_op_in_a_namespace_pytorch_owns_is_an_error(tmp_path, run_generator, name):
+    project = project_with(tmp_path, edited(INVERSE, "name: opgen::inverse", f"name: {name}"))
+    result = run_generator(cwd=project)
+    assert_definition_error(result, "opdefs/inverse.yaml", "torch.name", "belongs to PyTorch")
+    assert f"did you mean 'overrides: {name}'" in result.stderr
+    assert_nothing_written(project)
+
+
+def test_torch_namespaces_cover_the_installed_torch():
+    """The hard-coded list names every namespace the installed torch defines ops in."""
+    torch = pytest.importorskip("torch")
+    from generator.model import TORCH_NAMESPACES
+
+    names = list(torch._C._dispatch_get_all_op_names())
+    names += [schema.name for schema in torch._C._jit_get_all_schemas()]
+    namespaces = {name.split("::")[0] for name in names}
+    assert "aten" in namespaces and "prims" in namespaces
+    assert namespaces <= TORCH_NAMESPACES, sorted(namespaces - TORCH_NAMESPACES)
