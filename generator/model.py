@@ -847,6 +847,55 @@ def _identifier(node: Node, what: str) -> str:
     return name
 
 
+# An op id and a domain become parts of file names (generated/<op_id>/<op_id>_schema_test.cc,
+# libopgen_<domain>.so), and tools derive longer ones from those: `.<name>.<pid>.tmp` while
+# writing, CMake's `<op_id>_schema_test.cc.o.d`, Python's
+# `test_<op_id>.cpython-311-pytest-8.3.4.pyc`. 128 characters leaves room for every one of
+# them within the usual 255-byte limit of a file name.
+MAX_NAME_LENGTH = 128
+
+
+def _too_long(what: str, name: str) -> str:
+    return (
+        f"{what} may have at most {MAX_NAME_LENGTH} characters (file names are derived from "
+        f"it), found {len(name)}"
+    )
+
+
+def _op_id(node: Node) -> str:
+    """The definition's file stem: it names generated/<op_id>/ and namespace opgen::<op_id>."""
+    op_id = _identifier(node, "op definition file name")
+    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES:
+        raise node.error(
+            f"'{op_id}' is taken by the generated code's own files or C++ names; rename "
+            "the definition file"
+        )
+    if len(op_id) > MAX_NAME_LENGTH:
+        raise node.error(_too_long("an op definition file name", op_id))
+    return op_id
+
+
+def op_id_problem(op_id: str) -> str | None:
+    """Why a file stem cannot be an op id (None if it can), for the scaffold."""
+    try:
+        _op_id(Node(op_id, Location("<name>", 1, 1), "<file name>"))
+    except DefinitionError as error:
+        return error.message
+    return None
+
+
+def attribute_value_problem(value: Any, attr_type: AttrType) -> str | None:
+    """Why a value cannot be an attribute's (None if it can): the checks of a definition's
+    values, for the scaffold's --attribute defaults."""
+    where = Location("<value>", 1, 1)
+    items = [Node(v, where, "") for v in value] if isinstance(value, list) else value
+    try:
+        _attr_value(Node(items, where, ""), attr_type)
+    except DefinitionError as error:
+        return error.message
+    return None
+
+
 def _doc(fields: dict[str, Node], errors: ErrorCollector) -> str:
     """A bad doc is reported without dropping what it documents (which would cascade)."""
     return (errors.attempt(_str, fields["doc"]) or "") if "doc" in fields else ""
@@ -2007,14 +2056,7 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             errors.raise_if_any()
 
     op_id_node = Node(path.stem, root.location, "<file name>")
-    op_id = errors.attempt(_identifier, op_id_node, "op definition file name")
-    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES:
-        errors.add(
-            op_id_node.error(
-                f"'{op_id}' is taken by the generated code's own files or C++ names; rename "
-                "the definition file"
-            )
-        )
+    op_id = errors.attempt(_op_id, op_id_node)
 
     def get(key, fn, *args):
         return errors.attempt(fn, fields[key], *args) if key in fields else None
@@ -2023,6 +2065,8 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     domain = get("domain", _str)
     if domain is not None and not DOMAIN.fullmatch(domain):
         errors.add(fields["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
+    elif domain is not None and len(domain) > MAX_NAME_LENGTH:
+        errors.add(fields["domain"].error(_too_long("a domain", domain)))
     versions = get("version", _parse_versions) or ()
     version = versions[-1] if versions else None
     doc = get("doc", _str) or ""

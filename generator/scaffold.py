@@ -12,7 +12,15 @@ import tempfile
 from pathlib import Path
 
 from generator.errors import DefinitionErrors
-from generator.model import IDENTIFIER, AttrType, DType, parse_opdef
+from generator.model import (
+    IDENTIFIER,
+    MAX_NAME_LENGTH,
+    AttrType,
+    DType,
+    attribute_value_problem,
+    op_id_problem,
+    parse_opdef,
+)
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -95,6 +103,9 @@ def _attribute(spec: str) -> dict:
             f"--attribute '{spec}': type '{type_name}' is not one of {choices}"
         ) from None
     value = None if default is None else _parse_default(spec, kind, default)
+    problem = None if value is None else attribute_value_problem(value, kind)
+    if problem:  # the same range checks as a definition's values (int64, finite float32)
+        raise ScaffoldError(f"--attribute '{spec}': {problem}")
     return {"name": name, "type": kind, "default": value}
 
 
@@ -215,12 +226,33 @@ def kernel_stub(op, definition_file: str) -> str:
     )
 
 
+def _check_op_id(args, op_id: str) -> None:
+    """The file name stem must be safe to make paths of: a stem such as '../../x' or '/tmp/x'
+    would write outside the opdefs directory, a very long one fail half-way through writing.
+    (The trial parse checks the rest, reserved names included, with every other problem.)"""
+    if IDENTIFIER.fullmatch(op_id) and len(op_id) <= MAX_NAME_LENGTH:
+        return
+    if not args.name:
+        raise ScaffoldError(
+            f"op type '{args.op}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)"
+            if not IDENTIFIER.fullmatch(args.op)
+            else f"{op_id_problem(op_id)} (the file name comes from the op type; give --name)"
+        )
+    raise ScaffoldError(f"--name: {op_id_problem(op_id)}")
+
+
 def main(argv: list[str]) -> int:
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:
         return EXIT_BAD_INPUT if exc.code else EXIT_OK
     op_id = args.name or snake_case(args.op)
+    try:
+        text = _definition_text(args, op_id, f"{op_id}_kernel.h")
+        _check_op_id(args, op_id)  # before any path is made from it
+    except ScaffoldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     definition = args.opdefs_dir / f"{op_id}.yaml"
     kernel = args.opdefs_dir / f"{op_id}_kernel.h"
     existing = [str(p) for p in (definition, kernel) if p.exists()]
@@ -228,7 +260,6 @@ def main(argv: list[str]) -> int:
         print(f"error: {', '.join(existing)} exists; `new` never overwrites", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        text = _definition_text(args, op_id, kernel.name)
         # Parse what we would write (all the generator's validation), in a scratch directory.
         with tempfile.TemporaryDirectory(prefix="opgen-new-") as scratch:
             trial = Path(scratch) / definition.name

@@ -366,3 +366,47 @@ def test_torch_namespaces_cover_the_installed_torch():
     namespaces = {name.split("::")[0] for name in names}
     assert "aten" in namespaces and "prims" in namespaces
     assert namespaces <= TORCH_NAMESPACES, sorted(namespaces - TORCH_NAMESPACES)
+
+
+# --------------------------------------------------------------------------- 18: scaffold `new`
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["MyOp", "--name", "../../evil"], "'../../evil' is not a valid identifier"),
+        (["MyOp", "--name", "{outside}/x"], "is not a valid identifier"),
+        (["MyOp", "--name", "a" * 129], "at most 128 characters"),
+        (["MyOp", "--name", "b" * 235], "at most 128 characters"),
+        (["MyOp", "--name", "c" * 300], "at most 128 characters"),
+        (["MyOp", "--name", "docs"], "taken by the generated code"),
+        (["Op"], "'op' is reserved"),
+        (["MyOp", "--attribute", "alpha:int=99999999999999999999"], "outside int64's range"),
+        (["MyOp", "--attribute", "alpha:ints=1,-9223372036854775809"], "outside int64's range"),
+        (["MyOp", "--attribute", "alpha:float=inf"], "cannot be a float attribute value"),
+        (["MyOp", "--attribute", "alpha:float=nan"], "cannot be a float attribute value"),
+        (["MyOp", "--attribute", "alpha:floats=1.0,1e300"], "outside float32's range"),
+        (["MyOp", "--domain", "d" * 129], "at most 128 characters"),
+    ],
+)
+def test_new_validates_everything_before_writing(tmp_path, run_generator, args, message):
+    outside = tmp_path / "outside"
+    cwd = tmp_path / "a" / "b"
+    cwd.mkdir(parents=True)
+    args = [arg.replace("{outside}", str(outside)) for arg in args]
+    result = run_generator("new", *args, cwd=cwd)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")] == ["a", "a/b"]
+
+
+def test_new_accepts_the_longest_name_and_extreme_values(tmp_path, run_generator):
+    name = "n" * 128
+    result = run_generator(
+        "new", "MyOp", "--name", name, "--attribute", "low:int=-9223372036854775808", "-q",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "opdefs" / f"{name}_kernel.h").is_file()
+    assert (tmp_path / "generated" / name / f"{name}_schema_test.cc").is_file()
