@@ -99,7 +99,7 @@ def _generate(args) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    project = proj.Project(Path.cwd(), args.opdefs_dir, args.output_dir)
+    project = proj.Project.of(args.opdefs_dir, args.output_dir)
     selected_paths = args.definitions or proj.discover(project)
     if not selected_paths:
         print(f"error: no op definitions given and none in {args.opdefs_dir}/", file=sys.stderr)
@@ -119,7 +119,7 @@ def _generate(args) -> int:
     selected = all_ops
     if args.definitions:
         wanted = {p.resolve() for p in selected_paths}
-        selected = [op for op in all_ops if (project.root / op.definition_path).resolve() in wanted]
+        selected = [op for op in all_ops if Path(op.display_path).resolve() in wanted]
     try:
         generated = proj.generate(
             project, selected, all_ops, write=not (args.check or args.dry_run)

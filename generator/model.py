@@ -556,7 +556,9 @@ class ExportRule:
 @dataclass(frozen=True)
 class OpDef:
     op_id: str  # file stem: names generated/<op_id>/ and the C++ namespace
-    definition_path: str  # as shown in headers and errors (relative to the project)
+    # As generated files name it: relative to the project root (the opdefs directory's parent),
+    # so that the output is the same bytes whatever the working directory.
+    definition_path: str
     op_type: str | None  # the ONNX op it defines; None for an export-only definition
     domain: str | None
     version: int | None
@@ -580,9 +582,11 @@ class OpDef:
     gradients: dict[str, str] = field(default_factory=dict)
     # Where each top-level field (and "torch.name") is, for errors found across definitions.
     locations: dict[str, Location] = field(default_factory=dict, compare=False)
+    # As messages on the terminal name it: relative to the working directory (or absolute).
+    display_path: str = field(default="", compare=False)
 
     def located(self, field_path: str, message: str) -> DefinitionError:
-        root = Location(self.definition_path, 1, 1)
+        root = Location(self.display_path, 1, 1)
         return DefinitionError(self.locations.get(field_path, root), field_path, message)
 
     @property
@@ -2042,8 +2046,10 @@ IMPLEMENTATIONS = ("kernel", "function", "provided_by")
 PROVIDERS = ("onnxruntime",)
 
 
-def parse_opdef(path: Path, display_name: str) -> OpDef:
-    """Parse and validate one definition file; raises DefinitionErrors listing every problem."""
+def parse_opdef(path: Path, display_name: str, definition_path: str | None = None) -> OpDef:
+    """Parse and validate one definition file; raises DefinitionErrors listing every problem.
+    Errors name the file `display_name` (for the terminal); generated files name it
+    `definition_path` (relative to the project root; default: `display_name`)."""
     errors = ErrorCollector()
     root = errors.attempt(load_definition_file, path, display_name)
     if root is None:
@@ -2300,7 +2306,8 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         reference = _override_reference(torch_binding, inputs, attributes)
     op = OpDef(
         op_id=op_id,
-        definition_path=display_name,
+        definition_path=definition_path or display_name,
+        display_path=display_name,
         op_type=op_type,
         domain=domain,
         version=version,
@@ -2444,7 +2451,7 @@ def check_project(ops: list[OpDef]) -> None:
             if key in seen:
                 what = f"{key[0]} {', '.join(str(part) for part in key[1:])}"
                 errors.add(
-                    op.located(field_path, f"{what} is also defined by {seen[key].definition_path}")
+                    op.located(field_path, f"{what} is also defined by {seen[key].display_path}")
                 )
             seen.setdefault(key, op)
         if op.domain is not None:
@@ -2454,7 +2461,7 @@ def check_project(ops: list[OpDef]) -> None:
                 errors.add(
                     op.located(
                         "domain",
-                        f"'{op.domain}' and '{other.domain}' ({other.definition_path}) both "
+                        f"'{op.domain}' and '{other.domain}' ({other.display_path}) both "
                         f"become '{op.domain_ident}' in file and library names; rename one",
                     )
                 )

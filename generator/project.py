@@ -22,13 +22,21 @@ DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
 
 @dataclass(frozen=True)
 class Project:
-    root: Path
+    root: Path  # generated files name definitions relative to it
     opdefs_dir: Path
     output_dir: Path
 
+    @classmethod
+    def of(cls, opdefs_dir: Path, output_dir: Path) -> Project:
+        """The project whose definitions are in `opdefs_dir`: its root is that directory's
+        parent, whatever the working directory, so that the output is the same bytes from
+        anywhere (`opdefs/inverse.yaml` in every header)."""
+        return cls(opdefs_dir.resolve().parent, opdefs_dir, output_dir)
+
 
 def display(resolved: Path, resolved_root: Path) -> str:
-    """How messages and headers name a definition: relative to the project when inside it."""
+    """A definition's name relative to a directory when inside it (else absolute): to the
+    project root in generated files, to the working directory in messages."""
     try:
         return resolved.relative_to(resolved_root).as_posix()
     except ValueError:
@@ -46,16 +54,16 @@ def discover(project: Project) -> list[Path]:
 _MIN_OPS_PER_WORKER = 16
 
 
-def _parse_collecting(path_and_name: tuple[Path, str]) -> tuple[OpDef | None, list]:
+def _parse_collecting(path_and_names: tuple[Path, str, str]) -> tuple[OpDef | None, list]:
     """One definition's op, or its errors (returned: they cross a process boundary)."""
     errors = ErrorCollector()
     try:
-        op = errors.attempt(parse_opdef, *path_and_name)
+        op = errors.attempt(parse_opdef, *path_and_names)
     except Exception as exc:  # noqa: BLE001 - a bug in opgen: said so, in the usual format
         op = None
         errors.add(
             DefinitionError(
-                Location(path_and_name[1], 1, 1),
+                Location(path_and_names[1], 1, 1),
                 "<file>",
                 f"internal error in opgen while loading this definition: "
                 f"{type(exc).__name__}: {exc}; this is a bug in opgen, please report it",
@@ -68,11 +76,11 @@ def load(project: Project, paths: list[Path]) -> list[OpDef]:
     """Parses the given definitions (all of them get validated; errors are collected)."""
     errors = ErrorCollector()
     found = []
-    root = project.root.resolve()
+    root, cwd = project.root.resolve(), Path.cwd().resolve()
     for path in sorted({p.resolve() for p in set(paths)}):  # the CLI repeats the selected paths
-        name = display(path, root)
+        name = display(path, cwd)
         if path.exists():
-            found.append((path, name))
+            found.append((path, name, display(path, root)))
         else:
             errors.add(DefinitionError(Location(name, 1, 1), "<file>", "no such file"))
     ops = []
@@ -115,7 +123,7 @@ SHARED_FILES = "the shared files (every definition)"
 
 
 def _describe(op: OpDef) -> str:
-    return f"{op.op_id} ({op.definition_path})"
+    return f"{op.op_id} ({op.display_path})"
 
 
 def _failure(what: str, exc: Exception) -> Failure:

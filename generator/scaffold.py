@@ -21,6 +21,7 @@ from generator.model import (
     op_id_problem,
     parse_opdef,
 )
+from generator.project import display
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -265,7 +266,9 @@ def main(argv: list[str]) -> int:
             trial = Path(scratch) / definition.name
             trial.write_text(text, encoding="utf-8")
             (Path(scratch) / kernel.name).write_text("", encoding="utf-8")
-            op = parse_opdef(trial, definition.as_posix())
+            # The stub names the definition as generated files do: relative to the project root.
+            root = args.opdefs_dir.resolve().parent
+            op = parse_opdef(trial, definition.as_posix(), display(definition.resolve(), root))
     except ScaffoldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -276,7 +279,7 @@ def main(argv: list[str]) -> int:
     from generator.writer import write_atomic
 
     write_atomic(definition, text)
-    write_atomic(kernel, kernel_stub(op, definition.as_posix()))
+    write_atomic(kernel, kernel_stub(op, op.definition_path))
     if not args.quiet:
         print(f"new: {definition}\nnew: {kernel}")
     from generator import cli
