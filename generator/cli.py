@@ -106,7 +106,7 @@ def _generate(args) -> int:
         return EXIT_BAD_INPUT
     # Shared files (CMake, package __init__) list every op, so all definitions are loaded.
     try:
-        all_ops = proj.load(project, [*proj.discover(project), *selected_paths])
+        all_ops = proj.load(project, [*proj.discover(project), *selected_paths], Path.cwd())
     except DefinitionErrors as errors:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)

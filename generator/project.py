@@ -72,13 +72,16 @@ def _parse_collecting(path_and_names: tuple[Path, str, str]) -> tuple[OpDef | No
     return op, errors.errors
 
 
-def load(project: Project, paths: list[Path]) -> list[OpDef]:
-    """Parses the given definitions (all of them get validated; errors are collected)."""
+def load(project: Project, paths: list[Path], messages_from: Path | None = None) -> list[OpDef]:
+    """Parses the given definitions (all of them get validated; errors are collected). Errors
+    name files relative to `messages_from` (the command line's working directory, so that they
+    can be opened from there), by default to the project root, as generated files do."""
     errors = ErrorCollector()
     found = []
-    root, cwd = project.root.resolve(), Path.cwd().resolve()
+    root = project.root.resolve()
+    shown_from = root if messages_from is None else messages_from.resolve()
     for path in sorted({p.resolve() for p in set(paths)}):  # the CLI repeats the selected paths
-        name = display(path, cwd)
+        name = display(path, shown_from)
         if path.exists():
             found.append((path, name, display(path, root)))
         else:
