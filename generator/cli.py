@@ -114,6 +114,17 @@ def _generate(args) -> int:
         print(
             f"{count} error{'s' * (count != 1)} in op definitions; nothing written", file=sys.stderr
         )
+        named = {proj.display(p.resolve(), Path.cwd().resolve()) for p in args.definitions}
+        others = sorted({e.location.file for e in errors.errors} - named)
+        if args.definitions and others:
+            print(
+                f"note: {', '.join(others)} {'is' if len(others) == 1 else 'are'} not among the "
+                f"definitions you named, but every definition in {args.opdefs_dir}/ is loaded: "
+                "the shared files (CMakeLists.txt, the package __init__.py, the docs index) list "
+                "every op, and names and export nodes are checked across definitions; fix them "
+                f"or move them out of {args.opdefs_dir}/",
+                file=sys.stderr,
+            )
         return EXIT_BAD_INPUT
     gc.freeze()  # the op models too
     selected = all_ops
