@@ -1,7 +1,8 @@
 """Command line: `python -m generator [definitions...]`, `--check`, `build` and `run`.
 
 Exit codes: 0 success; 1 generated files out of date (--check) or a build failed;
-2 bad usage or a bad op definition.
+2 bad usage, a bad op definition, or an internal error (a bug in opgen, said so; nothing is
+written) or a failed write.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ def _generate_parser() -> argparse.ArgumentParser:
         description="Generate every artifact of the given op definitions (default: all of "
         "opdefs/). Subcommands: `new` scaffolds a new op, `build` compiles what was generated, "
         "`run` runs every op.",
-        epilog="Exit codes: 0 ok, 1 out of date (--check), 2 bad usage or bad op definition.",
+        epilog="Exit codes: 0 ok, 1 out of date (--check), 2 bad usage, bad op definition or "
+        "an internal error (nothing written).",
     )
     parser.add_argument("definitions", nargs="*", type=Path, help="op definition files")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
