@@ -134,9 +134,9 @@ def build(args) -> int:
         )
         return 2
     build_dir = args.build_dir.resolve()
-    project = proj.Project(Path.cwd(), args.opdefs_dir, args.output_dir)
+    project = proj.Project.of(args.opdefs_dir, args.output_dir)
     try:
-        ops = proj.load(project, proj.discover(project))
+        ops = proj.load(project, proj.discover(project), Path.cwd())
         include = ort_include_dir(log)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,8 +1,8 @@
 """Command line: `python -m generator [definitions...]`, `--check`, `build` and `run`.
 
 Exit codes: 0 success; 1 generated files out of date (--check) or a build failed;
-2 bad usage (an output directory that cannot be made or written included) or a bad op
-definition.
+2 bad usage (an output directory that cannot be made or written included), a bad op
+definition, or an internal error (a bug in opgen, said so; nothing is written).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ def _generate_parser() -> argparse.ArgumentParser:
         description="Generate every artifact of the given op definitions (default: all of "
         "opdefs/). Subcommands: `new` scaffolds a new op, `build` compiles what was generated, "
         "`run` runs every op.",
-        epilog="Exit codes: 0 ok, 1 out of date (--check), 2 bad usage or bad op definition.",
+        epilog="Exit codes: 0 ok, 1 out of date (--check), 2 bad usage, bad op definition or "
+        "an internal error (nothing written).",
     )
     parser.add_argument("definitions", nargs="*", type=Path, help="op definition files")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
@@ -102,11 +103,43 @@ def _output_dir_problem(output_dir: Path) -> str | None:
     return None
 
 
-def _report(errors: DefinitionErrors) -> int:
+def _report(errors: DefinitionErrors, args) -> int:
+    from generator import project as proj
+
     for error in errors.errors:
         print(f"error: {error}", file=sys.stderr)
     count = len(errors.errors)
     print(f"{count} error{'s' * (count != 1)} in op definitions; nothing written", file=sys.stderr)
+    named = {proj.display(p.resolve(), Path.cwd().resolve()) for p in args.definitions}
+    others = sorted({e.location.file for e in errors.errors} - named)
+    if args.definitions and others:
+        print(
+            f"note: {', '.join(others)} {'is' if len(others) == 1 else 'are'} not among the "
+            f"definitions you named, but every definition in {args.opdefs_dir}/ is loaded: "
+            "the shared files (CMakeLists.txt, the package __init__.py, the docs index) list "
+            "every op, and names and export nodes are checked across definitions; fix them "
+            f"or move them out of {args.opdefs_dir}/",
+            file=sys.stderr,
+        )
+    return EXIT_BAD_INPUT
+
+
+def _report_internal(failed, args) -> int:
+    """An exception past validation: a bug in opgen, said so, with the op it was generating."""
+    for failure in failed.failures:
+        if args.verbose:
+            print(failure.details, file=sys.stderr)
+        print(
+            f"error: internal error in opgen while generating {failure.what}: {failure.error}",
+            file=sys.stderr,
+        )
+    print(
+        "error: this is a bug in opgen, not in the definitions: please report it with the "
+        "definition"
+        + ("" if args.verbose else " and the traceback (-v shows it)")
+        + "; nothing written",
+        file=sys.stderr,
+    )
     return EXIT_BAD_INPUT
 
 
@@ -138,20 +171,18 @@ def _generate_checked(args) -> int:
     if problem:
         print(f"error: --output-dir {args.output_dir} {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    project = proj.Project(Path.cwd(), args.opdefs_dir, args.output_dir)
+    project = proj.Project.of(args.opdefs_dir, args.output_dir)
     selected_paths = args.definitions or proj.discover(project)
     if not selected_paths:
         print(f"error: no op definitions given and none in {args.opdefs_dir}/", file=sys.stderr)
         return EXIT_BAD_INPUT
     # Shared files (CMake, package __init__) list every op, so all definitions are loaded.
     try:
-        all_ops = proj.load(project, [*proj.discover(project), *selected_paths])
+        all_ops = proj.load(project, [*proj.discover(project), *selected_paths], Path.cwd())
         selected = all_ops
         if args.definitions:
             wanted = {p.resolve() for p in selected_paths}
-            selected = [
-                op for op in all_ops if (project.root / op.definition_path).resolve() in wanted
-            ]
+            selected = [op for op in all_ops if Path(op.display_path).resolve() in wanted]
         if not (args.check or args.dry_run):
             # Writing may not stop half way on a name too long; comparing reports it cleanly.
             proj.check_output_paths(project, selected, all_ops)
@@ -159,10 +190,17 @@ def _generate_checked(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except DefinitionErrors as errors:
-        return _report(errors)
+        return _report(errors, args)
+    except proj.GenerationError as failed:
+        return _report_internal(failed, args)
     gc.freeze()  # the op models too
     leftovers = find_leftovers(args.output_dir)
-    generated = proj.generate(project, selected, all_ops, write=not (args.check or args.dry_run))
+    try:
+        generated = proj.generate(
+            project, selected, all_ops, write=not (args.check or args.dry_run)
+        )
+    except proj.GenerationError as failed:
+        return _report_internal(failed, args)
     if (args.check or args.dry_run) and proj.any_path_problem(project, generated.paths):
         # Found at no cost after comparing; check_output_paths says which definition is to blame.
         try:
@@ -171,7 +209,7 @@ def _generate_checked(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
         except DefinitionErrors as errors:
-            return _report(errors)
+            return _report(errors, args)
     # Only a run over every definition knows all the output, so only it looks for orphans.
     whole_project = not args.definitions
     changes = generated.changes

@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 import json
 import keyword
+import math
 import operator
 import re
+import struct
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import product
@@ -97,9 +99,11 @@ OP_NAMESPACE_NAMES = frozenset(
     infer_shapes kOpType main make_model only_node Quoted run set_shape ShapeText""".split()
 )
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-DOMAIN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
-TORCH_NAME = re.compile(r"^([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)$")
+# Validation patterns: \A and \Z, and always fullmatch(), because `$` also matches before a final
+# "\n" ("Op\n" would pass and the newline reach the generated code).
+IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
+TORCH_NAME = re.compile(r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)\Z")
 
 
 def message_value(value: int | str) -> str:
@@ -565,7 +569,9 @@ class ExportRule:
 @dataclass(frozen=True)
 class OpDef:
     op_id: str  # file stem: names generated/<op_id>/ and the C++ namespace
-    definition_path: str  # as shown in headers and errors (relative to the project)
+    # As generated files name it: relative to the project root (the opdefs directory's parent),
+    # so that the output is the same bytes whatever the working directory.
+    definition_path: str
     op_type: str | None  # the ONNX op it defines; None for an export-only definition
     domain: str | None
     version: int | None
@@ -589,9 +595,11 @@ class OpDef:
     gradients: dict[str, str] = field(default_factory=dict)
     # Where each top-level field (and "torch.name") is, for errors found across definitions.
     locations: dict[str, Location] = field(default_factory=dict, compare=False)
+    # As messages on the terminal name it: relative to the working directory (or absolute).
+    display_path: str = field(default="", compare=False)
 
     def located(self, field_path: str, message: str) -> DefinitionError:
-        root = Location(self.definition_path, 1, 1)
+        root = Location(self.display_path, 1, 1)
         return DefinitionError(self.locations.get(field_path, root), field_path, message)
 
     @property
@@ -745,12 +753,60 @@ def _str(node: Node, what: str = "a string") -> str:
     return node.value
 
 
-def _int(node: Node, minimum: int | None = None) -> int:
+# Every target holds an integer in an int64 (C++ int64_t, ONNX INT/INTS, PyTorch int, torch
+# int64 tensors) and a float attribute in a float32 (ONNX FLOAT/FLOATS, C++ float): a value
+# outside them would not compile, would be rejected at import or would silently change. These
+# two functions are the one place that checks it, for every field that holds such a value.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FLOAT32_MAX = 3.4028234663852886e38
+# ONNX holds op and opset versions in a C++ int (OpSchema::SinceVersion, ONNX Runtime's
+# custom-op start version).
+VERSION_MAX = 2**31 - 1
+
+
+def _in_int64(value: int, node: Node) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise node.error(
+            f"{value} is outside int64's range [-2**63, 2**63 - 1], which every target holds "
+            "integers in"
+        )
+    return value
+
+
+def _in_float32(value: float, node: Node) -> float:
+    """A float attribute value: finite and representable in float32."""
+    if not math.isfinite(value):
+        raise node.error(
+            f"{value} cannot be a float attribute value: PyTorch schemas cannot hold an infinite "
+            "or NaN default, so opgen rejects them everywhere rather than work in some runtimes "
+            f"only; for an unbounded limit write float32's largest value, {FLOAT32_MAX!r}"
+        )
+    if abs(value) > FLOAT32_MAX:
+        raise node.error(
+            f"{value} is outside float32's range (largest {FLOAT32_MAX!r}): ONNX float "
+            "attributes are float32, where it would become infinite"
+        )
+    if value != 0 and struct.unpack("f", struct.pack("f", value))[0] == 0:
+        raise node.error(
+            f"{value} is too small for float32 (ONNX float attributes are float32): it would "
+            "become 0.0; the smallest is 1.4e-45"
+        )
+    return value
+
+
+def _int(node: Node, minimum: int | None = None, maximum: int | None = None) -> int:
     if isinstance(node.value, bool) or not isinstance(node.value, int):
         raise node.error(f"expected an integer, found {_kind(node)}")
     if minimum is not None and node.value < minimum:
         raise node.error(f"expected an integer >= {minimum}, found {node.value}")
-    return node.value
+    if maximum is not None and node.value > maximum:
+        raise node.error(f"expected an integer <= {maximum}, found {node.value}")
+    return _in_int64(node.value, node)
+
+
+def _version(node: Node) -> int:
+    """An op, opset or since version: >= 1 and held in a C++ int by ONNX."""
+    return _int(node, minimum=1, maximum=VERSION_MAX)
 
 
 def _number(node: Node) -> float:
@@ -761,7 +817,18 @@ def _number(node: Node) -> float:
         )
     if isinstance(node.value, bool) or not isinstance(node.value, int | float):
         raise node.error(f"expected a number, found {_kind(node)}")
-    return float(node.value)
+    try:
+        return float(node.value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise node.error(f"{node.value} is too large for a float") from None
+
+
+def _finite(node: Node) -> float:
+    """A tolerance: a finite number >= 0 (inf and NaN would make a comparison meaningless)."""
+    value = _number(node)
+    if not math.isfinite(value) or value < 0:
+        raise node.error(f"expected a finite number >= 0, found {value}")
+    return value
 
 
 def _bool(node: Node) -> bool:
@@ -788,13 +855,62 @@ def is_reserved(name: str) -> bool:
 
 def _identifier(node: Node, what: str) -> str:
     name = _str(node)
-    if not IDENTIFIER.match(name):
+    if not IDENTIFIER.fullmatch(name):
         raise node.error(f"{what} '{name}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)")
     if is_reserved(name):
         raise node.error(
             f"{what} '{name}' is reserved in Python, C++ or the generated code; choose another name"
         )
     return name
+
+
+# An op id and a domain become parts of file names (generated/<op_id>/<op_id>_schema_test.cc,
+# libopgen_<domain>.so), and tools derive longer ones from those: `.<name>.<pid>.tmp` while
+# writing, CMake's `<op_id>_schema_test.cc.o.d`, Python's
+# `test_<op_id>.cpython-311-pytest-8.3.4.pyc`. 128 characters leaves room for every one of
+# them within the usual 255-byte limit of a file name.
+MAX_NAME_LENGTH = 128
+
+
+def _too_long(what: str, name: str) -> str:
+    return (
+        f"{what} may have at most {MAX_NAME_LENGTH} characters (file names are derived from "
+        f"it), found {len(name)}"
+    )
+
+
+def _op_id(node: Node) -> str:
+    """The definition's file stem: it names generated/<op_id>/ and namespace opgen::<op_id>."""
+    op_id = _identifier(node, "op definition file name")
+    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES:
+        raise node.error(
+            f"'{op_id}' is taken by the generated code's own files or C++ names; rename "
+            "the definition file"
+        )
+    if len(op_id) > MAX_NAME_LENGTH:
+        raise node.error(_too_long("an op definition file name", op_id))
+    return op_id
+
+
+def op_id_problem(op_id: str) -> str | None:
+    """Why a file stem cannot be an op id (None if it can), for the scaffold."""
+    try:
+        _op_id(Node(op_id, Location("<name>", 1, 1), "<file name>"))
+    except DefinitionError as error:
+        return error.message
+    return None
+
+
+def attribute_value_problem(value: Any, attr_type: AttrType) -> str | None:
+    """Why a value cannot be an attribute's (None if it can): the checks of a definition's
+    values, for the scaffold's --attribute defaults."""
+    where = Location("<value>", 1, 1)
+    items = [Node(v, where, "") for v in value] if isinstance(value, list) else value
+    try:
+        _attr_value(Node(items, where, ""), attr_type)
+    except DefinitionError as error:
+        return error.message
+    return None
 
 
 def _doc(fields: dict[str, Node], errors: ErrorCollector) -> str:
@@ -826,7 +942,20 @@ TORCH_APIS = {
 DEFAULT_TORCH_API = "library"
 
 ATEN_OVERLOAD = re.compile(
-    r"^([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?$"
+    r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\Z"
+)
+
+
+# Namespaces PyTorch defines ops in (torch 2.13: the namespaces of
+# torch._C._dispatch_get_all_op_names() and torch._C._jit_get_all_schemas() after `import
+# torch`, plus Python-only `higher_order` and the `torchvision` package's). A new op there
+# clashes with PyTorch's own, or would pass for one. torch is too slow to import here:
+# tests/test_hostile_definitions.py checks this list against the installed torch.
+TORCH_NAMESPACES = frozenset(
+    """_c10d_functional _c10d_functional_autograd _dtensor _native _quantized _test aten c10d
+    debug_mode_ops debugprims export higher_order inductor inductor_prims mkl mkldnn
+    mkldnn_prepacked onednn onnx prim prims profiler quantization quantized rngprims sparse
+    static_runtime symm_mem torchvision""".split()
 )
 
 
@@ -841,7 +970,7 @@ def _parse_torch(node: Node) -> TorchBinding:
         if "api" in fields:
             raise fields["api"].error("'api' applies to new ops only, not to 'overrides'")
         text = _str(fields["overrides"])
-        match = ATEN_OVERLOAD.match(text)
+        match = ATEN_OVERLOAD.fullmatch(text)
         if not match:
             raise fields["overrides"].error(
                 f"'{text}' is not a PyTorch overload 'namespace::name.overload' "
@@ -851,10 +980,17 @@ def _parse_torch(node: Node) -> TorchBinding:
             match.group(1), match.group(2), DEFAULT_TORCH_API, match.group(3) or "default", True
         )
     qualified = _str(fields["name"])
-    match = TORCH_NAME.match(qualified)
+    match = TORCH_NAME.fullmatch(qualified)
     if not match:
         raise fields["name"].error(
             f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
+        )
+    if match.group(1) in TORCH_NAMESPACES:
+        raise fields["name"].error(
+            f"'{qualified}': namespace '{match.group(1)}' belongs to PyTorch, so a new op there "
+            f"would clash with its ops; did you mean 'overrides: {qualified}' (change how an "
+            "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
+            f"'my_ops::{match.group(2)}'"
         )
     api = DEFAULT_TORCH_API
     if "api" in fields:
@@ -913,8 +1049,8 @@ def _parse_shape(node: Node, is_output: bool) -> ShapePattern:
         elif isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
                 raise item.error(f"a literal dimension must be >= 0, found {value}")
-            dims.append(Dim("literal", value=value))
-        elif isinstance(value, str) and IDENTIFIER.match(value):
+            dims.append(Dim("literal", value=_in_int64(value, item)))
+        elif isinstance(value, str) and IDENTIFIER.fullmatch(value):
             dims.append(Dim("symbol", symbol=value))
         elif isinstance(value, str) and is_output:
             _dim_expression_tree(value, item)  # syntax now; names when the rule is compiled
@@ -975,6 +1111,8 @@ def _dim_expression_tree(text: str, node: Node) -> ast.expr:
         )
         if not allowed:
             raise node.error(f"'{text}': a dim expression uses {DIM_EXPRESSION_SYNTAX}")
+        if isinstance(sub, ast.Constant):
+            _in_int64(sub.value, node)
     return tree
 
 
@@ -994,15 +1132,42 @@ def _dim_expression(
                 f"'{sub.id}' in '{text}' is neither a dim symbol bound by an input shape "
                 f"pattern {sorted(bound)} nor an int attribute {ints}"
             )
-        return DimExpr(
+        expr = DimExpr(
             "binary",
             op=_BINARY_OPS[type(sub.op)],
             left=build(sub.left),
             right=build(sub.right),
             text=ast.unparse(sub),
         )
+        # Constant parts are checked here, with the position: every emitter and runtime would
+        # otherwise divide by zero (or overflow int64) on every call.
+        divisor = _constant(expr.right)
+        if expr.op == "//" and divisor is not None and divisor <= 0:
+            always = "" if expr.right.kind == "literal" else f", which is always {divisor}"
+            raise node.error(
+                f"'{text}' divides by {expr.right.text}{always}; a divisor must be positive"
+            )
+        value = _constant(expr)
+        if value is not None and not INT64_MIN <= value <= INT64_MAX:
+            raise node.error(f"'{text}': {expr.text} = {value} is outside int64's range")
+        return expr
 
-    return build(_dim_expression_tree(text, node))
+    expr = build(_dim_expression_tree(text, node))
+    if (_constant(expr) or 0) < 0:
+        raise node.error(f"'{text}' is always negative ({_constant(expr)}), so it is not a size")
+    return expr
+
+
+def _constant(expr: DimExpr) -> int | None:
+    """The value of a part of a dim expression that reads no dim and no attribute."""
+    if expr.kind == "literal":
+        return expr.value
+    if expr.kind != "binary":
+        return None
+    left, right = _constant(expr.left), _constant(expr.right)
+    if left is None or right is None:
+        return None
+    return _APPLY[expr.op](left, right)  # a zero divisor was rejected when it was built
 
 
 SHAPE_FUNCTIONS = {
@@ -1088,7 +1253,7 @@ def _attr_value(node: Node, attr_type: AttrType) -> Any:
         if base is AttrType.int:
             return _int(item)
         if base is AttrType.float:
-            return _number(item)
+            return _in_float32(_number(item), item)
         return _str(item)
 
     if attr_type.is_list:
@@ -1099,6 +1264,17 @@ def _attr_value(node: Node, attr_type: AttrType) -> Any:
         }[attr_type]
         return tuple(scalar(item, base) for item in _list(node))
     return scalar(node, attr_type)
+
+
+_PLACEHOLDER = {
+    AttrType.bool: False,
+    AttrType.int: 0,
+    AttrType.float: 0.0,
+    AttrType.string: "",
+    AttrType.ints: (),
+    AttrType.floats: (),
+    AttrType.strings: (),
+}
 
 
 def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
@@ -1117,7 +1293,13 @@ def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
             f"unknown attribute type '{type_name}'; expected one of {[t.value for t in AttrType]}"
         ) from None
     required = "default" not in fields
-    default = None if required else _attr_value(fields["default"], attr_type)
+    default = None
+    if not required:
+        # A bad default is reported without dropping the attribute: its absence would cascade
+        # into errors wherever it is used. (The definition fails anyway.)
+        default = errors.attempt(_attr_value, fields["default"], attr_type)
+        default_ok = default is not None
+        default = default if default_ok else _PLACEHOLDER[attr_type]
     allowed = None
     if "allowed" in fields:
         if attr_type not in (AttrType.int, AttrType.string):
@@ -1130,10 +1312,10 @@ def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
         allowed = tuple(_attr_value(item, attr_type) for item in items)
         if len(set(allowed)) != len(allowed):
             raise fields["allowed"].error("a value is listed twice")
-        if not required and default not in allowed:
+        if not required and default_ok and default not in allowed:
             raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
     doc = _doc(fields, errors)
-    since = _int(fields["since_version"], minimum=1) if "since_version" in fields else None
+    since = _version(fields["since_version"]) if "since_version" in fields else None
     return Attribute(name, attr_type, doc, required, default, allowed, since)
 
 
@@ -1366,13 +1548,14 @@ def _shape_function_part(
         if text in attrs and attrs[text].type in types:
             return DimExpr("attr", attr=text, text=f"'{text}'")
         try:
-            return DimExpr("literal", value=int(ast.literal_eval(text)), text=text)
+            value = int(ast.literal_eval(text))
         except ValueError:
             names = sorted(n for n, a in attrs.items() if a.type in types)
             raise where.error(
                 f"output '{output.name}': {what} '{text}' must be a literal or an attribute of "
                 f"type {'/'.join(t.value for t in types)} {names}"
             ) from None
+        return DimExpr("literal", value=_in_int64(value, where), text=text)
 
     axis = attribute_or_literal(args[1], (AttrType.int,), "axis")
     keepdims = attribute_or_literal(args[2], (AttrType.bool, AttrType.int), "keepdims")
@@ -1412,8 +1595,8 @@ def _parse_reference(node: Node, names: set[str]) -> str:
 def _parse_versions(node: Node) -> tuple[int, ...]:
     """`version: 2`, or every version of the op: `version: [1, 2]` (increasing)."""
     if not node.is_sequence:
-        return (_int(node, minimum=1),)
-    versions = tuple(_int(item, minimum=1) for item in _list(node))
+        return (_version(node),)
+    versions = tuple(_version(item) for item in _list(node))
     if not versions or list(versions) != sorted(set(versions)):
         raise node.error(f"expected increasing versions such as [1, 2], found {list(versions)}")
     return versions
@@ -1478,6 +1661,8 @@ def _tensor_literal(node: Node) -> Any:
             raise where.error(
                 f"expected a number, a boolean, or nested lists of them, found {value!r}"
             )
+        elif isinstance(value, int):
+            _in_int64(value, where)  # the widest integer dtype
 
     value = node.plain()
     check(value, node)
@@ -1520,7 +1705,7 @@ def _parse_tests(
         _mapping(tol_node, {d.value for d in DType}, set()).items() if tol_node else ()
     ):
         tf = _mapping(child, {"rtol", "atol"}, {"rtol", "atol"})
-        tolerances[DType(name)] = Tolerance(_number(tf["rtol"]), _number(tf["atol"]))
+        tolerances[DType(name)] = Tolerance(_finite(tf["rtol"]), _finite(tf["atol"]))
     missing = [d.value for d in dtypes if d not in tolerances]
     if missing:
         errors.add(
@@ -1567,12 +1752,13 @@ def _parse_tests(
         def parse_random(item=item) -> RandomCase:
             rf = _mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
             shapes = {}
-            for name, shape_node in tensor_map(rf["shapes"], input_names).items():
+            shape_nodes = tensor_map(rf["shapes"], input_names)
+            for name, shape_node in shape_nodes.items():
                 dims = []
                 for d in _list(shape_node):
-                    if isinstance(d.value, int) and not isinstance(d.value, bool) and d.value >= 0:
-                        dims.append(d.value)
-                    elif isinstance(d.value, str) and IDENTIFIER.match(d.value):
+                    if isinstance(d.value, int) and not isinstance(d.value, bool):
+                        dims.append(_int(d, minimum=0))
+                    elif isinstance(d.value, str) and IDENTIFIER.fullmatch(d.value):
                         dims.append(d.value)
                     else:
                         raise d.error(f"expected a size or a dynamic dim name, found {_kind(d)}")
@@ -1580,13 +1766,21 @@ def _parse_tests(
             dynamic = {}
             if "dynamic" in rf:
                 for sym, sizes in _mapping(rf["dynamic"], set(_symbols(shapes)), set()).items():
-                    values = tuple(_int(s, minimum=2) for s in _list(sizes))
+                    values = tuple(_dynamic_size(s) for s in _list(sizes))
                     if len(values) < 2:
                         raise sizes.error("give at least two sizes so the dynamic dim is exercised")
                     dynamic[sym] = values
+                if len({len(sizes) for sizes in dynamic.values()}) > 1:
+                    counts = {sym: len(sizes) for sym, sizes in dynamic.items()}
+                    raise rf["dynamic"].error(
+                        "every dynamic dim of a case needs the same number of sizes (the tests "
+                        f"run the first sizes together, then the second, ...); found {counts}"
+                    )
             unbound = set(_symbols(shapes)) - dynamic.keys()
             if unbound:
                 raise item.error(f"dynamic dims {sorted(unbound)} need sizes under 'dynamic'")
+            for name, dims in shapes.items():
+                _check_test_tensor_size(shape_nodes[name], f"input '{name}'", dims, dynamic)
             samples = {}
             if "sample" in rf:
                 for name, expr in _mapping(rf["sample"], set(shapes), set()).items():
@@ -1615,10 +1809,10 @@ def _parse_tests(
                 }
                 shapes = {}
             else:
-                shapes = {
-                    name: tuple(_int(d, minimum=0) for d in _list(s))
-                    for name, s in tensor_map(ef["shapes"], input_names).items()
-                }
+                shapes = {}
+                for name, s in tensor_map(ef["shapes"], input_names).items():
+                    shapes[name] = tuple(_int(d, minimum=0) for d in _list(s))
+                    _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
             message = _str(ef["message"])
             return ErrorCase(shapes, values, message, _parse_case_attributes(ef, attrs, item))
 
@@ -1630,9 +1824,38 @@ def _parse_tests(
     for item in _list(fields["builtin_equivalents"]) if "builtin_equivalents" in fields else []:
         bf = _mapping(item, {"domain", "op", "version"}, {"domain", "op", "version"})
         builtins.append(
-            BuiltinEquivalent(_str(bf["domain"]), _str(bf["op"]), _int(bf["version"], minimum=1))
+            BuiltinEquivalent(_str(bf["domain"]), _str(bf["op"]), _version(bf["version"]))
         )
     return Tests(tolerances, tuple(known), tuple(random), tuple(error_cases), tuple(builtins))
+
+
+# A generated test allocates every random (or error) case's tensors, in several dtypes, copies
+# and runtimes: 2**20 elements (8 MiB in float64) per tensor at every size is plenty to test
+# with, and stops a typo such as 10**12 from allocating terabytes.
+MAX_TEST_ELEMENTS = 2**20
+
+
+def _dynamic_size(node: Node) -> int:
+    size = _int(node)
+    if size < 2:
+        raise node.error(
+            f"a dynamic dim's sizes must be >= 2, found {size}: the exporters (torch.export) "
+            "specialise sizes 0 and 1 to constants, so the dim would not stay dynamic"
+        )
+    return size
+
+
+def _check_test_tensor_size(
+    node: Node, what: str, dims: tuple[int | str, ...], dynamic: dict[str, tuple[int, ...]]
+) -> None:
+    """A test tensor must stay below MAX_TEST_ELEMENTS at each of the case's sizes."""
+    for index in range(max((len(sizes) for sizes in dynamic.values()), default=1)):
+        shape = [d if isinstance(d, int) else dynamic[d][index] for d in dims]
+        if math.prod(shape) > MAX_TEST_ELEMENTS:
+            raise node.error(
+                f"{what} would have {math.prod(shape)} elements (shape {shape}); a generated "
+                f"test tensor may have at most {MAX_TEST_ELEMENTS} (2**20)"
+            )
 
 
 def _symbols(shapes: dict[str, tuple[int | str, ...]]) -> list[str]:
@@ -1642,8 +1865,8 @@ def _symbols(shapes: dict[str, tuple[int | str, ...]]) -> list[str]:
 # --------------------------------------------------------------------------- ONNX nodes
 
 NODE = re.compile(
-    r"^\s*(?P<outputs>[^=]+?)\s*=\s*(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9_]*)"
-    r"\s*(?:<(?P<attributes>.*)>)?\s*\((?P<inputs>[^()]*)\)\s*$"
+    r"\A\s*(?P<outputs>[^=]+?)\s*=\s*(?:(?P<domain>[A-Za-z0-9_.]+)::)?(?P<op>[A-Za-z_][A-Za-z0-9_]*)"
+    r"\s*(?:<(?P<attributes>.*)>)?\s*\((?P<inputs>[^()]*)\)\s*\Z"
 )
 NODE_SYNTAX = "'Y = Op(X)', 'Y = domain::Op<attr=value, other=@attribute>(X, Z)'"
 
@@ -1695,7 +1918,7 @@ def _literal_attr_type(value: Any) -> AttrType | None:
 def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) -> NodeAttribute:
     name, sep, value_text = text.partition("=")
     name, value_text = name.strip(), value_text.strip()
-    if not sep or not IDENTIFIER.match(name) or not value_text:
+    if not sep or not IDENTIFIER.fullmatch(name) or not value_text:
         raise item.error(f"node attribute '{text}' is not 'name=value'")
     if value_text.startswith("@"):
         ref = value_text[1:]
@@ -1704,7 +1927,7 @@ def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) ->
                 f"'@{ref}' names no attribute of this definition; declared: {sorted(attrs)}"
             )
         return NodeAttribute(name, attrs[ref].type, AttrRef(ref))
-    if IDENTIFIER.match(value_text):
+    if IDENTIFIER.fullmatch(value_text):
         try:
             return NodeAttribute(name, AttrType.int, DType(value_text))
         except ValueError:
@@ -1725,6 +1948,11 @@ def _parse_node_attribute(text: str, item: Node, attrs: dict[str, Attribute]) ->
             f"node attribute {name}={value_text}: expected a number, a string or a non-empty "
             "list of one of them"
         )
+    for scalar in value if isinstance(value, list) else [value]:
+        if isinstance(scalar, int):
+            _in_int64(scalar, item)
+        if isinstance(scalar, float) or kind is AttrType.floats:
+            _in_float32(float(scalar), item)
     if isinstance(value, list):
         value = tuple(float(v) if kind is AttrType.floats else v for v in value)
     return NodeAttribute(name, kind, value)
@@ -1749,17 +1977,17 @@ def _parse_nodes(
             raise item.error(
                 f"a node of {len(text)} characters; the limit is {MAX_EXPRESSION_LENGTH}"
             )
-        match = NODE.match(text)
+        match = NODE.fullmatch(text)
         if not match:
             raise item.error(f"'{text}' is not a node; expected {NODE_SYNTAX}")
         outs = tuple(o.strip() for o in match.group("outputs").split(","))
         for name in outs:
-            if not IDENTIFIER.match(name):
+            if not IDENTIFIER.fullmatch(name):
                 raise item.error(f"node output '{name}' is not an identifier")
             if name in available:
                 raise item.error(f"'{name}' is already defined; each name is assigned once")
         domain = match.group("domain") or ""
-        if domain and not DOMAIN.match(domain):
+        if domain and not DOMAIN.fullmatch(domain):
             raise item.error(f"'{domain}' is not a dotted lower-case domain name")
         ins = tuple(i.strip() for i in _split_top_level(match.group("inputs")))
         for name in ins:
@@ -1790,7 +2018,7 @@ def _parse_function(
     attrs: dict[str, Attribute],
 ) -> Function:
     fields = _mapping(node, {"opset", "nodes"}, {"opset", "nodes"})
-    opset = _int(fields["opset"], minimum=1)
+    opset = _version(fields["opset"])
     nodes = _parse_nodes(fields["nodes"], inputs, outputs, attrs)
     for item, parsed in zip(fields["nodes"].value, nodes, strict=True):
         if parsed.domain:
@@ -1868,8 +2096,10 @@ IMPLEMENTATIONS = ("kernel", "function", "provided_by")
 PROVIDERS = ("onnxruntime",)
 
 
-def parse_opdef(path: Path, display_name: str) -> OpDef:
-    """Parse and validate one definition file; raises DefinitionErrors listing every problem."""
+def parse_opdef(path: Path, display_name: str, definition_path: str | None = None) -> OpDef:
+    """Parse and validate one definition file; raises DefinitionErrors listing every problem.
+    Errors name the file `display_name` (for the terminal); generated files name it
+    `definition_path` (relative to the project root; default: `display_name`)."""
     errors = ErrorCollector()
     root = errors.attempt(load_definition_file, path, display_name)
     if root is None:
@@ -1882,22 +2112,17 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
             errors.raise_if_any()
 
     op_id_node = Node(path.stem, root.location, "<file name>")
-    op_id = errors.attempt(_identifier, op_id_node, "op definition file name")
-    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES:
-        errors.add(
-            op_id_node.error(
-                f"'{op_id}' is taken by the generated code's own files or C++ names; rename "
-                "the definition file"
-            )
-        )
+    op_id = errors.attempt(_op_id, op_id_node)
 
     def get(key, fn, *args):
         return errors.attempt(fn, fields[key], *args) if key in fields else None
 
     op_type = get("op", _identifier, "op type")
     domain = get("domain", _str)
-    if domain is not None and not DOMAIN.match(domain):
+    if domain is not None and not DOMAIN.fullmatch(domain):
         errors.add(fields["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
+    elif domain is not None and len(domain) > MAX_NAME_LENGTH:
+        errors.add(fields["domain"].error(_too_long("a domain", domain)))
     versions = get("version", _parse_versions) or ()
     version = versions[-1] if versions else None
     doc = get("doc", _str) or ""
@@ -1950,7 +2175,9 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         if attr.since_version is None:
             continue
         where = fields["attributes"].value[index]
-        if attr.since_version not in versions[1:]:
+        if "version" in fields and not versions:
+            pass  # the version is bad: reported there
+        elif attr.since_version not in versions[1:]:
             errors.add(
                 where.error(
                     f"attribute '{attr.name}': since_version {attr.since_version} is not one of "
@@ -2127,9 +2354,10 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
     errors.raise_if_any()
     if reference is None:  # an override: the overload itself is the oracle
         reference = _override_reference(torch_binding, inputs, attributes)
-    return OpDef(
+    op = OpDef(
         op_id=op_id,
-        definition_path=display_name,
+        definition_path=definition_path or display_name,
+        display_path=display_name,
         op_type=op_type,
         domain=domain,
         version=version,
@@ -2151,6 +2379,42 @@ def parse_opdef(path: Path, display_name: str) -> OpDef:
         versions=versions,
         locations=_field_locations(fields),
     )
+    # The emitters apply the shape rule to every random case: what it cannot apply to (a
+    # divisor of 0) is an error here, before anything is rendered or written.
+    for case, item in zip(tests.random, fields["tests"].value["random"].value, strict=True):
+        errors.attempt(_check_random_case_outputs, op, case, item)
+    errors.raise_if_any()
+    return op
+
+
+def _check_random_case_outputs(op: OpDef, case: RandomCase, node: Node) -> None:
+    """The shape rule at each of a random case's sizes gives outputs of sane sizes."""
+    for index in range(max((len(sizes) for sizes in case.dynamic.values()), default=1)):
+        dims: dict[str, list[int | str]] = {
+            name: [d if isinstance(d, int) else case.dynamic[d][index] for d in shape]
+            for name, shape in case.shapes.items()
+        }
+        where = f"inputs of shapes {dims}" + (
+            f", attributes {case.attributes}" * bool(case.attributes)
+        )
+        try:
+            outputs = evaluate_output_shapes(op, dims, case.attributes)
+        except ZeroDivisionError:
+            raise node.error(f"the shape rule divides by zero for {where}") from None
+        except LookupError:
+            raise node.error(
+                f"the shape rule cannot be applied to {where}: do the shapes match the inputs' "
+                "shape patterns?"
+            ) from None
+        for name, shape in outputs.items():
+            sizes = [d for d in shape if isinstance(d, int)]  # "?": a data-dependent size
+            if any(d < 0 for d in sizes):
+                raise node.error(f"output '{name}' would have a negative dim {shape} for {where}")
+            if math.prod(sizes) > MAX_TEST_ELEMENTS:
+                raise node.error(
+                    f"output '{name}' would have {math.prod(sizes)} elements (shape {shape}) for "
+                    f"{where}; a generated test tensor may have at most {MAX_TEST_ELEMENTS} (2**20)"
+                )
 
 
 def _field_locations(fields: dict[str, Node]) -> dict[str, Location]:
@@ -2237,7 +2501,7 @@ def check_project(ops: list[OpDef]) -> None:
             if key in seen:
                 what = f"{key[0]} {', '.join(str(part) for part in key[1:])}"
                 errors.add(
-                    op.located(field_path, f"{what} is also defined by {seen[key].definition_path}")
+                    op.located(field_path, f"{what} is also defined by {seen[key].display_path}")
                 )
             seen.setdefault(key, op)
         if op.domain is not None:
@@ -2247,7 +2511,7 @@ def check_project(ops: list[OpDef]) -> None:
                 errors.add(
                     op.located(
                         "domain",
-                        f"'{op.domain}' and '{other.domain}' ({other.definition_path}) both "
+                        f"'{op.domain}' and '{other.domain}' ({other.display_path}) both "
                         f"become '{op.domain_ident}' in file and library names; rename one",
                     )
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,13 +23,21 @@ DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
 
 @dataclass(frozen=True)
 class Project:
-    root: Path
+    root: Path  # generated files name definitions relative to it
     opdefs_dir: Path
     output_dir: Path
 
+    @classmethod
+    def of(cls, opdefs_dir: Path, output_dir: Path) -> Project:
+        """The project whose definitions are in `opdefs_dir`: its root is that directory's
+        parent, whatever the working directory, so that the output is the same bytes from
+        anywhere (`opdefs/inverse.yaml` in every header)."""
+        return cls(opdefs_dir.resolve().parent, opdefs_dir, output_dir)
+
 
 def display(resolved: Path, resolved_root: Path) -> str:
-    """How messages and headers name a definition: relative to the project when inside it."""
+    """A definition's name relative to a directory when inside it (else absolute): to the
+    project root in generated files, to the working directory in messages."""
     try:
         return resolved.relative_to(resolved_root).as_posix()
     except ValueError:
@@ -48,25 +57,39 @@ def discover(project: Project) -> list[Path]:
 _MIN_OPS_PER_WORKER = 16
 
 
-def _parse_collecting(path_and_name: tuple[Path, str]) -> tuple[OpDef | None, list]:
+def _parse_collecting(path_and_names: tuple[Path, str, str]) -> tuple[OpDef | None, list]:
     """One definition's op, or its errors (returned: they cross a process boundary)."""
     errors = ErrorCollector()
-    op = errors.attempt(parse_opdef, *path_and_name)
+    try:
+        op = errors.attempt(parse_opdef, *path_and_names)
+    except Exception as exc:  # noqa: BLE001 - a bug in opgen: said so, in the usual format
+        op = None
+        errors.add(
+            DefinitionError(
+                Location(path_and_names[1], 1, 1),
+                "<file>",
+                f"internal error in opgen while loading this definition: "
+                f"{type(exc).__name__}: {exc}; this is a bug in opgen, please report it",
+            )
+        )
     return op, errors.errors
 
 
-def load(project: Project, paths: list[Path]) -> list[OpDef]:
-    """Parses the given definitions (all of them get validated; errors are collected)."""
+def load(project: Project, paths: list[Path], messages_from: Path | None = None) -> list[OpDef]:
+    """Parses the given definitions (all of them get validated; errors are collected). Errors
+    name files relative to `messages_from` (the command line's working directory, so that they
+    can be opened from there), by default to the project root, as generated files do."""
     errors = ErrorCollector()
     found = []
     root = project.root.resolve()
+    shown_from = root if messages_from is None else messages_from.resolve()
     # Absolute but with symbolic links kept: a link in opdefs/ is the definition it names (its
     # op id, and the name its errors show), whatever it points to. The CLI repeats the selected
     # paths.
     for path in sorted({Path(os.path.abspath(p)) for p in paths}):
-        name = display(path, root)
+        name = display(path, shown_from)
         if os.path.lexists(path):
-            found.append((path, name))
+            found.append((path, name, display(path, root)))
         else:
             errors.add(DefinitionError(Location(name, 1, 1), "<file>", "no such file"))
     ops = []
@@ -127,12 +150,15 @@ def check_output_paths(project: Project, selected: list[OpDef], all_ops: list[Op
     index = onnx_op_index(all_ops)
     with paths_only():
         for op in selected:
-            files = (
-                python_dest.emit(op, index)
-                + cpp_dest.emit(op, project.output_dir)
-                + tests_dest.emit(op, index)
-                + [docs_dest.emit_op(op)]
-            )
+            try:
+                files = (
+                    python_dest.emit(op, index)
+                    + cpp_dest.emit(op, project.output_dir)
+                    + tests_dest.emit(op, index)
+                    + [docs_dest.emit_op(op)]
+                )
+            except Exception as exc:  # noqa: BLE001 - a bug in opgen, reported as generate() does
+                raise GenerationError([_failure(_describe(op), exc)]) from None
             for file in files:
                 problem = _path_problem(output_dir, file.path)
                 if problem:
@@ -156,13 +182,52 @@ def check_output_paths(project: Project, selected: list[OpDef], all_ops: list[Op
         raise DefinitionErrors(list(unique.values()))
 
 
+@dataclass(frozen=True)
+class Failure:
+    """An exception past validation, while generating one op's files (or the shared ones)."""
+
+    what: str  # "<op_id> (<definition file>)", or the shared files
+    error: str  # "ZeroDivisionError: integer division or modulo by zero"
+    details: str  # the traceback, for a bug report
+
+
+class GenerationError(Exception):
+    """Every definition was valid, yet generating failed: a bug in opgen (an emitter or a
+    template), never the user's. Raised before anything is written."""
+
+    def __init__(self, failures: list[Failure]):
+        self.failures = failures
+        super().__init__("; ".join(f"{f.what}: {f.error}" for f in failures))
+
+
+SHARED_FILES = "the shared files (every definition)"
+
+
+def _describe(op: OpDef) -> str:
+    return f"{op.op_id} ({op.display_path})"
+
+
+def _failure(what: str, exc: Exception) -> Failure:
+    return Failure(what, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+
+
+def _attempt(what: str, function, *args):
+    """function(*args), or a Failure naming `what` (returned: it may cross a process boundary)."""
+    try:
+        return function(*args)
+    except Exception as exc:  # noqa: BLE001 - any bug here must be reported, not a traceback
+        return _failure(what, exc)
+
+
 def generate(
     project: Project, selected: list[OpDef], all_ops: list[OpDef], *, write: bool
 ) -> Output:
     """Every file for the selected ops, plus the shared files (which depend on all ops),
     compared with the output directory; with `write`, the files that differ are written
     (atomically; untouched files keep their mtime, for make). The definitions were all
-    validated by load(), so only a template bug or the disk can fail from here on."""
+    validated by load(). Everything is rendered and compared before the first file is
+    written: an exception while rendering (a bug in opgen) raises GenerationError naming the
+    op, and leaves the output directory as it was."""
     index = onnx_op_index(all_ops)
     ops = sorted(selected, key=lambda op: op.op_id)
 
@@ -174,27 +239,57 @@ def generate(
             + [docs_dest.emit_op(op)]
         )
 
-    def settle(files: list[GeneratedFile]) -> Output:
+    def shared_files() -> list[GeneratedFile]:
+        return project_dest.emit(all_ops) + [docs_dest.emit_index(all_ops)]
+
+    def compare(files: list[GeneratedFile]) -> Output:
         changes = plan_changes(project.output_dir, files)
-        if write:
-            write_changes(changes)
-            changes = [Change(change.path, change.kind) for change in changes]  # texts not needed
+        if write:  # the old text is for --check's diff only: do not carry it around
+            changes = [Change(change.path, change.kind, new=change.new) for change in changes]
         return Output([f.path for f in files], changes)
 
-    shared = project_dest.emit(all_ops) + [docs_dest.emit_index(all_ops)]
     if parallel.worker_count(len(ops), _MIN_OPS_PER_WORKER) == 1:
-        # One format_all for everything: it forks for black's cache misses on its own.
-        return settle(format_all([f for op in ops for f in op_files(op)] + shared))
+        parts = [_attempt(_describe(op), op_files, op) for op in ops]
+        parts.append(_attempt(SHARED_FILES, shared_files))
+        _raise_failures(parts)
+        owners = {f.path: _describe(op) for op, part in zip(ops, parts, strict=False) for f in part}
+        try:
+            # One format_all for everything: it forks for black's cache misses on its own.
+            formatted = format_all([f for part in parts for f in part])
+        except Exception as exc:  # noqa: BLE001 - as in _attempt, naming the file's op
+            what = owners.get(getattr(exc, "path", None), SHARED_FILES)
+            raise GenerationError([_failure(what, exc)]) from None
+        outputs = [compare(formatted)]
+    else:
+        # Each worker renders, formats (cache lookups, or black on a miss) and compares its ops'
+        # files with the disk, so that only paths and the changed files come back. The ops are
+        # inherited through fork: only their positions are sent.
+        def op_output(position: int) -> Output | Failure:
+            op = ops[position]
+            return _attempt(_describe(op), lambda: compare(format_all(op_files(op))))
 
-    def settled_in_worker(position: int) -> Output:
-        # Each worker renders, formats (cache lookups, or black on a miss), compares and writes
-        # its ops' files, so that only paths and changes come back, not every file's text. The
-        # ops are inherited through fork: only their positions are sent.
-        return settle(format_all(op_files(ops[position])))
-
-    parts = parallel.map_forked(settled_in_worker, range(len(ops)), _MIN_OPS_PER_WORKER)
-    parts.append(settle(format_all(shared)))
+        outputs = parallel.map_forked(op_output, range(len(ops)), _MIN_OPS_PER_WORKER)
+        outputs.append(_attempt(SHARED_FILES, lambda: compare(format_all(shared_files()))))
+        _raise_failures(outputs)
+    if write:
+        # Only now, with every file rendered: written by forked workers where there are many
+        # (they inherit the texts), then the texts are dropped.
+        parallel.map_forked(
+            lambda position: write_changes(outputs[position].changes),
+            range(len(outputs)),
+            _MIN_OPS_PER_WORKER,
+        )
+        outputs = [
+            Output(out.paths, [Change(change.path, change.kind) for change in out.changes])
+            for out in outputs
+        ]
     return Output(
-        [path for part in parts for path in part.paths],
-        [change for part in parts for change in part.changes],
+        [path for out in outputs for path in out.paths],
+        [change for out in outputs for change in out.changes],
     )
+
+
+def _raise_failures(parts: list) -> None:
+    failures = [part for part in parts if isinstance(part, Failure)]
+    if failures:
+        raise GenerationError(failures)

@@ -130,6 +130,14 @@ def _black(text: str) -> str | Exception:
         return exc
 
 
+class FormatError(RuntimeError):
+    """Generated Python that black cannot parse: a template bug (`path` names the file)."""
+
+    def __init__(self, path: str, error: Exception, text: str):
+        self.path = path
+        super().__init__(f"generated Python for {path} does not parse: {error}\n{text}")
+
+
 # black takes 30-300 ms per generated file, so a first generation (or one after a template
 # change) of many ops formats in worker processes, forked so that they inherit black.
 _PARALLEL_MIN_FILES = 4
@@ -154,9 +162,7 @@ def format_all(files: list[GeneratedFile]) -> list[GeneratedFile]:
     results = parallel.map_forked(_black, texts, _PARALLEL_MIN_FILES)
     for key, text, result in zip(misses, texts, results, strict=True):
         if isinstance(result, Exception):  # a template bug, not a user error: show the source
-            raise RuntimeError(
-                f"generated Python for {keys[key].path} does not parse: {result}\n{text}"
-            ) from result
+            raise FormatError(keys[key].path, result, text)
         opgen_cache.write("black", key, result)
         formatted[text] = result
     return [

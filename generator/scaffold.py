@@ -12,7 +12,16 @@ import tempfile
 from pathlib import Path
 
 from generator.errors import DefinitionErrors
-from generator.model import IDENTIFIER, AttrType, DType, parse_opdef
+from generator.model import (
+    IDENTIFIER,
+    MAX_NAME_LENGTH,
+    AttrType,
+    DType,
+    attribute_value_problem,
+    op_id_problem,
+    parse_opdef,
+)
+from generator.project import display
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
@@ -75,7 +84,7 @@ def _names(text: str, what: str) -> list[str]:
     # Checked before rendering: names go into the YAML unquoted. (The parser checks the rest.)
     names = [n.strip() for n in text.split(",")]
     for name in names:
-        if not IDENTIFIER.match(name):
+        if not IDENTIFIER.fullmatch(name):
             raise ScaffoldError(f"{what}: '{name}' is not a valid identifier")
     if len(set(names)) != len(names):
         raise ScaffoldError(f"{what}: a name appears twice in '{text}'")
@@ -83,7 +92,7 @@ def _names(text: str, what: str) -> list[str]:
 
 
 def _attribute(spec: str) -> dict:
-    match = re.fullmatch(r"([A-Za-z_]\w*):(\w+)(?:=(.*))?", spec, re.S)
+    match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9_]+)(?:=(.*))?", spec, re.S)
     if not match:
         raise ScaffoldError(f"--attribute '{spec}': expected NAME:TYPE or NAME:TYPE=DEFAULT")
     name, type_name, default = match.groups()
@@ -95,6 +104,9 @@ def _attribute(spec: str) -> dict:
             f"--attribute '{spec}': type '{type_name}' is not one of {choices}"
         ) from None
     value = None if default is None else _parse_default(spec, kind, default)
+    problem = None if value is None else attribute_value_problem(value, kind)
+    if problem:  # the same range checks as a definition's values (int64, finite float32)
+        raise ScaffoldError(f"--attribute '{spec}': {problem}")
     return {"name": name, "type": kind, "default": value}
 
 
@@ -215,12 +227,33 @@ def kernel_stub(op, definition_file: str) -> str:
     )
 
 
+def _check_op_id(args, op_id: str) -> None:
+    """The file name stem must be safe to make paths of: a stem such as '../../x' or '/tmp/x'
+    would write outside the opdefs directory, a very long one fail half-way through writing.
+    (The trial parse checks the rest, reserved names included, with every other problem.)"""
+    if IDENTIFIER.fullmatch(op_id) and len(op_id) <= MAX_NAME_LENGTH:
+        return
+    if not args.name:
+        raise ScaffoldError(
+            f"op type '{args.op}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)"
+            if not IDENTIFIER.fullmatch(args.op)
+            else f"{op_id_problem(op_id)} (the file name comes from the op type; give --name)"
+        )
+    raise ScaffoldError(f"--name: {op_id_problem(op_id)}")
+
+
 def main(argv: list[str]) -> int:
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:
         return EXIT_BAD_INPUT if exc.code else EXIT_OK
     op_id = args.name or snake_case(args.op)
+    try:
+        text = _definition_text(args, op_id, f"{op_id}_kernel.h")
+        _check_op_id(args, op_id)  # before any path is made from it
+    except ScaffoldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     definition = args.opdefs_dir / f"{op_id}.yaml"
     kernel = args.opdefs_dir / f"{op_id}_kernel.h"
     existing = [str(p) for p in (definition, kernel) if p.exists()]
@@ -228,13 +261,14 @@ def main(argv: list[str]) -> int:
         print(f"error: {', '.join(existing)} exists; `new` never overwrites", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        text = _definition_text(args, op_id, kernel.name)
         # Parse what we would write (all the generator's validation), in a scratch directory.
         with tempfile.TemporaryDirectory(prefix="opgen-new-") as scratch:
             trial = Path(scratch) / definition.name
             trial.write_text(text, encoding="utf-8")
             (Path(scratch) / kernel.name).write_text("", encoding="utf-8")
-            op = parse_opdef(trial, definition.as_posix())
+            # The stub names the definition as generated files do: relative to the project root.
+            root = args.opdefs_dir.resolve().parent
+            op = parse_opdef(trial, definition.as_posix(), display(definition.resolve(), root))
     except ScaffoldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -245,7 +279,7 @@ def main(argv: list[str]) -> int:
     from generator.writer import write_atomic
 
     write_atomic(definition, text)
-    write_atomic(kernel, kernel_stub(op, definition.as_posix()))
+    write_atomic(kernel, kernel_stub(op, op.definition_path))
     if not args.quiet:
         print(f"new: {definition}\nnew: {kernel}")
     from generator import cli

@@ -215,15 +215,17 @@ def small_project(tmp_path: Path, stem: str = "inverse") -> Path:
 @pytest.mark.parametrize("mode", [[], ["--check"]], ids=["write", "check"])
 def test_output_names_too_long_are_checked_before_writing(tmp_path, mode):
     # A 250-character op id is a valid file name, but "<op id>_schema_test.cc" is not: the
-    # run used to write 4 files and then fail with a traceback.
+    # run used to write 4 files and then fail with a traceback. Op ids (and domains) now have
+    # at most 128 characters, which leaves room for every name derived from them; the output
+    # path check behind it covers deep output directories (below).
     stem = "a" * 250
     project = small_project(tmp_path, stem)
     result = run(mode, project)
     assert_rejected(result, project)
-    assert f"error: opdefs/{stem}.yaml:1:1: <file name>: cannot write generated/{stem}/" in (
+    assert f"error: opdefs/{stem}.yaml:" in result.stderr
+    assert "may have at most 128 characters (file names are derived from it), found 250" in (
         result.stderr
     )
-    assert "file names have at most 255" in result.stderr
 
 
 def test_output_dir_too_deep_is_an_error_before_writing(tmp_path):
@@ -268,6 +270,8 @@ class StopBeforeRename:
         return getattr(os, name)
 
     def replace(self, source, target):
+        if not os.path.abspath(target).startswith(os.getcwd() + os.sep):
+            return os.replace(source, target)  # the black cache, outside the project
         print(source, flush=True)
         time.sleep(600)
 

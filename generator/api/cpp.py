@@ -76,19 +76,27 @@ def _float_literal(value: float) -> str:
     return text + "f"
 
 
+def int_literal(value: int) -> str:
+    """An int64_t. C++ has no negative literals: -9223372036854775808 would negate a literal
+    too large for any signed type, so the smallest int64 is spelled as an expression."""
+    if value == -(2**63):
+        return "int64_t{-9223372036854775807 - 1}"
+    return f"int64_t{{{value}}}"
+
+
 def attr_literal(attr: Attribute) -> str:
     """The default value as a C++ initializer."""
     value, kind = attr.default, attr.type
     if kind is AttrType.bool:
         return "true" if value else "false"
     if kind is AttrType.int:
-        return f"int64_t{{{value}}}"
+        return int_literal(value)
     if kind is AttrType.float:
         return _float_literal(value)
     if kind is AttrType.string:
         return f"std::string({string_literal(value)})"
     scalars = {
-        AttrType.ints: lambda v: f"int64_t{{{v}}}",
+        AttrType.ints: int_literal,
         AttrType.floats: _float_literal,
         AttrType.strings: lambda v: f"std::string({string_literal(v)})",
     }[kind]
@@ -135,7 +143,7 @@ def _concrete_expr(expr: DimExpr) -> str:
 
 def _allowed_condition(check: AllowedValuesCheck, value: str) -> str:
     attribute_type = type(check.allowed[0])
-    spell = string_literal if attribute_type is str else lambda v: f"int64_t{{{v}}}"
+    spell = string_literal if attribute_type is str else int_literal
     return " || ".join(f"{value} == {spell(v)}" for v in check.allowed)
 
 
@@ -453,13 +461,13 @@ def symbolic_output_shapes(op: OpDef) -> list[dict]:
 
 
 _PROTO_SETTER = {  # NodeProto attribute setter, and how to spell one value (None: a string)
-    AttrType.bool: ("set_i", "int64_t{{{}}}"),
-    AttrType.int: ("set_i", "int64_t{{{}}}"),
-    AttrType.float: ("set_f", "{}f"),
-    AttrType.string: ("set_s", None),
-    AttrType.ints: ("add_ints", "int64_t{{{}}}"),
-    AttrType.floats: ("add_floats", "{}f"),
-    AttrType.strings: ("add_strings", None),
+    AttrType.bool: ("set_i", int_literal),
+    AttrType.int: ("set_i", int_literal),
+    AttrType.float: ("set_f", _float_literal),
+    AttrType.string: ("set_s", string_literal),
+    AttrType.ints: ("add_ints", int_literal),
+    AttrType.floats: ("add_floats", _float_literal),
+    AttrType.strings: ("add_strings", string_literal),
 }
 
 
@@ -473,14 +481,11 @@ def node_attribute_statements(node: str, attrs: dict[str, Attribute], values: di
     for name, value in values.items():
         kind = attrs[name].type
         enum = ATTR_PROTO[kind]
-        setter, pattern = _PROTO_SETTER[kind]
+        setter, spell = _PROTO_SETTER[kind]
         var = f"{name}_attribute"
         statements.append(f"auto* {var} = {node}->add_attribute();")
         statements.append(f"{var}->set_name({string_literal(name)});")
         statements.append(f"{var}->set_type(ONNX_NAMESPACE::AttributeProto::{enum});")
         for item in value if kind.is_list else [value]:
-            spelled = (
-                string_literal(item) if pattern is None else pattern.format(repr(_plain(item)))
-            )
-            statements.append(f"{var}->{setter}({spelled});")
+            statements.append(f"{var}->{setter}({spell(_plain(item))});")
     return statements
