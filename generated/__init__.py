@@ -161,8 +161,12 @@ def _without_exporter_notices(exporter: str):
             # that the second name is not used, and it is the same name.
             warnings.filterwarnings(
                 "ignore",
-                "The axis name: .* will not be used, since it shares the same",
+                ".*The axis name: .* will not be used, since it shares the same",
                 UserWarning,
+            )
+            # torch's export deprecates a pytree spelling that its own code still uses.
+            warnings.filterwarnings(
+                "ignore", "`isinstance\\(treespec, LeafSpec\\)` is deprecated", FutureWarning
             )
         yield
 

@@ -168,10 +168,33 @@ def below_autograd(op, *args):
         return op(*args)
 
 
+def float32(value: float) -> float:
+    """The float32 nearest to value: every runtime holds a float attribute so."""
+    import math
+    import struct
+
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 def quoted(value) -> str:
     """An attribute value as every runtime's error messages spell it (ints plain, strings as
-    JSON); the C++ opgen::quoted is the same."""
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+    JSON, floats as the shortest %.<p>g that reads back as the same float32); the C++
+    opgen::quoted is the same."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if not isinstance(value, float):
+        return str(value)
+    value = float32(value)
+    if value != value:
+        return "nan"
+    for precision in range(1, 10):
+        text = f"{value:.{precision}g}"
+        if float32(float(text)) == value:
+            return text
+    return text
 
 
 def attribute(ctx, name: str, default, missing_message: str = ""):
@@ -219,8 +242,9 @@ def broadcast_dims(message: str, *shapes) -> list:
     for i in range(rank):
         column = [shape[i - rank + len(shape)] for shape in shapes if i >= rank - len(shape)]
         known = {d.dim_value for d in column if d.HasField("dim_value") and d.dim_value != 1}
-        if len(known) > 1:
-            raise onnx.shape_inference.InferenceError(message + str(sorted(known)))
+        if len(known) > 1:  # the shapes reported as the kernels report them
+            got = " and ".join(shape_text(shape) for shape in shapes)
+            raise onnx.shape_inference.InferenceError(message + got)
         symbolic = [d for d in column if not d.HasField("dim_value")]
         if known or not symbolic:
             result.append(fixed_dim(known.pop() if known else 1))

@@ -87,16 +87,16 @@ OPGEN_NAMESPACE_NAMES = frozenset(
     axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes check_extent
     checked_numel compute_type compute_type_of data_dependent_dim dim_add dim_floor_div dim_mul
     dim_sub dim_to_string fail fail_overflow float16 floor_div kShapeEnd ort py_support quoted
-    reduced_shape shape_to_string""".split()
+    reduced_shape schema shape_to_string""".split()
 )
 
 # Names the generated C++ declares in each op's namespace opgen::<op_id>, where user names
 # are parameters, locals and template parameters (checked against the output the same way).
 OP_NAMESPACE_NAMES = frozenset(
-    """AttributeProto Attributes Dim DimAdd DimFloorDiv DimMul DimSub DimText FunctionNodes
-    FunctionOpsets InferOutputShapes InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes
-    OutputShapesOf RegisterSchema TensorProto_DataType add_ort_ops bind compute describe expect
-    infer_shapes kOpType main make_model only_node Quoted run set_shape ShapeText""".split()
+    """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
+    InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
+    RegisterSchema TensorProto_DataType add_ort_ops bind compute describe expect infer_shapes
+    kOpType main make_model only_node run set_shape""".split()
 )
 
 # Validation patterns: \A and \Z, and always fullmatch(), because `$` also matches before a final
@@ -106,11 +106,34 @@ DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
 TORCH_NAME = re.compile(r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)\Z")
 
 
-def message_value(value: int | str) -> str:
-    """How error messages of every runtime spell an attribute value: ints in decimal, strings
-    as JSON does (double quotes; backslash, quote and control characters escaped). The C++
-    `opgen::quoted` and the Python `_support.quoted` spell them the same way."""
-    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else str(value)
+def float32(value: float) -> float:
+    """The float32 nearest to value (ONNX float attributes are float32 in every runtime)."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def float32_text(value: float) -> str:
+    """The shortest `%.<p>g` spelling that reads back as the same float32 (what the C++
+    opgen::quoted and the Python _support.quoted print for a float)."""
+    value = float32(value)
+    if math.isnan(value):
+        return "nan"
+    for precision in range(1, 10):
+        text = f"{value:.{precision}g}"  # C's %.<p>g, as the C++ spelling uses
+        if float32(float(text)) == value:
+            return text
+    return f"{value:.9g}"
+
+
+def message_value(value: int | float | str) -> str:
+    """How error messages of every runtime spell an attribute value: ints in decimal, floats as
+    float32_text, strings as JSON does (double quotes; backslash, quote and control characters
+    escaped). The C++ `opgen::quoted` and the Python `_support.quoted` spell them the same way."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return float32_text(value) if isinstance(value, float) else str(value)
 
 
 def message_values(values: tuple) -> str:
@@ -190,6 +213,8 @@ class Attribute:
     default: Any  # None when required
     allowed: tuple | None = None  # the values it may take (None: any)
     since_version: int | None = None  # the op version that added it (None: the first)
+    minimum: int | float | None = None  # int and float attributes: the smallest value allowed
+    maximum: int | float | None = None  # ... and the largest (both inclusive; None: no bound)
 
 
 @dataclass(frozen=True)
@@ -349,8 +374,47 @@ class AllowedValuesCheck:
 
 
 @dataclass(frozen=True)
+class RangeCheck:
+    """An int or float attribute with a declared range (inclusive; a float is compared as the
+    float32 every runtime holds it in)."""
+
+    attribute: str
+    minimum: int | float | None
+    maximum: int | float | None
+    message: str
+
+    @property
+    def is_float(self) -> bool:
+        return isinstance(self.minimum if self.minimum is not None else self.maximum, float)
+
+    def outside(self) -> list[int | float]:
+        """Values just outside the range, as the generated error cases use them."""
+        values: list[int | float] = []
+        if self.minimum is not None:
+            below = _next_toward(self.minimum, -math.inf) if self.is_float else self.minimum - 1
+            if below is not None and (self.is_float or below >= INT64_MIN):
+                values.append(below)
+        if self.maximum is not None:
+            above = _next_toward(self.maximum, math.inf) if self.is_float else self.maximum + 1
+            if above is not None and (self.is_float or above <= INT64_MAX):
+                values.append(above)
+        return values
+
+
+def _next_toward(value: float, direction: float) -> float | None:
+    """The float32 next to float32(value) toward direction, or None past float32's range."""
+    bits = struct.unpack("<i", struct.pack("<f", float32(value)))[0]
+    if value == 0:
+        bits = 1 if direction > 0 else -(2**31) + 1  # the smallest subnormal of either sign
+    else:
+        bits += 1 if (direction > 0) == (bits >= 0) else -1
+    result = struct.unpack("<f", struct.pack("<i", bits))[0]
+    return None if math.isinf(result) or math.isnan(result) else result
+
+
+@dataclass(frozen=True)
 class ShapeRule:
-    attribute_checks: tuple[AllowedValuesCheck, ...]
+    attribute_checks: tuple[AllowedValuesCheck | RangeCheck, ...]
     rank_checks: tuple[RankCheck, ...]
     dim_checks: tuple[DimEqualCheck | DimLiteralCheck, ...]
     shape_checks: tuple[ShapeEqualCheck, ...]
@@ -631,6 +695,26 @@ class OpDef:
         names = [tc.name for tc in self.type_constraints]
         combos = product(*(tc.dtypes for tc in self.type_constraints))
         return tuple(Instantiation(tuple(zip(names, combo, strict=True))) for combo in combos)
+
+    @property
+    def error_cases(self) -> tuple[ErrorCase, ...]:
+        """The definition's error cases, then one for each value just outside a declared
+        attribute range, on the first random case's shapes: every runtime must reject it, with
+        the same message."""
+        cases = list(self.tests.errors)
+        ranges = [c for c in self.shape_rule.attribute_checks if isinstance(c, RangeCheck)]
+        if ranges and self.tests.random:
+            first = self.tests.random[0]
+            shapes = {
+                name: tuple(d if isinstance(d, int) else first.dynamic[d][0] for d in dims)
+                for name, dims in first.shapes.items()
+            }
+            for check in ranges:
+                for value in check.outside():
+                    message = f"{check.message}, got {message_value(value)}"
+                    attributes = {**first.attributes, check.attribute: value}
+                    cases.append(ErrorCase(shapes, None, message, attributes))
+        return tuple(cases)
 
     @property
     def raises_without_gradients(self) -> bool:
@@ -1280,7 +1364,7 @@ _PLACEHOLDER = {
 def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
     fields = _mapping(
         node,
-        {"name", "type", "default", "allowed", "since_version", "doc"},
+        {"name", "type", "default", "allowed", "min", "max", "since_version", "doc"},
         {"name", "type"},
         errors,
     )
@@ -1314,9 +1398,53 @@ def _parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
             raise fields["allowed"].error("a value is listed twice")
         if not required and default_ok and default not in allowed:
             raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
+    bounds: dict[str, int | float] = {}
+    for key in ("min", "max"):
+        if key not in fields:
+            continue
+        if attr_type not in (AttrType.int, AttrType.float):
+            raise fields[key].error(
+                f"'{key}' applies to int and float attributes, not to {attr_type.value}"
+            )
+        bound = _attr_value(fields[key], attr_type)
+        bounds[key] = float32(bound) if attr_type is AttrType.float else bound
+    minimum, maximum = bounds.get("min"), bounds.get("max")
+    if minimum is not None and maximum is not None and minimum > maximum:
+        raise fields["max"].error(
+            f"max {message_value(maximum)} is below min {message_value(minimum)}"
+        )
+
+    def inside(value: float) -> bool:
+        return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+
+    shown = [("" if bound is None else message_value(bound)) for bound in (minimum, maximum)]
+    range_text = f"[{shown[0]}, {shown[1]}]"
+    if bounds and not required and default_ok:
+        value = float32(default) if attr_type is AttrType.float else default
+        if not inside(value):
+            raise fields["default"].error(
+                f"the default {message_value(value)} is outside min/max {range_text}"
+            )
+    if bounds and allowed is not None:
+        for value, item in zip(allowed, _list(fields["allowed"]), strict=True):
+            if not inside(value):
+                raise item.error(
+                    f"allowed value {message_value(value)} is outside min/max {range_text}"
+                )
     doc = _doc(fields, errors)
     since = _version(fields["since_version"]) if "since_version" in fields else None
-    return Attribute(name, attr_type, doc, required, default, allowed, since)
+    return Attribute(name, attr_type, doc, required, default, allowed, since, minimum, maximum)
+
+
+def _range_message(op_type: str, attr: Attribute) -> str:
+    lo, hi = attr.minimum, attr.maximum
+    if lo is not None and hi is not None:
+        bound = f"between {message_value(lo)} and {message_value(hi)}"
+    else:
+        bound = (
+            f"at least {message_value(lo)}" if lo is not None else f"at most {message_value(hi)}"
+        )
+    return f"{op_type}: attribute '{attr.name}' must be {bound}"
 
 
 def _compile_shape_rule(
@@ -1475,7 +1603,7 @@ def _compile_shape_rule(
                     expr_checks += _expression_checks(op_type, output.name, expr)
             parts = tuple(parts_list)
         shapes.append(OutputShape(output.name, parts))
-    attribute_checks = tuple(
+    attribute_checks: tuple[AllowedValuesCheck | RangeCheck, ...] = tuple(
         AllowedValuesCheck(
             a.name,
             a.allowed,
@@ -1483,6 +1611,10 @@ def _compile_shape_rule(
         )
         for a in attrs.values()
         if a.allowed is not None
+    ) + tuple(
+        RangeCheck(a.name, a.minimum, a.maximum, _range_message(op_type, a))
+        for a in attrs.values()
+        if a.minimum is not None or a.maximum is not None
     )
     return ShapeRule(
         attribute_checks,

@@ -45,8 +45,8 @@ def test_feature_op_pipeline(project, definition):
         "-q",
         "-p",
         "no:cacheprovider",
-        "-p",
-        "no:warnings",
+        "-W",
+        "error",  # as in the project's own run (pyproject.toml)
         "--rootdir",
         str(project),
         f"generated/{definition.stem}",

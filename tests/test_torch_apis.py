@@ -42,7 +42,7 @@ class Model(torch.nn.Module):
 
 for exporter in ("dynamo", "torchscript"):
     path = f"{api}-{exporter}.onnx"
-    generated.export_model(Model(), (batch,), path, exporter=exporter, input_names=["X"],
+    generated.export_model(Model().eval(), (batch,), path, exporter=exporter, input_names=["X"],
                            output_names=["Y"], dynamic_axes={"X": {0: "batch"}})
     model = onnx.load(path)
     assert ("ai.opgen", "Inverse") in [(n.domain, n.op_type) for n in model.graph.node]

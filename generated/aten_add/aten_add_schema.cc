@@ -2,13 +2,15 @@
 // Do not edit: change the op definition or the template and run `python -m generator`.
 // The ONNX C++ schema of custom.aten::AtenAdd in ONNX Runtime's contrib_defs.cc style.
 // To contribute the op upstream, paste the ONNX_CONTRIB_OPERATOR_SCHEMA statement into
-// RegisterContribSchemas() (and use the domain constant there). Here it is compiled against
+// RegisterContribSchemas() (and use the domain constant there; the inference function needs
+// opgen/onnx_schema_support.h and the headers it includes). Here it is compiled against
 // ONNX's C++ library and exercised by aten_add_schema_test.cc.
 #include <string>
 #include <vector>
 
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
+#include "opgen/onnx_schema_support.h"
 
 #include <stdexcept>
 

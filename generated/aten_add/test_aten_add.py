@@ -238,7 +238,7 @@ dynamic_axes = _testing.dynamic_axes
 def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
     """Exports the op as a user would (generated.export_model) and returns the model."""
     generated.export_model(
-        Model(case["attributes"]),
+        Model(case["attributes"]).eval(),
         tuple(make_inputs(case, 0, types, seed=0).values()),
         path,
         exporter=exporter,
@@ -336,7 +336,7 @@ def test_override_applies_only_when_asked(tmp_path):
     """Without `overrides`, the overload exports as PyTorch would: no node of ours."""
     case = RANDOM_CASES[0]
     generated.export_model(
-        Model(case["attributes"]),
+        Model(case["attributes"]).eval(),
         tuple(make_inputs(case, 0, TYPES[0], seed=0).values()),
         tmp_path / "plain.onnx",
         input_names=INPUTS,

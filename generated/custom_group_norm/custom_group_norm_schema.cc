@@ -2,13 +2,15 @@
 // Do not edit: change the op definition or the template and run `python -m generator`.
 // The ONNX C++ schema of mydomain::CustomGroupNorm in ONNX Runtime's contrib_defs.cc style.
 // To contribute the op upstream, paste the ONNX_CONTRIB_OPERATOR_SCHEMA statement into
-// RegisterContribSchemas() (and use the domain constant there). Here it is compiled against
+// RegisterContribSchemas() (and use the domain constant there; the inference function needs
+// opgen/onnx_schema_support.h and the headers it includes). Here it is compiled against
 // ONNX's C++ library and exercised by custom_group_norm_schema_test.cc.
 #include <string>
 #include <vector>
 
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
+#include "opgen/onnx_schema_support.h"
 
 #ifndef ONNX_CONTRIB_OPERATOR_SCHEMA
 // ONNX Runtime defines this; outside it, the plain ONNX macro does the same registration.
@@ -20,58 +22,9 @@ namespace opgen::custom_group_norm {
 using ONNX_NAMESPACE::AttributeProto;
 using ONNX_NAMESPACE::OpSchema;
 
-// Self-contained copies of opgen/runtime.h's helpers (the schema pastes into ONNX Runtime
-// without our headers); the generated tests compare their messages with the kernels' whole.
-// An attribute value as every runtime's error messages spell it: ints in decimal, strings as
-// JSON does.
-inline std::string Quoted(int64_t value) { return std::to_string(value); }
-inline std::string Quoted(const std::string& value) {
-  std::string text = "\"";
-  for (const char c : value) {
-    const auto byte = static_cast<unsigned char>(c);
-    const char* escape = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : nullptr;
-    if (escape != nullptr) {
-      text += escape;
-    } else if (byte < 0x20) {
-      text += "\\u00";
-      text += "0123456789abcdef"[byte >> 4];
-      text += "0123456789abcdef"[byte & 15];
-    } else {
-      text += c;
-    }
-  }
-  return text + "\"";
-}
+// How this op's errors start, as in every runtime.
+constexpr const char kOpType[] = "CustomGroupNorm";
 
-// A dim and a shape as the kernels' messages spell them: known dims by value, others by name.
-inline std::string DimText(const ONNX_NAMESPACE::TensorShapeProto_Dimension& dim) {
-  if (dim.has_dim_value()) return std::to_string(dim.dim_value());
-  return dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param() : "?";
-}
-inline std::string ShapeText(const ONNX_NAMESPACE::TensorShapeProto& shape) {
-  std::string text = "[";
-  for (int i = 0; i < shape.dim_size(); ++i) text += (i ? ", " : "") + DimText(shape.dim(i));
-  return text + "]";
-}
-
-// The shape rule's `+ - * //`, checked: dims come from models, and an overflow must fail the
-// inference rather than wrap. (`//` floors as in Python; the rule checks the divisor first.)
-inline int64_t DimAdd(int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_add_overflow(a, b, &result)) fail_shape_inference("CustomGroupNorm: shape arithmetic overflows int64: ", a, " + ", b);
-  return result;
-}
-inline int64_t DimSub(int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_sub_overflow(a, b, &result)) fail_shape_inference("CustomGroupNorm: shape arithmetic overflows int64: ", a, " - ", b);
-  return result;
-}
-inline int64_t DimMul(int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_mul_overflow(a, b, &result)) fail_shape_inference("CustomGroupNorm: shape arithmetic overflows int64: ", a, " * ", b);
-  return result;
-}
-inline int64_t DimFloorDiv(int64_t n, int64_t d) { return n / d - ((n % d != 0) && ((n < 0) != (d < 0))); }
 
 // Types and shapes from the op definition's shape rule (the same at every version).
 void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
@@ -84,12 +37,12 @@ void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   const auto& num_groups_shape = ONNX_NAMESPACE::getInputShape(ctx, 1);
   const auto& scale_shape = ONNX_NAMESPACE::getInputShape(ctx, 2);
   const auto& bias_shape = ONNX_NAMESPACE::getInputShape(ctx, 3);
-  if (!(X_shape.dim_size() >= 2)) fail_shape_inference("CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...]), got shape ", ShapeText(X_shape));
-  if (!(num_groups_shape.dim_size() == 0)) fail_shape_inference("CustomGroupNorm: input 'num_groups' must have exactly rank 0 (shape []), got shape ", ShapeText(num_groups_shape));
-  if (!(scale_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'scale' must have exactly rank 1 (shape [C]), got shape ", ShapeText(scale_shape));
-  if (!(bias_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'bias' must have exactly rank 1 (shape [C]), got shape ", ShapeText(bias_shape));
-  if (!(!X_shape.dim(1).has_dim_value() || !scale_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == scale_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C]), got ", DimText(X_shape.dim(1)), " and ", DimText(scale_shape.dim(0)));
-  if (!(!X_shape.dim(1).has_dim_value() || !bias_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == bias_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C]), got ", DimText(X_shape.dim(1)), " and ", DimText(bias_shape.dim(0)));
+  if (!(X_shape.dim_size() >= 2)) fail_shape_inference("CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...]), got shape ", opgen::schema::shape_text(X_shape));
+  if (!(num_groups_shape.dim_size() == 0)) fail_shape_inference("CustomGroupNorm: input 'num_groups' must have exactly rank 0 (shape []), got shape ", opgen::schema::shape_text(num_groups_shape));
+  if (!(scale_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'scale' must have exactly rank 1 (shape [C]), got shape ", opgen::schema::shape_text(scale_shape));
+  if (!(bias_shape.dim_size() == 1)) fail_shape_inference("CustomGroupNorm: input 'bias' must have exactly rank 1 (shape [C]), got shape ", opgen::schema::shape_text(bias_shape));
+  if (!(!X_shape.dim(1).has_dim_value() || !scale_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == scale_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'scale' differ (shape [C]), got ", opgen::schema::dim_text(X_shape.dim(1)), " and ", opgen::schema::dim_text(scale_shape.dim(0)));
+  if (!(!X_shape.dim(1).has_dim_value() || !bias_shape.dim(0).has_dim_value() || X_shape.dim(1).dim_value() == bias_shape.dim(0).dim_value())) fail_shape_inference("CustomGroupNorm: dimension C must agree: axis 1 of input 'X' and axis 0 of input 'bias' differ (shape [C]), got ", opgen::schema::dim_text(X_shape.dim(1)), " and ", opgen::schema::dim_text(bias_shape.dim(0)));
   auto* Y_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
   for (int i = 0; i < X_shape.dim_size(); ++i) *Y_out->add_dim() = X_shape.dim(i);
 }

@@ -2,13 +2,15 @@
 // Do not edit: change the op definition or the template and run `python -m generator`.
 // The ONNX C++ schema of test.customop::CustomOpOne in ONNX Runtime's contrib_defs.cc style.
 // To contribute the op upstream, paste the ONNX_CONTRIB_OPERATOR_SCHEMA statement into
-// RegisterContribSchemas() (and use the domain constant there). Here it is compiled against
+// RegisterContribSchemas() (and use the domain constant there; the inference function needs
+// opgen/onnx_schema_support.h and the headers it includes). Here it is compiled against
 // ONNX's C++ library and exercised by custom_op_one_schema_test.cc.
 #include <string>
 #include <vector>
 
 #include "onnx/defs/schema.h"
 #include "onnx/defs/shape_inference.h"
+#include "opgen/onnx_schema_support.h"
 
 #ifndef ONNX_CONTRIB_OPERATOR_SCHEMA
 // ONNX Runtime defines this; outside it, the plain ONNX macro does the same registration.
@@ -20,58 +22,9 @@ namespace opgen::custom_op_one {
 using ONNX_NAMESPACE::AttributeProto;
 using ONNX_NAMESPACE::OpSchema;
 
-// Self-contained copies of opgen/runtime.h's helpers (the schema pastes into ONNX Runtime
-// without our headers); the generated tests compare their messages with the kernels' whole.
-// An attribute value as every runtime's error messages spell it: ints in decimal, strings as
-// JSON does.
-inline std::string Quoted(int64_t value) { return std::to_string(value); }
-inline std::string Quoted(const std::string& value) {
-  std::string text = "\"";
-  for (const char c : value) {
-    const auto byte = static_cast<unsigned char>(c);
-    const char* escape = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : nullptr;
-    if (escape != nullptr) {
-      text += escape;
-    } else if (byte < 0x20) {
-      text += "\\u00";
-      text += "0123456789abcdef"[byte >> 4];
-      text += "0123456789abcdef"[byte & 15];
-    } else {
-      text += c;
-    }
-  }
-  return text + "\"";
-}
+// How this op's errors start, as in every runtime.
+constexpr const char kOpType[] = "CustomOpOne";
 
-// A dim and a shape as the kernels' messages spell them: known dims by value, others by name.
-inline std::string DimText(const ONNX_NAMESPACE::TensorShapeProto_Dimension& dim) {
-  if (dim.has_dim_value()) return std::to_string(dim.dim_value());
-  return dim.has_dim_param() && !dim.dim_param().empty() ? dim.dim_param() : "?";
-}
-inline std::string ShapeText(const ONNX_NAMESPACE::TensorShapeProto& shape) {
-  std::string text = "[";
-  for (int i = 0; i < shape.dim_size(); ++i) text += (i ? ", " : "") + DimText(shape.dim(i));
-  return text + "]";
-}
-
-// The shape rule's `+ - * //`, checked: dims come from models, and an overflow must fail the
-// inference rather than wrap. (`//` floors as in Python; the rule checks the divisor first.)
-inline int64_t DimAdd(int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_add_overflow(a, b, &result)) fail_shape_inference("CustomOpOne: shape arithmetic overflows int64: ", a, " + ", b);
-  return result;
-}
-inline int64_t DimSub(int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_sub_overflow(a, b, &result)) fail_shape_inference("CustomOpOne: shape arithmetic overflows int64: ", a, " - ", b);
-  return result;
-}
-inline int64_t DimMul(int64_t a, int64_t b) {
-  int64_t result = 0;
-  if (__builtin_mul_overflow(a, b, &result)) fail_shape_inference("CustomOpOne: shape arithmetic overflows int64: ", a, " * ", b);
-  return result;
-}
-inline int64_t DimFloorDiv(int64_t n, int64_t d) { return n / d - ((n % d != 0) && ((n < 0) != (d < 0))); }
 
 // Types and shapes from the op definition's shape rule (the same at every version).
 void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
@@ -80,7 +33,7 @@ void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   if (!ONNX_NAMESPACE::hasInputShape(ctx, 1)) return;
   const auto& X_shape = ONNX_NAMESPACE::getInputShape(ctx, 0);
   const auto& Y_shape = ONNX_NAMESPACE::getInputShape(ctx, 1);
-  if (!(X_shape.dim_size() == Y_shape.dim_size() && [&] { for (int i = 0; i < X_shape.dim_size(); ++i) if (X_shape.dim(i).has_dim_value() && Y_shape.dim(i).has_dim_value() && X_shape.dim(i).dim_value() != Y_shape.dim(i).dim_value()) return false; return true; }())) fail_shape_inference("CustomOpOne: input 'Y' must have the shape of input 'X', got ", ShapeText(X_shape), " and ", ShapeText(Y_shape));
+  if (!(X_shape.dim_size() == Y_shape.dim_size() && [&] { for (int i = 0; i < X_shape.dim_size(); ++i) if (X_shape.dim(i).has_dim_value() && Y_shape.dim(i).has_dim_value() && X_shape.dim(i).dim_value() != Y_shape.dim(i).dim_value()) return false; return true; }())) fail_shape_inference("CustomOpOne: input 'Y' must have the shape of input 'X', got ", opgen::schema::shape_text(X_shape), " and ", opgen::schema::shape_text(Y_shape));
   auto* Z_out = ONNX_NAMESPACE::getOutputShape(ctx, 0);
   for (int i = 0; i < X_shape.dim_size(); ++i) *Z_out->add_dim() = X_shape.dim(i);
 }

@@ -237,7 +237,7 @@ dynamic_axes = _testing.dynamic_axes
 def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
     """Exports the op as a user would (generated.export_model) and returns the model."""
     generated.export_model(
-        Model(case["attributes"]),
+        Model(case["attributes"]).eval(),
         tuple(make_inputs(case, 0, types, seed=0).values()),
         path,
         exporter=exporter,

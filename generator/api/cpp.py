@@ -15,6 +15,7 @@ from generator.model import (
     DimRef,
     DType,
     OpDef,
+    RangeCheck,
     ShapePart,
 )
 
@@ -141,10 +142,20 @@ def _concrete_expr(expr: DimExpr) -> str:
     return expr.spell(_concrete_dim, lambda name: f"attrs.{name}", _checked_binary)
 
 
-def _allowed_condition(check: AllowedValuesCheck, value: str) -> str:
-    attribute_type = type(check.allowed[0])
-    spell = string_literal if attribute_type is str else int_literal
-    return " || ".join(f"{value} == {spell(v)}" for v in check.allowed)
+def _attribute_condition(check: AllowedValuesCheck | RangeCheck, value: str) -> str:
+    """The condition an attribute check requires of `value` (a float attribute is a float
+    here, as in every runtime; its bounds are float32 values, spelled exactly)."""
+    if isinstance(check, AllowedValuesCheck):
+        attribute_type = type(check.allowed[0])
+        spell = string_literal if attribute_type is str else int_literal
+        return " || ".join(f"{value} == {spell(v)}" for v in check.allowed)
+    spell = (lambda v: f"{v!r}f") if check.is_float else int_literal
+    bounds = []
+    if check.minimum is not None:
+        bounds.append(f"{value} >= {spell(check.minimum)}")
+    if check.maximum is not None:
+        bounds.append(f"{value} <= {spell(check.maximum)}")
+    return " && ".join(bounds)
 
 
 def concrete_checks(op: OpDef) -> list[dict]:
@@ -155,7 +166,7 @@ def concrete_checks(op: OpDef) -> list[dict]:
         value = f"attrs.{check.attribute}"
         checks.append(
             {
-                "condition": _allowed_condition(check, value),
+                "condition": _attribute_condition(check, value),
                 "message": string_literal(check.message + ", got "),
                 "got": f"opgen::quoted({value})",
             }
@@ -287,12 +298,18 @@ def _proto_expr(expr: DimExpr) -> tuple[str, str]:
     return known or "true", value
 
 
-# The schema is self-contained (no opgen headers): its .cc defines these checked helpers.
-_PROTO_FUNCTIONS = {"+": "DimAdd", "-": "DimSub", "*": "DimMul", "//": "DimFloorDiv"}
-
-
 def _binary_proto(op: str, a: str, b: str) -> str:
-    return f"{_PROTO_FUNCTIONS[op]}({a}, {b})"
+    """The checked arithmetic of opgen/onnx_schema_support.h (on a model's dim values)."""
+    return f"opgen::schema::{_DIM_FUNCTIONS[op]}(kOpType, {a}, {b})"
+
+
+# How ONNX's C++ AttributeProto holds the attributes a shape rule reads (a bool is an int).
+_SCHEMA_ATTRIBUTE = {
+    AttrType.string: ("std::string", "s()"),
+    AttrType.float: ("float", "f()"),
+    AttrType.int: ("int64_t", "i()"),
+    AttrType.bool: ("int64_t", "i()"),
+}
 
 
 def schema_attributes(op: OpDef) -> list[dict]:
@@ -301,12 +318,12 @@ def schema_attributes(op: OpDef) -> list[dict]:
     result = []
     for name in op.shape_rule.attributes:
         attr = attrs[name]
-        getter = "s()" if attr.type is AttrType.string else "i()"
+        cpp_type, getter = _SCHEMA_ATTRIBUTE[attr.type]
         result.append(
             {
                 "variable": schema_attribute_variable(name),
                 "name_literal": string_literal(name),
-                "cpp_type": "std::string" if attr.type is AttrType.string else "int64_t",
+                "cpp_type": cpp_type,
                 "getter": getter,
                 "default": None if attr.required else schema_default(attr),
                 "missing_message": string_literal(
@@ -320,9 +337,9 @@ def schema_attributes(op: OpDef) -> list[dict]:
 def symbolic_attribute_checks(op: OpDef) -> list[dict]:
     return [
         {
-            "condition": _allowed_condition(check, schema_attribute_variable(check.attribute)),
+            "condition": _attribute_condition(check, schema_attribute_variable(check.attribute)),
             "message": string_literal(check.message + ", got "),
-            "got": f"Quoted({schema_attribute_variable(check.attribute)})",
+            "got": f"opgen::quoted({schema_attribute_variable(check.attribute)})",
         }
         for check in op.shape_rule.attribute_checks
     ]
@@ -340,7 +357,7 @@ def symbolic_checks(op: OpDef) -> list[dict]:
                 "input_index": rank.input_index,
                 "condition": f"{rank.input}_shape.dim_size() {relation} {rank.rank}",
                 "message": string_literal(rank.message + ", got shape "),
-                "got": f"ShapeText({rank.input}_shape)",
+                "got": f"opgen::schema::shape_text({rank.input}_shape)",
             }
         )
     for check in rule.dim_checks:
@@ -350,12 +367,12 @@ def symbolic_checks(op: OpDef) -> list[dict]:
                 f"!{a}.has_dim_value() || !{b}.has_dim_value() || "
                 f"{a}.dim_value() == {b}.dim_value()"
             )
-            got = f'DimText({a}), " and ", DimText({b})'
+            got = f'opgen::schema::dim_text({a}), " and ", opgen::schema::dim_text({b})'
         else:
             assert isinstance(check, DimLiteralCheck)
             a = _proto_dim(check.ref)
             condition = f"!{a}.has_dim_value() || {a}.dim_value() == {check.value}"
-            got = f"DimText({a})"
+            got = f"opgen::schema::dim_text({a})"
         checks.append(
             {
                 "input_index": None,
@@ -377,7 +394,7 @@ def symbolic_checks(op: OpDef) -> list[dict]:
                 "input_index": None,
                 "condition": condition,
                 "message": string_literal(check.message + ", got "),
-                "got": f'ShapeText({a}), " and ", ShapeText({b})',
+                "got": f'opgen::schema::shape_text({a}), " and ", opgen::schema::shape_text({b})',
             }
         )
     for check in rule.axis_checks:
@@ -433,8 +450,9 @@ def _part_symbolic(target: str, part: ShapePart, optional: frozenset[str]) -> st
         return (
             f"{{ std::vector<const ONNX_NAMESPACE::TensorShapeProto*> shapes{{{required}}};{added} "
             f"try {{ ONNX_NAMESPACE::multidirectionalBroadcastShapeInference(shapes, *{target}); }} "
-            f"catch (const ONNX_NAMESPACE::InferenceError& error) {{ "
-            f"fail_shape_inference({string_literal(part.message)}, error.what()); }} }}"
+            "catch (const ONNX_NAMESPACE::InferenceError&) { std::string got; "
+            'for (const auto* shape : shapes) got += (got.empty() ? "" : " and ") + '
+            f"opgen::schema::shape_text(*shape); fail_shape_inference({string_literal(part.message)}, got); }} }}"
         )
     source = f"{part.input}_shape"
     _, axis = _proto_expr(part.axis)

@@ -20,6 +20,7 @@ from generator.model import (
     NodeAttribute,
     OnnxNode,
     OpDef,
+    RangeCheck,
     ShapePart,
 )
 
@@ -77,8 +78,19 @@ def _torch_expr(expr: DimExpr) -> str:
     return expr.spell(_torch_dim, lambda name: name, _binary)
 
 
-def _allowed_condition(check: AllowedValuesCheck, value: str) -> str:
-    return f"{value} in {literal(list(check.allowed))}"
+def _attribute_condition(check: AllowedValuesCheck | RangeCheck, value: str) -> str:
+    """The condition an attribute check requires of `value` (a float range compares the
+    float32 every runtime holds the value in)."""
+    if isinstance(check, AllowedValuesCheck):
+        return f"{value} in {literal(list(check.allowed))}"
+    if check.is_float:
+        value = f"_support.float32({value})"
+    bounds = []
+    if check.minimum is not None:
+        bounds.append(f"{value} >= {literal(check.minimum)}")
+    if check.maximum is not None:
+        bounds.append(f"{value} <= {literal(check.maximum)}")
+    return " and ".join(bounds)
 
 
 def torch_checks(op: OpDef) -> list[dict]:
@@ -87,7 +99,7 @@ def torch_checks(op: OpDef) -> list[dict]:
     for check in rule.attribute_checks:
         checks.append(
             {
-                "condition": _allowed_condition(check, check.attribute),
+                "condition": _attribute_condition(check, check.attribute),
                 "message": literal(check.message + ", got "),
                 "got": f"_support.quoted({check.attribute})",
             }
@@ -273,7 +285,7 @@ def onnx_inference_attributes(op: OpDef) -> list[dict]:
 def onnx_attribute_checks(op: OpDef) -> list[dict]:
     return [
         {
-            "condition": _allowed_condition(check, onnx_attribute_variable(check.attribute)),
+            "condition": _attribute_condition(check, onnx_attribute_variable(check.attribute)),
             "message": literal(check.message + ", got "),
             "got": f"_support.quoted({onnx_attribute_variable(check.attribute)})",
         }

@@ -314,7 +314,7 @@ def _schema_test_context(op: OpDef) -> dict:
             + "}",
             "message_literal": cpp.string_literal(case.message),
         }
-        for index, case in enumerate(op.tests.errors)
+        for index, case in enumerate(op.error_cases)
         if case.values is None
     ]
     inputs = [

@@ -59,6 +59,10 @@ def _attribute(attr: Attribute) -> dict:
     notes = []
     if attr.allowed:
         notes.append("one of " + ", ".join(f"`{_cell(message_value(v))}`" for v in attr.allowed))
+    if attr.minimum is not None:
+        notes.append(f"at least `{message_value(attr.minimum)}`")
+    if attr.maximum is not None:
+        notes.append(f"at most `{message_value(attr.maximum)}`")
     if attr.since_version:
         notes.append(f"since version {attr.since_version}")
     if attr.type in (AttrType.float, AttrType.floats):

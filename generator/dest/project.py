@@ -50,6 +50,11 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
             ["templates/cpp/ort_support.h.j2"],
         ),
         render(
+            "cpp/onnx_schema_support.h.j2",
+            "include/opgen/onnx_schema_support.h",
+            ["templates/cpp/onnx_schema_support.h.j2"],
+        ),
+        render(
             "cpp/pybind_support.h.j2",
             "include/opgen/pybind_support.h",
             ["templates/cpp/pybind_support.h.j2"],

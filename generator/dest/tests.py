@@ -139,7 +139,7 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
                 "attributes": py.literal_dict(case.attributes),
                 "message": case.message,
             }
-            for case in tests.errors
+            for case in op.error_cases
             if case.values is None
         ],
         "value_error_cases": [
@@ -148,7 +148,7 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
                 "attributes": py.literal_dict(case.attributes),
                 "message": case.message,
             }
-            for case in tests.errors
+            for case in op.error_cases
             if case.values is not None
         ],
         "unsupported_dtype": _unsupported_dtype(op) if op.defines_onnx_op else None,

@@ -230,6 +230,12 @@ class ShapeInference {
       Ort::ThrowOnError(api_.ReadOpAttr(attr, ORT_OP_ATTR_INT, &value, sizeof value, &size));
     }
   }
+  void read_attribute(const char* op, const char* name, bool required, float& value) const {
+    if (const OrtOpAttr* attr = attribute(op, name, required, ORT_OP_ATTR_FLOAT)) {
+      size_t size = 0;
+      Ort::ThrowOnError(api_.ReadOpAttr(attr, ORT_OP_ATTR_FLOAT, &value, sizeof value, &size));
+    }
+  }
   void read_attribute(const char* op, const char* name, bool required, bool& value) const {
     int64_t number = value ? 1 : 0;
     read_attribute(op, name, required, number);
@@ -289,7 +295,7 @@ class ShapeInference {
     Ort::ThrowOnError(api_.OpAttr_GetType(attr, &found));
     if (found != expected) {
       opgen::fail(std::string(op) + ": attribute '" + name + "' must be of type " +
-                  (expected == ORT_OP_ATTR_INT ? "INT" : "STRING") + ", got another type");
+                  (expected == ORT_OP_ATTR_INT ? "INT" : expected == ORT_OP_ATTR_FLOAT ? "FLOAT" : "STRING") + ", got another type");
     }
     return attr;
   }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
@@ -33,6 +35,18 @@ inline std::string dim_to_string(int64_t dim) { return std::to_string(dim); }
 // An attribute value as every runtime's error messages spell it: ints in decimal, strings as
 // JSON does (what Python's json.dumps(value, ensure_ascii=False) gives, byte for byte).
 inline std::string quoted(int64_t value) { return std::to_string(value); }
+// A float as the shortest "%.<p>g" that reads back as the same float32 (the generator's
+// float32_text and the Python _support.quoted spell it the same way).
+inline std::string quoted(float value) {
+  if (std::isnan(value)) return "nan";
+  char text[32];
+  for (int precision = 1; precision <= 9; ++precision) {
+    std::snprintf(text, sizeof text, "%.*g", precision, static_cast<double>(value));
+    // Through double, as Python's float32(float(text)) reads it.
+    if (static_cast<float>(std::strtod(text, nullptr)) == value) break;
+  }
+  return text;
+}
 inline std::string quoted(const std::string& value) {
   static const char* const kHex = "0123456789abcdef";
   std::string text = "\"";
