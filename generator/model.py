@@ -57,7 +57,9 @@ class AttrType(Enum):
 
 
 # C++ keywords and names our generated code defines or uses in the signatures that hold user
-# names (a parameter named like a type or namespace hides it); Python's come from `keyword`.
+# names (a parameter named like a type or namespace hides it), and the wrappers' locals and
+# parameters in the scopes of user-named views and type variables (`context`, `kernel`, ...);
+# Python's come from `keyword`.
 CPP_RESERVED = frozenset(
     """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
     char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
@@ -67,6 +69,7 @@ CPP_RESERVED = frozenset(
     return short signed sizeof static static_assert static_cast struct switch template this
     thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
     wchar_t while xor xor_eq attrs ctx
+    context raw_context info raw_info kernel index types optional shapes pool serial release
     opgen std Ort py pybind11 Attributes OutputShapes OutputShapesOf int8_t int16_t int32_t
     int64_t uint8_t size_t""".split()
 )
@@ -1081,6 +1084,12 @@ def _parse_torch(node: Node) -> TorchBinding:
         api = _str(fields["api"])
         if api not in TORCH_APIS:
             raise fields["api"].error(f"expected one of {list(TORCH_APIS)}, found '{api}'")
+    for part in (match.group(1), match.group(2)):
+        if keyword.iskeyword(part):
+            raise fields["name"].error(
+                f"'{qualified}': '{part}' is a Python keyword, so torch.ops.{match.group(1)}."
+                f"{match.group(2)} cannot be written in Python; choose another name"
+            )
     if match.group(2).endswith("_"):
         raise fields["name"].error(
             f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "

@@ -263,8 +263,16 @@ def definitions(draw) -> tuple[str, dict]:
     return stem, definition
 
 
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value used twice out twice: definitions are plain YAML, without anchors and
+    aliases (the loader refuses them)."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def dump(definition: dict) -> str:
-    return yaml.safe_dump(definition, allow_unicode=True, sort_keys=False, width=80)
+    return yaml.dump(definition, Dumper=_PlainDumper, allow_unicode=True, sort_keys=False, width=80)
 
 
 # --------------------------------------------------------------------------- breaking them

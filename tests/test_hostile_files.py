@@ -296,6 +296,7 @@ def test_a_killed_run_leaves_a_temporary_file_that_check_reports_and_generation_
     finally:
         process.kill()  # SIGKILL: no cleanup handler runs
         process.wait(timeout=TIMEOUT)
+        process.stdout.close()
     assert temporary.name.endswith(f".{process.pid}.tmp") and temporary.exists()
     shown = temporary.relative_to(project)
 

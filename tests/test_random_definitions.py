@@ -136,11 +136,11 @@ def test_random_definitions_compile_as_cpp(example):
             subprocess.Popen(["g++", *flags, str(source)], stderr=subprocess.PIPE, text=True)
             for source in sources
         ]
-        failures = [
-            f"{source.name}:\n{compiler.communicate()[1][-3000:]}"
-            for source, compiler in zip(sources, compilers, strict=True)
-            if compiler.wait() != 0
-        ]
+        failures = []
+        for source, compiler in zip(sources, compilers, strict=True):
+            errors = compiler.communicate()[1]  # every pipe read and closed
+            if compiler.returncode != 0:
+                failures.append(f"{source.name}:\n{errors[-3000:]}")
         assert not failures, "\n".join(failures)
 
 
