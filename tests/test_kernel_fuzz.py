@@ -50,8 +50,18 @@ def _case(op: str, shapes: dict, dtypes: dict, **fields) -> dict:
 
 # Inputs that failed once. Both runtimes read input data at an address not aligned for its type
 # (undefined behaviour, a UBSan report). The PyTorch ops raised numpy's "array is too big" (not
-# naming the op) for an empty tensor whose shape numpy cannot hold (over 2**63 - 1 bytes).
+# naming the op) for an empty tensor whose shape numpy cannot hold (over 2**63 - 1 bytes). The
+# float64 reference of CustomGroupNorm is less accurate than its tolerance said (the kernel was
+# right; the tolerance changed).
 REGRESSIONS = [
+    _case(
+        "custom_group_norm",
+        {"X": [33, 6, 5], "num_groups": [], "scale": [6], "bias": [6]},
+        {"X": "float64", "num_groups": "int64", "scale": "float64", "bias": "float64"},
+        kind="valid",
+        threads=2,
+        seed=654072777,
+    ),
     _case("inverse", {"X": [2, 3, 3]}, {"X": "float32"}, kind="valid", misaligned=True),
     _case(
         "custom_group_norm",
