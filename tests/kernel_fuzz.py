@@ -5,7 +5,7 @@ crash kills only this process; the line "CASE {...}" printed (and flushed) befor
 names the input that crashed it.
 
     python -m tests.kernel_fuzz OP SEED FIRST COUNT
-    python -m tests.kernel_fuzz --case '{...}'
+    python -m tests.kernel_fuzz --cases '[{...}, ...]'
 
 Input i of op OP under seed SEED is a pure function of (OP, SEED, i): `make_case` draws it from
 the op's generated test module (its inputs, dtypes, attributes, random cases and samplers), so
@@ -507,8 +507,8 @@ def run_case(case: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    if argv[0] == "--case":  # one input given whole (the regression cases)
-        cases = [json.loads(argv[1])]
+    if argv[0] == "--cases":  # inputs given whole, a JSON list (the regression inputs)
+        cases = json.loads(argv[1])
     else:
         op, seed, first, count = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
         cases = (make_case(op, seed, index) for index in range(first, first + count))

@@ -141,12 +141,15 @@ def test_kernel_fuzz(sanitizer_env, op):
     assert not failures, f"{len(failures)} failing input(s) of {op}:\n" + "\n\n".join(failures[:10])
 
 
-@pytest.mark.parametrize("case", REGRESSIONS, ids=[case["op"] for case in REGRESSIONS])
-def test_kernel_fuzz_regression(sanitizer_env, case):
-    result = _worker(sanitizer_env, ["--case", json.dumps(case)], 1)
-    assert not _died(result), result.stderr[-8000:]
-    (outcome,) = _lines(result.stdout, "RESULT")
-    assert not outcome["problems"], outcome
+def test_kernel_fuzz_regressions(sanitizer_env):
+    """The inputs that failed once, in one process (each is a few milliseconds of work)."""
+    cases = [{**case, "index": index} for index, case in enumerate(REGRESSIONS)]
+    result = _worker(sanitizer_env, ["--cases", json.dumps(cases)], len(cases))
+    assert not _died(result), result.stdout[-2000:] + result.stderr[-8000:]
+    outcomes = _lines(result.stdout, "RESULT")
+    assert len(outcomes) == len(cases), result.stdout[-4000:]
+    failing = [(cases[o["index"]], o) for o in outcomes if o["problems"]]
+    assert not failing, failing
 
 
 def test_fuzzer_reports_the_input_that_kills_the_process(sanitizer_env):

@@ -104,8 +104,10 @@ def test_sanitizer_runtime_is_active_and_fatal(sanitizer_env):
 
 
 def test_generated_tests_pass_under_sanitizers(sanitizer_env):
-    """Every generated test (parity in PyTorch and ONNX Runtime, exports, bad shapes and values,
-    the C++ schema tests) on the sanitizer build: all pass, nothing reported."""
+    """The generated tests (parity in PyTorch and ONNX Runtime, bad shapes and values, wrong
+    attributes and dtypes, opcheck, gradients, the C++ schema tests) on the sanitizer build: all
+    pass, nothing reported. Not the exports: they are three quarters of the time, in Python, and
+    their models run the kernels the one-node models run."""
     result = subprocess.run(
         [
             sys.executable,
@@ -116,6 +118,8 @@ def test_generated_tests_pass_under_sanitizers(sanitizer_env):
             "no:cacheprovider",
             "-p",
             "no:warnings",
+            "-k",
+            "not test_export_and_parity",
             "generated",
         ],
         cwd=ROOT,
