@@ -51,6 +51,26 @@ def kernels(domain_ident: str):
     raise NotBuiltError(f"no {name} module in {lib}; run `python -m generator build`")
 
 
+def name_the_op(op: str, error: ValueError, inputs: dict) -> None:
+    """Raises a ValueError from a kernel call again, naming the op, if it does not (the kernel's
+    own errors do). numpy refuses an array of more than 2**63 - 1 bytes even when it is empty,
+    while PyTorch holds such a tensor: that refusal is put in the kernels' words."""
+    if str(error).startswith(f"{op}: "):
+        return
+    for name, tensor in inputs.items():
+        if tensor is None or tensor.numel() != 0:
+            continue
+        size = 1
+        for dim in tensor.shape:
+            size *= dim or 1
+        if size * tensor.element_size() > sys.maxsize:
+            what = "size" if size > sys.maxsize else "size in bytes"
+            raise ValueError(
+                f"{op}: input '{name}' has shape {list(tensor.shape)}, whose {what} overflows int64"
+            ) from error
+    raise ValueError(f"{op}: {error}") from error
+
+
 def to_numpy(tensor):
     """A CPU tensor as a numpy array sharing its memory (bfloat16 as ml_dtypes.bfloat16)."""
     tensor = tensor.contiguous()

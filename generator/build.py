@@ -37,10 +37,42 @@ HEADER_SHA256 = {
     "onnxruntime_ep_c_api.h": "e6c986c9e98583f8113b2c6bc3864814883b806d501cf24da4d239c45753e235",
 }
 LICENSE_IN_PACKAGE = "package/LICENSE"
+# How a --sanitize build is run: the first report aborts (a crash the caller sees), leaks are
+# off (the interpreter's own allocations would be reported at exit).
+SANITIZER_OPTIONS = {
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+}
 
 
 class BuildError(Exception):
     pass
+
+
+def sanitizer_runtime() -> list[Path]:
+    """The shared ASan and UBSan runtimes g++ links a --sanitize build against: a Python that
+    loads such a library must preload them (ASan first), as LD_PRELOAD."""
+    found = []
+    for name in ("libasan.so", "libubsan.so"):
+        result = subprocess.run(
+            ["g++", f"-print-file-name={name}"], capture_output=True, text=True, check=False
+        )
+        path = Path(result.stdout.strip())
+        if result.returncode != 0 or not path.is_absolute() or not path.exists():
+            raise BuildError(f"g++ has no {name} (on Debian: apt-get install libasan8 libubsan1)")
+        found.append(path.resolve())
+    return found
+
+
+def sanitizer_env(build_dir: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment that runs Python (and the generated tests) on a --sanitize build: its
+    artifacts, the runtimes preloaded, SANITIZER_OPTIONS."""
+    env = dict(os.environ if env is None else env)
+    env["OPGEN_BUILD_DIR"] = str(build_dir)
+    env["LD_PRELOAD"] = ":".join(str(path) for path in sanitizer_runtime())
+    env["ASAN_OPTIONS"] = SANITIZER_OPTIONS["ASAN_OPTIONS"]
+    env["UBSAN_OPTIONS"] = SANITIZER_OPTIONS["UBSAN_OPTIONS"]
+    return env
 
 
 def _sha256(path: Path) -> str:
@@ -133,7 +165,9 @@ def build(args) -> int:
             file=sys.stderr,
         )
         return 2
-    build_dir = args.build_dir.resolve()
+    sanitize = args.sanitize
+    default_dir = Path("build-sanitize" if sanitize else "build")
+    build_dir = (args.build_dir or default_dir).resolve()
     project = proj.Project.of(args.opdefs_dir, args.output_dir)
     try:
         ops = proj.load(project, proj.discover(project), Path.cwd())
@@ -162,7 +196,10 @@ def build(args) -> int:
                 f"-DORT_INCLUDE_DIR={include}",
                 f"-DPython_EXECUTABLE={sys.executable}",
                 f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
-                "-DCMAKE_BUILD_TYPE=Release",
+                # RelWithDebInfo: pybind11 strips modules in Release, losing the sanitizer
+                # reports' line numbers (the template's -O1 overrides -O2).
+                f"-DCMAKE_BUILD_TYPE={'RelWithDebInfo' if sanitize else 'Release'}",
+                f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
             ],
             args.quiet,
         )
@@ -171,9 +208,15 @@ def build(args) -> int:
             print("error: CMake configuration failed", file=sys.stderr)
             return 1
     else:
-        # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed).
+        # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
+        # at the sanitizer choice of this command.
         subprocess.run(
-            ["cmake", str(build_dir), f"-DORT_INCLUDE_DIR={include}"],
+            [
+                "cmake",
+                str(build_dir),
+                f"-DORT_INCLUDE_DIR={include}",
+                f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
+            ],
             capture_output=True,
             check=False,
         )
@@ -200,4 +243,9 @@ def build(args) -> int:
         print(f"  {artifact}")
     for test in sorted((build_dir / "bin").glob("*_schema_test")):
         print(f"  {test}")
+    if sanitize:
+        log(
+            "run Python on it with OPGEN_BUILD_DIR, LD_PRELOAD, ASAN_OPTIONS and UBSAN_OPTIONS "
+            "as generator.build.sanitizer_env() sets them"
+        )
     return 0

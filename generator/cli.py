@@ -47,8 +47,15 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--output-dir", type=Path, default=Path("generated"))
     parser.add_argument("--opdefs-dir", type=Path, default=Path("opdefs"))
-    parser.add_argument("--build-dir", type=Path, default=Path("build"))
+    parser.add_argument(
+        "--build-dir", type=Path, help="default: build, or build-sanitize with --sanitize"
+    )
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--sanitize",
+        action="store_true",
+        help="build with AddressSanitizer and UndefinedBehaviorSanitizer (-DOPGEN_SANITIZE=ON)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true")
     return parser
 

@@ -76,6 +76,7 @@ CPP_RESERVED = frozenset(
 # Names the generated Python/C++ uses next to user names.
 GENERATED_RESERVED = frozenset(
     {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module", "keyset"}
+    | {"aligned"}  # the C++ adapters' opgen::AlignedCopies beside the input views
 )
 
 # An op id (the definition's file stem) names generated/<op_id>/, generated/docs/<op_id>.md and
@@ -86,11 +87,11 @@ SHARED_OUTPUT_NAMES = frozenset(
     {"CMakeLists", "__init__", "_support", "_testing", "docs", "domains", "include", "index"}
 )
 OPGEN_NAMESPACE_NAMES = frozenset(
-    """AllocatedOutput Context Error Input Output SerialContext Shape SymDim TensorView append_dims
-    axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes check_extent
-    checked_numel compute_type compute_type_of data_dependent_dim dim_add dim_floor_div dim_mul
-    dim_sub dim_to_string fail fail_overflow float16 floor_div kShapeEnd ort py_support quoted
-    reduced_shape schema shape_to_string""".split()
+    """AlignedCopies AllocatedOutput Context Error Input Output SerialContext Shape SymDim
+    TensorView append_dims axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes
+    check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
+    dim_floor_div dim_mul dim_sub dim_to_string fail fail_overflow float16 floor_div kShapeEnd ort
+    py_support quoted reduced_shape schema shape_to_string""".split()
 )
 
 # Names the generated C++ declares in each op's namespace opgen::<op_id>, where user names

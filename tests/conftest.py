@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,3 +22,32 @@ def run_generator():
         )
 
     return run
+
+
+SANITIZE_BUILD_DIR = ROOT / "build-sanitize"
+
+
+@pytest.fixture(scope="session")
+def sanitizer_env() -> dict[str, str]:
+    """The environment that runs Python on the ASan + UBSan build of generated/ (built here,
+    incrementally, by `python -m generator build --sanitize`): OPGEN_BUILD_DIR, LD_PRELOAD,
+    ASAN_OPTIONS, UBSAN_OPTIONS. Without the sanitizer runtimes the tests that use it skip,
+    except under CI=true, where that is a failure."""
+    from generator.build import BuildError, sanitizer_env
+
+    try:
+        env = sanitizer_env(SANITIZE_BUILD_DIR)
+    except BuildError as error:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no sanitizer runtime under CI: {error}")
+        pytest.skip(f"no sanitizer runtime: {error}")
+    build = subprocess.run(
+        [sys.executable, "-m", "generator", "build", "--sanitize", "-q", "--jobs", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    env["PYTHONPATH"] = str(ROOT)
+    return env

@@ -130,3 +130,24 @@ def test_group_norm_with_inf_in_the_input_propagates_it():
         X, torch.tensor(1), torch.ones(2, dtype=torch.float64), torch.zeros(2, dtype=torch.float64)
     )
     assert torch.isnan(Y).all()  # as torch.nn.functional.group_norm gives
+
+
+def test_empty_tensor_numpy_cannot_hold_is_an_error_naming_the_op():
+    """PyTorch holds empty tensors of any shape whose strides fit int64; numpy refuses arrays of
+    more than 2**63 - 1 bytes, empty or not. The PyTorch ops raised numpy's "array is too big"
+    (found by the kernel fuzzer); now the op's name and the kernels' words."""
+    with pytest.raises(ValueError) as raised:
+        torch.ops.test_customop.custom_op_two(torch.empty(1, 0, 2**63 - 1))
+    assert str(raised.value) == (
+        "CustomOpTwo: input 'X' has shape [1, 0, 9223372036854775807], whose size in bytes "
+        "overflows int64"
+    )
+    X = torch.empty(64, 0, 0, 2**63 - 1, dtype=torch.float64)
+    ones = torch.ones(6, dtype=torch.float64)
+    with pytest.raises(ValueError) as raised:
+        torch.ops.mydomain.custom_group_norm(X, torch.tensor(2), ones, ones)
+    # As ONNX Runtime says it (the kernels' own size check).
+    assert str(raised.value) == (
+        "CustomGroupNorm: input 'X' has shape [64, 0, 0, 9223372036854775807], whose size "
+        "overflows int64"
+    )

@@ -30,10 +30,11 @@ struct OrtKernel {
       const Ort::ConstValue bias_value = context.GetInput(3);
       const opgen::Shape bias_shape = bias_value.GetTensorTypeAndShapeInfo().GetShape();
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
-      const opgen::Input<T> X{opgen::ort::data<T>(X_value), X_shape};
-      const opgen::Input<int64_t> num_groups{opgen::ort::data<int64_t>(num_groups_value), num_groups_shape};
-      const opgen::Input<T> scale{opgen::ort::data<T>(scale_value), scale_shape};
-      const opgen::Input<T> bias{opgen::ort::data<T>(bias_value), bias_shape};
+      opgen::AlignedCopies aligned;
+      const opgen::Input<T> X{opgen::ort::data<T>(X_value, aligned), X_shape};
+      const opgen::Input<int64_t> num_groups{opgen::ort::data<int64_t>(num_groups_value, aligned), num_groups_shape};
+      const opgen::Input<T> scale{opgen::ort::data<T>(scale_value, aligned), scale_shape};
+      const opgen::Input<T> bias{opgen::ort::data<T>(bias_value, aligned), bias_shape};
       Ort::UnownedValue Y_value = context.GetOutput(0, shapes.Y);
       const opgen::Output<T> Y{opgen::ort::mutable_data<T>(Y_value), shapes.Y};
       const opgen::ort::ThreadPoolContext pool(context);

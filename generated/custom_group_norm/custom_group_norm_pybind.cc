@@ -22,10 +22,11 @@ py::tuple run(const py::array& X_array, const py::array& num_groups_array, const
   const opgen::Shape scale_shape = opgen::py_support::shape_of(scale_array, kOpType, "scale");
   const opgen::Shape bias_shape = opgen::py_support::shape_of(bias_array, kOpType, "bias");
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
-  const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
-  const opgen::Input<int64_t> num_groups{opgen::py_support::data<int64_t>(num_groups_array), num_groups_shape};
-  const opgen::Input<T> scale{opgen::py_support::data<T>(scale_array), scale_shape};
-  const opgen::Input<T> bias{opgen::py_support::data<T>(bias_array), bias_shape};
+  opgen::AlignedCopies aligned;
+  const opgen::Input<T> X{opgen::py_support::data<T>(X_array, aligned), X_shape};
+  const opgen::Input<int64_t> num_groups{opgen::py_support::data<int64_t>(num_groups_array, aligned), num_groups_shape};
+  const opgen::Input<T> scale{opgen::py_support::data<T>(scale_array, aligned), scale_shape};
+  const opgen::Input<T> bias{opgen::py_support::data<T>(bias_array, aligned), bias_shape};
   py::array Y_array = opgen::py_support::empty<T>(shapes.Y);
   const opgen::Output<T> Y{opgen::py_support::mutable_data<T>(Y_array), shapes.Y};
   {

@@ -64,13 +64,21 @@ def _cpu(
     bias: torch.Tensor,
     epsilon: float = 1e-05,
 ) -> torch.Tensor:
-    (Y,) = _support.kernels("mydomain").custom_group_norm(
-        _support.to_numpy(X),
-        _support.to_numpy(num_groups),
-        _support.to_numpy(scale),
-        _support.to_numpy(bias),
-        epsilon,
-    )
+    try:
+        (Y,) = _support.kernels("mydomain").custom_group_norm(
+            _support.to_numpy(X),
+            _support.to_numpy(num_groups),
+            _support.to_numpy(scale),
+            _support.to_numpy(bias),
+            epsilon,
+        )
+    except ValueError as error:  # costs nothing unless raised
+        _support.name_the_op(
+            "CustomGroupNorm",
+            error,
+            {"X": X, "num_groups": num_groups, "scale": scale, "bias": bias},
+        )
+        raise
     return _support.from_numpy(Y)
 
 

@@ -25,8 +25,9 @@ struct OrtKernel {
       const Ort::ConstValue Y_value = context.GetInput(1);
       const opgen::Shape Y_shape = Y_value.GetTensorTypeAndShapeInfo().GetShape();
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Y_shape, attrs);
-      const opgen::Input<T> X{opgen::ort::data<T>(X_value), X_shape};
-      const opgen::Input<T> Y{opgen::ort::data<T>(Y_value), Y_shape};
+      opgen::AlignedCopies aligned;
+      const opgen::Input<T> X{opgen::ort::data<T>(X_value, aligned), X_shape};
+      const opgen::Input<T> Y{opgen::ort::data<T>(Y_value, aligned), Y_shape};
       Ort::UnownedValue Z_value = context.GetOutput(0, shapes.Z);
       const opgen::Output<T> Z{opgen::ort::mutable_data<T>(Z_value), shapes.Z};
       const opgen::ort::ThreadPoolContext pool(context);

@@ -20,8 +20,9 @@ py::tuple run(const py::array& X_array, const py::array& Y_array, const Attribut
   const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpType, "X");
   const opgen::Shape Y_shape = opgen::py_support::shape_of(Y_array, kOpType, "Y");
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Y_shape, attrs);
-  const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
-  const opgen::Input<T> Y{opgen::py_support::data<T>(Y_array), Y_shape};
+  opgen::AlignedCopies aligned;
+  const opgen::Input<T> X{opgen::py_support::data<T>(X_array, aligned), X_shape};
+  const opgen::Input<T> Y{opgen::py_support::data<T>(Y_array, aligned), Y_shape};
   py::array Z_array = opgen::py_support::empty<T>(shapes.Z);
   const opgen::Output<T> Z{opgen::py_support::mutable_data<T>(Z_array), shapes.Z};
   {

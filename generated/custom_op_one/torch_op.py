@@ -27,9 +27,13 @@ def _fake(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
 
 
 def _cpu(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    (Z,) = _support.kernels("test_customop").custom_op_one(
-        _support.to_numpy(X), _support.to_numpy(Y)
-    )
+    try:
+        (Z,) = _support.kernels("test_customop").custom_op_one(
+            _support.to_numpy(X), _support.to_numpy(Y)
+        )
+    except ValueError as error:  # costs nothing unless raised
+        _support.name_the_op("CustomOpOne", error, {"X": X, "Y": Y})
+        raise
     return _support.from_numpy(Z)
 
 

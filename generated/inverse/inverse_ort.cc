@@ -23,7 +23,8 @@ struct OrtKernel {
       const Ort::ConstValue X_value = context.GetInput(0);
       const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
-      const opgen::Input<T> X{opgen::ort::data<T>(X_value), X_shape};
+      opgen::AlignedCopies aligned;
+      const opgen::Input<T> X{opgen::ort::data<T>(X_value, aligned), X_shape};
       Ort::UnownedValue Y_value = context.GetOutput(0, shapes.Y);
       const opgen::Output<T> Y{opgen::ort::mutable_data<T>(Y_value), shapes.Y};
       const opgen::ort::ThreadPoolContext pool(context);

@@ -19,7 +19,8 @@ template <typename T>
 py::tuple run(const py::array& X_array, const Attributes& attrs) {
   const opgen::Shape X_shape = opgen::py_support::shape_of(X_array, kOpType, "X");
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
-  const opgen::Input<T> X{opgen::py_support::data<T>(X_array), X_shape};
+  opgen::AlignedCopies aligned;
+  const opgen::Input<T> X{opgen::py_support::data<T>(X_array, aligned), X_shape};
   py::array Y_array = opgen::py_support::empty<T>(shapes.Y);
   const opgen::Output<T> Y{opgen::py_support::mutable_data<T>(Y_array), shapes.Y};
   {

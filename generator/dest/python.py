@@ -60,6 +60,13 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
             ]
             + [a.name for a in op.attributes]
         ),
+        # For _support.name_the_op: the op's name and its inputs, when the kernel call fails.
+        "name_the_op_args": (
+            f"{py.literal(op.op_type or '')}, error, "
+            + "{"
+            + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs)
+            + "}"
+        ),
         "torch_return_expr": (
             f"_support.from_numpy({names[0]})"
             if single

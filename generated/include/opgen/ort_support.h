@@ -43,8 +43,9 @@ constexpr ONNXTensorElementDataType element_type() {
 }
 
 template <typename T>
-const T* data(const Ort::ConstValue& value) {
-  return reinterpret_cast<const T*>(value.GetTensorData<typename OrtTypeOf<T>::type>());
+const T* data(const Ort::ConstValue& value, opgen::AlignedCopies& aligned) {
+  const T* data = reinterpret_cast<const T*>(value.GetTensorData<typename OrtTypeOf<T>::type>());
+  return aligned(data, [&] { return value.GetTensorTypeAndShapeInfo().GetElementCount(); });
 }
 
 template <typename T>

@@ -52,8 +52,8 @@ inline opgen::Shape shape_of(const py::array& array, const char* op, const char*
 }
 
 template <typename T>
-const T* data(const py::array& array) {
-  return static_cast<const T*>(array.data());
+const T* data(const py::array& array, opgen::AlignedCopies& aligned) {
+  return aligned(static_cast<const T*>(array.data()), [&] { return array.size(); });
 }
 
 // The numpy dtype of T, looked up once: by name it costs microseconds on every call. pybind11's

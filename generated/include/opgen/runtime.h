@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -240,6 +241,27 @@ struct compute_type_of<bfloat16> {
 };
 template <typename T>
 using compute_type = typename compute_type_of<T>::type;
+
+// Input data may start at an address that is not aligned for its type: ONNX Runtime hands a
+// numpy array's buffer over as it is, and a numpy array or a PyTorch tensor may start anywhere
+// (np.frombuffer or torch.frombuffer with an offset). Reading it through a T* is undefined
+// behaviour (found by the kernel fuzzer under UBSan), so the kernel gets an aligned copy, kept
+// here until the kernel returns. Aligned data, the usual case, costs one test.
+class AlignedCopies {
+ public:
+  // `count` gives the number of elements; it is called only when a copy is made.
+  template <typename T, typename Count>
+  const T* operator()(const T* data, Count&& count) {
+    if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) == 0) return data;
+    const size_t bytes = static_cast<size_t>(count()) * sizeof(T);
+    copies_.emplace_back((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+    std::memcpy(copies_.back().data(), data, bytes);
+    return reinterpret_cast<const T*>(copies_.back().data());
+  }
+
+ private:
+  std::vector<std::vector<std::max_align_t>> copies_;
+};
 
 // A dense, contiguous, row-major tensor view. The runtime owns the memory.
 template <typename T>

@@ -1,0 +1,537 @@
+"""Worker of the kernel fuzzer (tests/test_kernel_fuzz.py): runs generated inputs of one kernel op
+through the PyTorch op (the pybind11 kernel) and a one-node ONNX Runtime model, in this process,
+and prints one JSON line per input. Run by the test in a subprocess on the sanitizer build, so a
+crash kills only this process; the line "CASE {...}" printed (and flushed) before each input
+names the input that crashed it.
+
+    python -m tests.kernel_fuzz OP SEED FIRST COUNT
+    python -m tests.kernel_fuzz --cases '[{...}, ...]'
+
+Input i of op OP under seed SEED is a pure function of (OP, SEED, i): `make_case` draws it from
+the op's generated test module (its inputs, dtypes, attributes, random cases and samplers), so
+one input can be re-run alone. Outcomes that fail the test: a wrong answer (an input valid by
+construction whose result differs from the reference; ONNX Runtime and PyTorch disagreeing on
+the same input), an error whose message does not name the op, a valid input rejected.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import math
+import os
+import random
+import sys
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from onnx import TensorProto, helper
+
+import generated
+from generated import _testing
+
+DTYPES = {
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
+}
+NAMES = {dtype: name for name, dtype in DTYPES.items()}
+SIZES = [0, 0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 33, 64]
+# Dims whose product overflows int64 (a tensor that has them is empty only through a zero dim).
+HUGE = [2**31, 2**32, 2**40, 2**62, 2**63 - 1]
+INTS = [-(2**63), -(2**31), -7, -2, -1, 0, 1, 2, 3, 4, 5, 6, 8, 2**31, 2**62, 2**63 - 1]
+SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-310, 3e9, -3e9, 1e38, 1e300, 65504.0]
+MAX_ELEMENTS = 1 << 15  # keeps one input fast under ASan
+
+
+def spec(op: str):
+    """The generated test module of an op: everything the fuzzer knows about it."""
+    return importlib.import_module(f"generated.{op}.test_{op}")
+
+
+def _nonzero_product(shape: list[int]) -> int:
+    return math.prod(d for d in shape if d != 0) if shape else 1
+
+
+def _fits(shape: list[int]) -> bool:
+    """Small enough to hold in memory: few elements, or empty with any dims."""
+    return 0 in shape or math.prod(shape) <= MAX_ELEMENTS
+
+
+def _valid_shapes(rng: random.Random, case: dict) -> dict[str, list[int]]:
+    """A random case's shapes at random sizes of its dynamic dims (0 and 1 included)."""
+    while True:
+        sizes = {name: rng.choice(SIZES) for name in case["dynamic"]}
+        shapes = {
+            name: [d if isinstance(d, int) else sizes[d] for d in dims]
+            for name, dims in case["shapes"].items()
+        }
+        if all(_fits(shape) for shape in shapes.values()):
+            return shapes
+
+
+def _mutate_shape(rng: random.Random, shape: list[int]) -> list[int]:
+    shape = list(shape)
+    what = rng.choice(["dim", "dim", "rank+", "rank-", "scalar", "huge"])
+    if what == "dim" and shape:
+        shape[rng.randrange(len(shape))] = rng.choice(SIZES)
+    elif what == "rank+":
+        shape.insert(rng.randrange(len(shape) + 1), rng.choice(SIZES))
+    elif what == "rank-" and shape:
+        del shape[rng.randrange(len(shape))]
+    elif what == "scalar":
+        shape = []
+    elif what == "huge":
+        # Dims whose product overflows int64, made empty by a zero dim: ONNX Runtime gets them
+        # through ConstantOfShape, so no memory is needed.
+        shape = shape or [1]
+        for _ in range(rng.randint(1, 2)):
+            shape.insert(rng.randrange(len(shape) + 1), rng.choice(HUGE))
+        if 0 not in shape:
+            shape[rng.randrange(len(shape))] = 0
+    while not _fits(shape):
+        shape[max(range(len(shape)), key=lambda i: shape[i])] //= 2
+    return shape
+
+
+def _attribute_value(rng: random.Random, onnx_type: int, default: Any) -> list:
+    """[onnx type name, value]: usually the right type (values out of range included)."""
+    wrong = rng.random() < 0.3
+    kind = rng.choice(["FLOAT", "INT", "STRING", "FLOATS", "INTS", "STRINGS", "TENSOR"])
+    if not wrong:
+        kind = onnx.AttributeProto.AttributeType.Name(onnx_type)
+    if kind == "FLOAT":
+        value = rng.choice([0.0, -1.0, 1e-30, 1e30, math.inf, -math.inf, math.nan, 3.5e38])
+        value = rng.choice([value, default if isinstance(default, float) else 1.0, rng.random()])
+    elif kind == "INT":
+        value = rng.choice(INTS)
+    elif kind == "STRING":
+        value = rng.choice(["", "x", "\u00e9\u00e9", "a" * 300])
+    elif kind == "FLOATS":
+        value = [rng.random() for _ in range(rng.randint(1, 3))]
+    elif kind == "INTS":
+        value = [rng.choice(INTS) for _ in range(rng.randint(1, 3))]
+    elif kind == "STRINGS":
+        value = ["x", ""][: rng.randint(1, 2)]
+    else:
+        value = rng.random()
+    return [kind, value]
+
+
+def make_case(op: str, seed: int, index: int) -> dict:
+    """Input `index` of op `op`: shapes, dtypes, values, attributes and how ONNX Runtime gets them.
+    kind "valid": one of the op's random cases at random sizes (a result must equal the
+    reference); "mutated": that, then one to three of wrong dims, ranks, dtypes, values,
+    attributes, arity (anything may happen but a crash or disagreeing results)."""
+    t = spec(op)
+    rng = random.Random(f"{op}:{seed}:{index}")
+    case_index = rng.randrange(len(t.RANDOM_CASES))
+    case = t.RANDOM_CASES[case_index]
+    types = rng.choice(t.TYPES)
+    shapes = _valid_shapes(rng, case)
+    dtypes = {name: NAMES[t.input_dtype(name, types)] for name in shapes}
+    attributes = {
+        name: [onnx.AttributeProto.AttributeType.Name(t.ATTRIBUTE_TYPES[name]), value]
+        for name, value in case["attributes"].items()
+    }
+    result = {
+        "op": op,
+        "index": index,
+        "kind": "valid",
+        "random_case": case_index,
+        "shapes": shapes,
+        "dtypes": dtypes,
+        "values": "sampled",
+        "ints": {},
+        "attributes": attributes,
+        "arity": 0,
+        "declare": rng.choice(["symbolic", "symbolic", "static", "none"]),
+        "threads": rng.choice([1, 2]),
+        "noncontiguous": rng.random() < 0.2,
+        "misaligned": rng.random() < 0.15,
+        "seed": rng.randrange(2**31),
+    }
+    if index % 4 == 0:  # a quarter of the inputs are valid by construction
+        return result
+    result["kind"] = "mutated"
+    names = list(shapes)
+    for _ in range(rng.randint(1, 3)):
+        what = rng.choice(
+            ["shape", "shape", "shape", "dtype", "values", "ints", "attribute"] * 3 + ["arity"]
+        )
+        name = rng.choice(names)
+        if what == "shape":
+            shapes[name] = _mutate_shape(rng, shapes[name])
+        elif what == "dtype":
+            dtypes[name] = rng.choice(list(DTYPES))
+        elif what == "values":
+            result["values"] = rng.choice(["special", "randn", "zeros"])
+        elif what == "ints":
+            result["ints"][name] = rng.choice(INTS)
+        elif what == "attribute" and t.ATTRIBUTES:
+            attribute = rng.choice(t.ATTRIBUTES + ["not_an_attribute"])
+            if rng.random() < 0.25:
+                attributes.pop(attribute, None)  # missing: the default, or an error if required
+            else:
+                onnx_type = t.ATTRIBUTE_TYPES.get(attribute, onnx.AttributeProto.INT)
+                attributes[attribute] = _attribute_value(rng, onnx_type, t.DEFAULTS.get(attribute))
+        elif what == "arity":
+            result["arity"] = rng.choice([-1, 1])
+    return result
+
+
+# ---------------------------------------------------------------- running one input
+
+
+def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tensor | None:
+    """The input tensor; None if PyTorch cannot hold its shape (ONNX Runtime still can)."""
+    shape, dtype = case["shapes"][name], DTYPES[case["dtypes"][name]]
+    if 0 in shape:
+        try:
+            return torch.empty(shape, dtype=dtype)
+        except RuntimeError:  # "Stride calculation overflowed": no such tensor in PyTorch
+            return None
+    values = case["values"]
+    if name in case["ints"]:
+        data = torch.full(shape, case["ints"][name], dtype=torch.float64)
+    elif values == "zeros":
+        data = torch.zeros(shape, dtype=torch.float64)
+    elif values == "sampled" and sampler is not None:
+        try:
+            data = sampler(shape, gen).to(torch.float64)
+        except (RuntimeError, IndexError, ValueError):  # the sampler expects another shape
+            data = torch.randn(shape, generator=gen, dtype=torch.float64)
+        if list(data.shape) != shape:  # a constant sampler (num_groups: torch.tensor(3))
+            data = torch.full(shape, data.reshape(-1)[0].item(), dtype=torch.float64)
+    else:
+        data = torch.randn(shape, generator=gen, dtype=torch.float64)
+    if values == "special":
+        flat = data.reshape(-1)
+        picks = torch.randint(0, len(SPECIAL), (flat.numel(),), generator=gen)
+        mask = torch.rand(flat.numel(), generator=gen) < 0.3
+        flat[mask] = torch.tensor(SPECIAL, dtype=torch.float64)[picks][mask]
+    if dtype == torch.bool:
+        return data > 0
+    if not dtype.is_floating_point:
+        info = torch.iinfo(dtype)
+        data = data.nan_to_num(0.0, info.max, info.min).clamp(info.min, info.max).round()
+        return (
+            data.to(torch.int64).to(dtype)
+            if dtype != torch.int64
+            else _exact_int64(data, case, name)
+        )
+    return data.to(dtype)
+
+
+def _exact_int64(data: torch.Tensor, case: dict, name: str) -> torch.Tensor:
+    """int64 values beyond float64's 53 bits (2**63 - 1) set exactly."""
+    if name in case["ints"]:
+        return torch.full(list(data.shape), case["ints"][name], dtype=torch.int64)
+    return data.to(torch.int64)
+
+
+def _inputs(case: dict, t) -> dict[str, torch.Tensor | None]:
+    gen = torch.Generator().manual_seed(case["seed"])
+    samplers = t.RANDOM_CASES[case["random_case"]]["samplers"]
+    inputs = {name: _tensor(case, name, gen, samplers.get(name)) for name in case["shapes"]}
+    if case.get("misaligned"):
+        inputs = {name: _misaligned(tensor) for name, tensor in inputs.items()}
+    return inputs
+
+
+def _misaligned(tensor: torch.Tensor | None) -> torch.Tensor | None:
+    """The tensor's values in memory starting one byte past an aligned address (as
+    torch.frombuffer with an offset gives; numpy views of it and ONNX Runtime values made from
+    those start there too)."""
+    if tensor is None or tensor.numel() == 0 or tensor.element_size() == 1:
+        return tensor
+    raw = bytearray(tensor.numel() * tensor.element_size() + 1)
+    moved = torch.frombuffer(raw, dtype=tensor.dtype, offset=1, count=tensor.numel())
+    moved = moved.reshape(tensor.shape)
+    moved.copy_(tensor)
+    return moved
+
+
+def _python_attribute(kind: str, value):
+    """An ONNX attribute value as the PyTorch op is called with it."""
+    if kind == "TENSOR":
+        return torch.tensor(value)
+    return value
+
+
+def _onnx_attribute(name: str, kind: str, value) -> onnx.AttributeProto:
+    if kind == "TENSOR":
+        return helper.make_attribute(name, helper.make_tensor("t", TensorProto.FLOAT, [], [value]))
+    attr_type = getattr(onnx.AttributeProto, kind)
+    return helper.make_attribute(name, value, attr_type=attr_type)
+
+
+def _message(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _names_op(message: str, t) -> bool:
+    torch_name = str(t.TORCH_OP).split("::")[-1].split(".")[0]
+    return t.OP_TYPE in message or torch_name in message
+
+
+def run_torch(case: dict, t, inputs: dict) -> tuple[str, Any]:
+    """("ok", outputs) / ("error", message) / ("skip", why)."""
+    if any(tensor is None for tensor in inputs.values()):
+        return "skip", "a shape PyTorch cannot hold"
+    args = [inputs[name] for name in case["shapes"]]
+    if case["noncontiguous"]:
+        args = [a.mT.contiguous().mT if a.dim() >= 2 and a.numel() else a for a in args]
+    if case["arity"] < 0:
+        args = args[:-1]
+    elif case["arity"] > 0:
+        args = args + [args[-1]]
+    kwargs = {
+        name: _python_attribute(kind, value) for name, (kind, value) in case["attributes"].items()
+    }
+    try:
+        result = t.TORCH_OP(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 (every exception is an outcome)
+        return "error", _message(error)
+    return "ok", list(result) if isinstance(result, tuple) else [result]
+
+
+def _model(case: dict, t) -> tuple[onnx.ModelProto, dict]:
+    """A one-node model; inputs with an empty tensor of huge dims come from ConstantOfShape."""
+    nodes, graph_inputs, feeds, node_inputs = [], [], {}, []
+    for name, shape in case["shapes"].items():
+        elem = _testing.TENSOR_PROTO[DTYPES[case["dtypes"][name]]]
+        if 0 in shape and _nonzero_product(shape) > MAX_ELEMENTS:
+            graph_inputs.append(
+                helper.make_tensor_value_info(f"{name}_shape", TensorProto.INT64, [len(shape)])
+            )
+            zero = helper.make_tensor(
+                "zero", elem, [1], [0] if elem != TensorProto.BOOL else [False]
+            )
+            nodes.append(helper.make_node("ConstantOfShape", [f"{name}_shape"], [name], value=zero))
+            feeds[f"{name}_shape"] = np.array(shape, dtype=np.int64)
+        else:
+            dims = {
+                "symbolic": [f"{name}_d{i}" for i in range(len(shape))],
+                "static": shape,
+                "none": None,
+            }[case["declare"]]
+            graph_inputs.append(helper.make_tensor_value_info(name, elem, dims))
+            feeds[name] = None  # filled from the tensors
+        node_inputs.append(name)
+    if case["arity"] < 0:
+        node_inputs = node_inputs[:-1]
+    elif case["arity"] > 0:
+        node_inputs = node_inputs + [node_inputs[-1]]
+    node = helper.make_node(t.OP_TYPE, node_inputs, list(t.OUTPUTS), domain=t.DOMAIN)
+    node.attribute.extend(
+        _onnx_attribute(name, kind, value) for name, (kind, value) in case["attributes"].items()
+    )
+    nodes.append(node)
+    graph = helper.make_graph(
+        nodes,
+        "fuzz",
+        graph_inputs,
+        [helper.make_value_info(name, onnx.TypeProto()) for name in t.OUTPUTS],
+    )
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid(t.DOMAIN, t.VERSION)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=_testing.IR_VERSION), feeds
+
+
+def _ort_value(tensor: torch.Tensor) -> ort.OrtValue:
+    if tensor.dtype == torch.bfloat16:
+        return ort.OrtValue.from_dlpack(tensor.detach().contiguous())
+    return ort.OrtValue.ortvalue_from_numpy(tensor.detach().contiguous().numpy())
+
+
+def run_ort(case: dict, t, inputs: dict) -> tuple[str, Any]:
+    model, feeds = _model(case, t)
+    try:
+        session = _testing.session(model, t.LIBRARY, threads=case["threads"])
+        values = {
+            name: (
+                _ort_value(inputs[name])
+                if value is None
+                else ort.OrtValue.ortvalue_from_numpy(value)
+            )
+            for name, value in feeds.items()
+        }
+        outputs = session.run_with_ort_values(list(t.OUTPUTS), values)
+    except Exception as error:  # noqa: BLE001
+        if "running ConstantOfShape node" in str(error):  # its own size limit (bytes)
+            return "skip", "ConstantOfShape refused the shape"
+        return "error", _message(error)
+    result = []
+    for value in outputs:
+        shape = value.shape()
+        if 0 in shape:  # numpy cannot hold every empty shape ONNX Runtime can
+            result.append(("empty", shape, value.data_type()))
+        elif value.data_type() == "tensor(bfloat16)":
+            result.append(torch.from_dlpack(value).clone())
+        else:
+            result.append(torch.from_numpy(value.numpy()))
+    return "ok", result
+
+
+def _same(a, b) -> str | None:
+    """Why two outputs differ (None if they do not): bit for bit, NaN equal to NaN."""
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        a_shape = list(a[1]) if isinstance(a, tuple) else list(a.shape)
+        b_shape = list(b[1]) if isinstance(b, tuple) else list(b.shape)
+        return None if a_shape == b_shape else f"shapes {a_shape} and {b_shape}"
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return f"{a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)}"
+    if a.is_floating_point():
+        same = (a == b) | (a.isnan() & b.isnan())
+    else:
+        same = a == b
+    if bool(same.all()):
+        return None
+    where = (~same).nonzero()[0].tolist()
+    return f"at {where}: {a[tuple(where)].item()!r} and {b[tuple(where)].item()!r}"
+
+
+def judge(case: dict, t, inputs: dict, torch_outcome, ort_outcome) -> list[str]:
+    """The problems with the two outcomes of one input (empty: fine)."""
+    problems = []
+    for runtime, (status, detail) in (("PyTorch", torch_outcome), ("ONNX Runtime", ort_outcome)):
+        if status == "error" and not _names_op(detail, t):
+            problems.append(f"{runtime} error does not name the op: {detail[:500]}")
+    if case["kind"] == "valid":
+        for runtime, (status, detail) in (
+            ("PyTorch", torch_outcome),
+            ("ONNX Runtime", ort_outcome),
+        ):
+            if status == "error":
+                problems.append(f"{runtime} rejected a valid input: {detail[:500]}")
+        if torch_outcome[0] == "skip" or any(v is None for v in inputs.values()):
+            return problems
+        types = _types_of(case, t)
+        expected = t.expected_outputs(inputs, _attribute_values(case), types)
+        for runtime, (status, outputs) in (
+            ("PyTorch", torch_outcome),
+            ("ONNX Runtime", ort_outcome),
+        ):
+            if status != "ok":
+                continue
+            for name, got, want in zip(t.OUTPUTS, outputs, expected, strict=True):
+                if isinstance(got, tuple):
+                    if list(got[1]) != list(want.shape):
+                        problems.append(
+                            f"{runtime} {name}: shape {got[1]}, want {list(want.shape)}"
+                        )
+                    continue
+                try:
+                    _testing.assert_close(got, want, t.TOLERANCES, f"{runtime}, output {name}")
+                except AssertionError as error:
+                    problems.append(f"wrong answer: {str(error)[:1500]}")
+    # The same inputs and attributes reach both runtimes: the same outcome, the same bits.
+    if torch_outcome[0] == "ok" and ort_outcome[0] == "ok":
+        for name, a, b in zip(t.OUTPUTS, torch_outcome[1], ort_outcome[1], strict=True):
+            if (why := _same(a, b)) is not None:
+                problems.append(f"PyTorch and ONNX Runtime differ in {name}: {why}")
+    elif {torch_outcome[0], ort_outcome[0]} == {"ok", "error"} and _comparable(case):
+        failed = torch_outcome if torch_outcome[0] == "error" else ort_outcome
+        runtime = "PyTorch" if failed is torch_outcome else "ONNX Runtime"
+        problems.append(f"only {runtime} fails: {failed[1][:500]}")
+    return problems
+
+
+def _numpy_holds(shape: list[int], dtype: torch.dtype) -> bool:
+    """numpy refuses arrays of more than 2**63 - 1 bytes, even empty ones (the PyTorch op then
+    fails, naming the op; ONNX Runtime may run it)."""
+    return _nonzero_product(shape) * torch.empty((), dtype=dtype).element_size() < 2**63
+
+
+def _comparable(case: dict) -> bool:
+    """Whether both runtimes get the same call: every attribute of its declared type, no arity
+    change (PyTorch gets Python values, ONNX Runtime typed attributes), inputs numpy holds."""
+    t = spec(case["op"])
+    if case["arity"] != 0:
+        return False
+    if not all(
+        _numpy_holds(shape, DTYPES[case["dtypes"][name]]) for name, shape in case["shapes"].items()
+    ):
+        return False
+    return all(
+        t.ATTRIBUTE_TYPES.get(name) is not None
+        and kind == onnx.AttributeProto.AttributeType.Name(t.ATTRIBUTE_TYPES[name])
+        for name, (kind, _) in case["attributes"].items()
+    )
+
+
+def _attribute_values(case: dict) -> dict:
+    return {name: value for name, (_, value) in case["attributes"].items()}
+
+
+def _types_of(case: dict, t) -> dict:
+    for types in t.TYPES:
+        if all(
+            NAMES[t.input_dtype(name, types)] == case["dtypes"][name] for name in case["dtypes"]
+        ):
+            return types
+    raise AssertionError(f"no type combination for {case['dtypes']}")
+
+
+def run_case(case: dict) -> dict:
+    t = spec(case["op"])
+    inputs = _inputs(case, t)
+    torch_outcome = run_torch(case, t, inputs)
+    ort_outcome = run_ort(case, t, inputs)
+    problems = judge(case, t, inputs, torch_outcome, ort_outcome)
+    return {
+        "index": case["index"],
+        "torch": (
+            torch_outcome[0]
+            if torch_outcome[0] == "ok"
+            else f"{torch_outcome[0]}: {torch_outcome[1][:200]}"
+        ),
+        "ort": (
+            ort_outcome[0]
+            if ort_outcome[0] == "ok"
+            else f"{ort_outcome[0]}: {ort_outcome[1][:200]}"
+        ),
+        "problems": problems,
+    }
+
+
+def main(argv: list[str]) -> int:
+    if argv[0] == "--cases":  # inputs given whole, a JSON list (the regression inputs)
+        cases = json.loads(argv[1])
+    else:
+        op, seed, first, count = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+        cases = (make_case(op, seed, index) for index in range(first, first + count))
+    # The fuzzer's own test: a sanitizer report at this input (does the harness catch it?).
+    crash_at = int(os.environ.get("OPGEN_KERNEL_FUZZ_REPORT_AT", "-1"))
+    generated.register_all()
+    for case in cases:
+        print("CASE " + json.dumps(case), flush=True)
+        if case["index"] == crash_at:
+            _asan_report()
+        print("RESULT " + json.dumps(run_case(case)), flush=True)
+    return 0
+
+
+def _asan_report() -> None:
+    """A real AddressSanitizer report (of a read of freed memory), which aborts the process."""
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    pointer = libc.malloc(8)
+    libc.free(ctypes.c_void_p(pointer))
+    zero = ctypes.c_void_p(0)
+    libc.__asan_report_error(zero, zero, zero, ctypes.c_void_p(pointer), 0, ctypes.c_size_t(8))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
