@@ -391,6 +391,12 @@ class RangeCheck:
     def is_float(self) -> bool:
         return isinstance(self.minimum if self.minimum is not None else self.maximum, float)
 
+    @property
+    def comparisons(self) -> tuple[tuple[str, int | float], ...]:
+        """What the value must satisfy: (">=", minimum) and/or ("<=", maximum)."""
+        bounds = ((">=", self.minimum), ("<=", self.maximum))
+        return tuple((relation, bound) for relation, bound in bounds if bound is not None)
+
     def outside(self) -> list[int | float]:
         """Values just outside the range, as the generated error cases use them."""
         values: list[int | float] = []

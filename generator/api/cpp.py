@@ -150,12 +150,9 @@ def _attribute_condition(check: AllowedValuesCheck | RangeCheck, value: str) -> 
         spell = string_literal if attribute_type is str else int_literal
         return " || ".join(f"{value} == {spell(v)}" for v in check.allowed)
     spell = (lambda v: f"{v!r}f") if check.is_float else int_literal
-    bounds = []
-    if check.minimum is not None:
-        bounds.append(f"{value} >= {spell(check.minimum)}")
-    if check.maximum is not None:
-        bounds.append(f"{value} <= {spell(check.maximum)}")
-    return " && ".join(bounds)
+    return " && ".join(
+        f"{value} {relation} {spell(bound)}" for relation, bound in check.comparisons
+    )
 
 
 def concrete_checks(op: OpDef) -> list[dict]:

@@ -85,12 +85,9 @@ def _attribute_condition(check: AllowedValuesCheck | RangeCheck, value: str) -> 
         return f"{value} in {literal(list(check.allowed))}"
     if check.is_float:
         value = f"_support.float32({value})"
-    bounds = []
-    if check.minimum is not None:
-        bounds.append(f"{value} >= {literal(check.minimum)}")
-    if check.maximum is not None:
-        bounds.append(f"{value} <= {literal(check.maximum)}")
-    return " and ".join(bounds)
+    return " and ".join(
+        f"{value} {relation} {literal(bound)}" for relation, bound in check.comparisons
+    )
 
 
 def torch_checks(op: OpDef) -> list[dict]:
