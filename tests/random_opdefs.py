@@ -5,6 +5,7 @@ defaults and allowed values) and ways to break them, each with the field it brea
 from __future__ import annotations
 
 import copy
+import keyword
 from dataclasses import dataclass
 
 import yaml
@@ -218,7 +219,11 @@ def definitions(draw) -> tuple[str, dict]:
     test_attrs = {k: v for k, v in test_attrs.items() if v is not None}
 
     # Not ending in "_" (PyTorch's in-place spelling, a definition error).
-    torch_name = draw(st.from_regex(r"[a-z_][a-z0-9_]{0,10}[a-z0-9]", fullmatch=True))
+    torch_name = draw(
+        st.from_regex(r"[a-z_][a-z0-9_]{0,10}[a-z0-9]", fullmatch=True).filter(
+            lambda name: not keyword.iskeyword(name)  # torch.ops.ns.or is not Python
+        )
+    )
     first = inputs[0]
     copies = [f"{first}.clone()"] * len(outputs)
     known_value = [[1, 0], [0, 1]]
