@@ -14,7 +14,9 @@ from generator.dest import project as project_dest
 from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
-from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
+from generator.model.op import OpDef
+from generator.parse.op import parse_opdef
+from generator.parse.project import check_project, onnx_op_index
 from generator.render import GeneratedFile, format_all, paths_only
 from generator.writer import Change, plan_changes, write_changes
 

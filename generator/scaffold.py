@@ -12,15 +12,11 @@ import tempfile
 from pathlib import Path
 
 from generator.errors import DefinitionErrors
-from generator.model import (
-    IDENTIFIER,
-    MAX_NAME_LENGTH,
-    AttrType,
-    DType,
-    attribute_value_problem,
-    op_id_problem,
-    parse_opdef,
-)
+from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH
+from generator.model.types import AttrType, DType
+from generator.parse.op import parse_opdef
+from generator.parse.read import op_id_problem
+from generator.parse.tensors import attribute_value_problem
 from generator.project import display
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 import yaml
 from hypothesis import strategies as st
 
-from generator.model import OP_NAMESPACE_NAMES, OPGEN_NAMESPACE_NAMES, AttrType, DType, is_reserved
+from generator.model.names import OP_NAMESPACE_NAMES, OPGEN_NAMESPACE_NAMES, is_reserved
+from generator.model.types import AttrType, DType
 
 FLOATING = [d.value for d in DType if d.is_floating]
 

@@ -466,7 +466,7 @@ def _namespace_opgen_names(header: str) -> set[str]:
 def test_reserved_op_ids_cover_the_generated_code():
     """An op id becomes generated/<op_id>/, generated/docs/<op_id>.md and namespace
     opgen::<op_id>: the model's reserved lists must name every shared entry beside them."""
-    from generator.model import OPGEN_NAMESPACE_NAMES, SHARED_OUTPUT_NAMES
+    from generator.model.names import OPGEN_NAMESPACE_NAMES, SHARED_OUTPUT_NAMES
 
     generated = ROOT / "generated"
     op_ids = {p.stem for p in (ROOT / "opdefs").glob("*.yaml")}
@@ -483,7 +483,7 @@ def test_reserved_op_ids_cover_the_generated_code():
 def test_reserved_names_cover_each_ops_cpp_namespace():
     """User names become parameters, locals and template parameters inside namespace
     opgen::<op_id>, where the generated C++ declares its own names: those are reserved."""
-    from generator.model import OP_NAMESPACE_NAMES
+    from generator.model.names import OP_NAMESPACE_NAMES
 
     declared = set()
     for path in (ROOT / "generated").glob("*/*"):

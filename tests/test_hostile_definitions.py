@@ -66,7 +66,7 @@ def test_trailing_newline_is_not_a_valid_name(tmp_path, run_generator, edit, fra
 
 
 def test_every_validation_pattern_rejects_a_trailing_newline():
-    from generator import model
+    from generator.model import names as model
 
     patterns = {
         model.IDENTIFIER: "Op",
@@ -87,7 +87,7 @@ PROBE = (ROOT / "tests" / "opdefs" / "attribute_probe.yaml").read_text()
 def parse_errors(tmp_path: Path, text: str, name: str = "probe.yaml") -> list:
     """The definition errors of one file, parsed in this process (faster than the CLI)."""
     from generator.errors import DefinitionErrors
-    from generator.model import parse_opdef
+    from generator.parse.op import parse_opdef
 
     path = tmp_path / name
     path.write_text(text)
@@ -369,7 +369,7 @@ def test_a_new_op_in_a_namespace_pytorch_owns_is_an_error(tmp_path, run_generato
 def test_torch_namespaces_cover_the_installed_torch():
     """The hard-coded list names every namespace the installed torch defines ops in (asked of a
     fresh interpreter: in this one, the generated package may have added our own)."""
-    from generator.model import TORCH_NAMESPACES
+    from generator.model.names import TORCH_NAMESPACES
 
     script = (
         "import torch\n"

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from random_opdefs import bad_names, broken, definitions, dump, mutated
 
 from generator import cli, scaffold
-from generator.model import parse_opdef
+from generator.parse.op import parse_opdef
 
 ROOT = Path(__file__).resolve().parent.parent
 ERROR_LINE = re.compile(r"error: (opdefs/[\w.]+):(\d+):(\d+): ([^:]+): (.+)")

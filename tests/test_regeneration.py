@@ -10,7 +10,7 @@ from pathlib import Path
 import black
 import pytest
 
-from generator.model import parse_opdef
+from generator.parse.op import parse_opdef
 
 ROOT = Path(__file__).resolve().parent.parent
 

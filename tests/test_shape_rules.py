@@ -3,7 +3,7 @@ checks run in every runtime; here, that the model asks for them)."""
 
 from pathlib import Path
 
-from generator.model import parse_opdef
+from generator.parse.op import parse_opdef
 
 DEFINITION = """
 op: Repeat

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.model import OpDef
+from generator.model.op import OpDef
 
 
 def guard_absent_inputs(

@@ -5,19 +5,18 @@ from __future__ import annotations
 from generator.api.common import guard_absent_inputs
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
-from generator.model import (
+from generator.model.op import OpDef
+from generator.model.shapes import (
     AllowedValuesCheck,
-    Attribute,
-    AttrType,
     DimEqualCheck,
     DimExpr,
     DimLiteralCheck,
     DimRef,
-    DType,
-    OpDef,
     RangeCheck,
     ShapePart,
 )
+from generator.model.tensors import Attribute
+from generator.model.types import AttrType, DType
 
 KERNEL_TYPE = {
     DType.float16: "opgen::float16",

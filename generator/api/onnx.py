@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from generator.model import AttrRef, AttrType, DType, NodeAttribute, OnnxNode, OpDef
+from generator.model.nodes import AttrRef, NodeAttribute, OnnxNode
+from generator.model.op import OpDef
+from generator.model.types import AttrType, DType
 
 _TYPE_NAME = {
     DType.float16: "float16",
@@ -103,7 +105,7 @@ def node_text(node: OnnxNode) -> str:
 
 def function_text(op: OpDef) -> str:
     """The whole function, for onnx.parser.parse_function."""
-    opsets = f'"": {op.function.opset}'  # bodies use standard ops only (model.py)
+    opsets = f'"": {op.function.opset}'  # bodies use standard ops only (generator/parse/nodes.py)
     attrs = ", ".join(
         f"{a.name}: {_TEXT_ATTR_TYPE[a.type]}"
         + ("" if a.required else f" = {text_value(a.default)}")

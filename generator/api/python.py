@@ -7,22 +7,18 @@ import json
 
 from generator.api.common import guard_absent_inputs
 from generator.api.onnx import TENSOR_PROTO
-from generator.model import (
-    EAGER_STANDARD_OPS,
+from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
+from generator.model.op import OpDef
+from generator.model.shapes import (
     AllowedValuesCheck,
-    Attribute,
-    AttrRef,
-    AttrType,
     DimEqualCheck,
     DimExpr,
     DimRef,
-    DType,
-    NodeAttribute,
-    OnnxNode,
-    OpDef,
     RangeCheck,
     ShapePart,
 )
+from generator.model.tensors import Attribute
+from generator.model.types import AttrType, DType
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
 SCHEMA_TYPE = {

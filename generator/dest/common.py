@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from generator.api import cpp
-from generator.model import OpDef, TensorParam
+from generator.model.op import OpDef
+from generator.model.tensors import TensorParam
 
 
 def sources(op: OpDef) -> list[str]:

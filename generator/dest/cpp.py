@@ -10,8 +10,10 @@ from generator.api import onnx as onnx_api
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
 from generator.dest import common
-from generator.model import Attribute, OpDef, evaluate_output_shapes
+from generator.model.op import OpDef
+from generator.model.tensors import Attribute
 from generator.render import GeneratedFile, render
+from generator.shapes.evaluate import evaluate_output_shapes
 
 
 def _attributes(attributes: tuple[Attribute, ...]) -> list[dict]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 from generator.api import onnx as onnx_api
 from generator.api import python as py_api
 from generator.dest import common
-from generator.model import Attribute, AttrType, OpDef, TensorParam, message_value
+from generator.model.op import OpDef
+from generator.model.tensors import Attribute, TensorParam
+from generator.model.types import AttrType, message_value
 from generator.render import GeneratedFile, render
 
 

@@ -7,7 +7,7 @@ from itertools import groupby
 
 from generator.api import cpp
 from generator.dest import common
-from generator.model import OpDef
+from generator.model.op import OpDef
 from generator.render import GeneratedFile, render
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
-from generator.model import OpDef, export_targets
+from generator.model.op import OpDef
+from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 
 

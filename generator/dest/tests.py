@@ -8,8 +8,11 @@ from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
 from generator.dest.python import base_context
-from generator.model import AttrType, DType, OpDef, evaluate_output_shapes, export_targets
+from generator.model.op import OpDef
+from generator.model.types import AttrType, DType
+from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
+from generator.shapes.evaluate import evaluate_output_shapes
 
 
 def _dtype_list(dtypes) -> str | None:

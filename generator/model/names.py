@@ -1,0 +1,106 @@
+"""Names: what a user name may be, what the generated code reserves, and the validation patterns."""
+
+from __future__ import annotations
+
+import keyword
+import re
+
+# C++ keywords and names our generated code defines or uses in the signatures that hold user
+# names (a parameter named like a type or namespace hides it), and the wrappers' locals and
+# parameters in the scopes of user-named views and type variables (`context`, `kernel`, ...);
+# Python's come from `keyword`.
+CPP_RESERVED = frozenset(
+    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
+    char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
+    co_await co_return co_yield decltype default delete do double dynamic_cast else enum explicit
+    export extern false float for friend goto if inline int long mutable namespace new noexcept not
+    not_eq nullptr operator or or_eq private protected public register reinterpret_cast requires
+    return short signed sizeof static static_assert static_cast struct switch template this
+    thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
+    wchar_t while xor xor_eq attrs ctx
+    context raw_context info raw_info kernel index types optional shapes pool serial release
+    opgen std Ort py pybind11 Attributes OutputShapes OutputShapesOf int8_t int16_t int32_t
+    int64_t uint8_t size_t""".split()
+)
+
+
+# Names the generated Python/C++ uses next to user names.
+GENERATED_RESERVED = frozenset(
+    {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module", "keyset"}
+    | {"aligned"}  # the C++ adapters' opgen::AlignedCopies beside the input views
+)
+
+
+# An op id (the definition's file stem) names generated/<op_id>/, generated/docs/<op_id>.md and
+# the C++ namespace opgen::<op_id>, so it must not be a shared output entry or a name the
+# support headers declare in namespace opgen (tests/test_definition_errors.py checks both
+# lists against the generated output).
+SHARED_OUTPUT_NAMES = frozenset(
+    {"CMakeLists", "__init__", "_support", "_testing", "docs", "domains", "include", "index"}
+)
+
+
+OPGEN_NAMESPACE_NAMES = frozenset(
+    """AlignedCopies AllocatedOutput Context Error Input Output SerialContext Shape SymDim
+    TensorView append_dims axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes
+    check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
+    dim_floor_div dim_mul dim_sub dim_to_string fail fail_overflow float16 floor_div kShapeEnd ort
+    py_support quoted reduced_shape schema shape_to_string""".split()
+)
+
+
+# Names the generated C++ declares in each op's namespace opgen::<op_id>, where user names
+# are parameters, locals and template parameters (checked against the output the same way).
+OP_NAMESPACE_NAMES = frozenset(
+    """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
+    InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
+    RegisterSchema TensorProto_DataType add_ort_ops bind compute describe expect infer_shapes
+    kOpType main make_model only_node run set_shape""".split()
+)
+
+
+# Validation patterns: \A and \Z, and always fullmatch(), because `$` also matches before a final
+# "\n" ("Op\n" would pass and the newline reach the generated code).
+IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
+
+
+TORCH_NAME = re.compile(r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)\Z")
+
+
+def is_reserved(name: str) -> bool:
+    """Whether a tensor, attribute or type variable name is taken in some target."""
+    return (
+        keyword.iskeyword(name)
+        or name in CPP_RESERVED
+        or name in GENERATED_RESERVED
+        or name in OP_NAMESPACE_NAMES
+    )
+
+
+# An op id and a domain become parts of file names (generated/<op_id>/<op_id>_schema_test.cc,
+# libopgen_<domain>.so), and tools derive longer ones from those: `.<name>.<pid>.tmp` while
+# writing, CMake's `<op_id>_schema_test.cc.o.d`, Python's
+# `test_<op_id>.cpython-311-pytest-8.3.4.pyc`. 128 characters leaves room for every one of
+# them within the usual 255-byte limit of a file name.
+MAX_NAME_LENGTH = 128
+
+
+ATEN_OVERLOAD = re.compile(
+    r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)(?:\.([A-Za-z_][A-Za-z0-9_]*))?\Z"
+)
+
+
+# Namespaces PyTorch defines ops in (torch 2.13: the namespaces of
+# torch._C._dispatch_get_all_op_names() and torch._C._jit_get_all_schemas() after `import
+# torch`, plus Python-only `higher_order` and the `torchvision` package's). A new op there
+# clashes with PyTorch's own, or would pass for one. torch is too slow to import here:
+# tests/test_hostile_definitions.py checks this list against the installed torch.
+TORCH_NAMESPACES = frozenset(
+    """_c10d_functional _c10d_functional_autograd _dtensor _native _quantized _test aten c10d
+    debug_mode_ops debugprims export higher_order inductor inductor_prims mkl mkldnn
+    mkldnn_prepacked onednn onnx prim prims profiler quantization quantized rngprims sparse
+    static_runtime symm_mem torchvision""".split()
+)

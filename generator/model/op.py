@@ -1,0 +1,207 @@
+"""One op definition (OpDef) and its PyTorch binding and kernel; the facts derived from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+
+from generator.errors import DefinitionError, Location
+from generator.model.nodes import ExportRule, Function, OnnxNode
+from generator.model.shapes import RangeCheck, ShapeRule, inputs_read
+from generator.model.tensors import Attribute, TensorParam
+from generator.model.tests import ErrorCase, Tests
+from generator.model.types import AttrType, DType, Instantiation, TypeConstraint, message_value
+
+
+@dataclass(frozen=True)
+class Kernel:
+    source_file: Path | None  # a file beside the definition holding the full definition
+    body: str | None  # or the body of `compute`, inline
+
+
+@dataclass(frozen=True)
+class TorchBinding:
+    """A new PyTorch op (`name`), or an existing ATen overload whose export the definition
+    overrides (`overrides`; no new PyTorch op)."""
+
+    namespace: str
+    name: str
+    api: str  # one of TORCH_APIS
+    overload: str = "default"
+    is_override: bool = False
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.namespace}::{self.name}"
+
+    @property
+    def takes_gradients(self) -> bool:
+        """A new op whose registration can carry gradient formulas (not the legacy API)."""
+        return not self.is_override and self.api != "legacy"
+
+    @property
+    def overload_name(self) -> str:
+        """As in the ONNX exporters' tables: `aten::add.Tensor`."""
+        return f"{self.qualified_name}.{self.overload}"
+
+
+@dataclass(frozen=True)
+class OpDef:
+    op_id: str  # file stem: names generated/<op_id>/ and the C++ namespace
+    # As generated files name it: relative to the project root (the opdefs directory's parent),
+    # so that the output is the same bytes whatever the working directory.
+    definition_path: str
+    op_type: str | None  # the ONNX op it defines; None for an export-only definition
+    domain: str | None
+    version: int | None
+    doc: str
+    torch: TorchBinding | None
+    type_constraints: tuple[TypeConstraint, ...]
+    inputs: tuple[TensorParam, ...]
+    outputs: tuple[TensorParam, ...]
+    attributes: tuple[Attribute, ...]
+    shape_rule: ShapeRule
+    reference: str
+    reference_upcast: bool
+    kernel: Kernel | None
+    function: Function | None
+    provided_by: str | None  # "onnxruntime": the runtime already has this op
+    export: tuple[ExportRule, ...]  # empty without a PyTorch side
+    tests: Tests
+    # Every version of the op, oldest first (`version` is the newest); one for most ops.
+    versions: tuple[int, ...] = ()
+    # input -> backward formula for its gradient (register_autograd); empty: no autograd
+    gradients: dict[str, str] = field(default_factory=dict)
+    # Where each top-level field (and "torch.name") is, for errors found across definitions.
+    locations: dict[str, Location] = field(default_factory=dict, compare=False)
+    # As messages on the terminal name it: relative to the working directory (or absolute).
+    display_path: str = field(default="", compare=False)
+
+    def located(self, field_path: str, message: str) -> DefinitionError:
+        root = Location(self.display_path, 1, 1)
+        return DefinitionError(self.locations.get(field_path, root), field_path, message)
+
+    @property
+    def defines_onnx_op(self) -> bool:
+        return self.op_type is not None
+
+    @property
+    def has_cpp_schema(self) -> bool:
+        """Ops we implement get an ONNX C++ schema; ops a runtime provides do not."""
+        return self.kernel is not None or self.function is not None
+
+    @property
+    def infers_through_function(self) -> bool:
+        """A function op with outputs that have no shape rule: ONNX infers through its body."""
+        return self.function is not None and len(self.shape_rule.outputs) < len(self.outputs)
+
+    @property
+    def new_torch_op(self) -> bool:
+        return self.torch is not None and not self.torch.is_override
+
+    @property
+    def nodes_used(self) -> tuple[OnnxNode, ...]:
+        """Every node of the export rules and the function body."""
+        nodes = [n for rule in self.export for n in rule.nodes]
+        return tuple(nodes + list(self.function.nodes if self.function else ()))
+
+    @property
+    def instantiations(self) -> tuple[Instantiation, ...]:
+        names = [tc.name for tc in self.type_constraints]
+        combos = product(*(tc.dtypes for tc in self.type_constraints))
+        return tuple(Instantiation(tuple(zip(names, combo, strict=True))) for combo in combos)
+
+    @property
+    def error_cases(self) -> tuple[ErrorCase, ...]:
+        """The definition's error cases, then one for each value just outside a declared
+        attribute range, on the first random case's shapes: every runtime must reject it, with
+        the same message."""
+        cases = list(self.tests.errors)
+        ranges = [c for c in self.shape_rule.attribute_checks if isinstance(c, RangeCheck)]
+        if ranges and self.tests.random:
+            first = self.tests.random[0]
+            shapes = {
+                name: tuple(d if isinstance(d, int) else first.dynamic[d][0] for d in dims)
+                for name, dims in first.shapes.items()
+            }
+            for check in ranges:
+                for value in check.outside():
+                    message = f"{check.message}, got {message_value(value)}"
+                    attributes = {**first.attributes, check.attribute: value}
+                    cases.append(ErrorCase(shapes, None, message, attributes))
+        return tuple(cases)
+
+    @property
+    def raises_without_gradients(self) -> bool:
+        """Backward through it raises our own error: a new op registered with the `library`
+        api and no gradient formulas (`custom_op` raises PyTorch's; `legacy` takes none)."""
+        return self.new_torch_op and self.torch.api == "library" and not self.gradients
+
+    @property
+    def differentiable(self) -> bool:
+        """Some dtype binding makes an input and an output floating: a gradient can flow
+        through the op (whether or not the definition gives formulas for it)."""
+
+        def floating(tensor: TensorParam, binding: Instantiation) -> bool:
+            dtype = binding.dtype(tensor.type_var) if tensor.type_var else tensor.dtype
+            return dtype.is_floating
+
+        return any(
+            any(floating(t, binding) for t in self.inputs)
+            and any(floating(t, binding) for t in self.outputs)
+            for binding in self.instantiations
+        )
+
+    @property
+    def type_var_dtypes(self) -> dict[str, tuple[DType, ...]]:
+        return {tc.name: tc.dtypes for tc in self.type_constraints}
+
+    def dtype_source(self, output: TensorParam) -> str | None:
+        """The first input whose dtype an output follows (None for a concrete dtype)."""
+        if output.type_var is None:
+            return None
+        return next(i.name for i in self.inputs if i.type_var == output.type_var and not i.optional)
+
+    def attributes_at(self, version: int) -> tuple[Attribute, ...]:
+        """The attributes the op has at one of its versions."""
+        return tuple(a for a in self.attributes if (a.since_version or 0) <= version)
+
+    @property
+    def earlier_versions(self) -> tuple[int, ...]:
+        return self.versions[:-1]
+
+    @property
+    def optional_inputs(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.inputs if t.optional)
+
+    def guards(self, check) -> list[str]:
+        """The optional inputs a shape check reads: it applies only when they are present."""
+        return [name for name in inputs_read(check) if name in self.optional_inputs]
+
+    @property
+    def exporters(self) -> tuple[str, ...]:
+        """The PyTorch exporters that can export this op. The TorchScript tracer cannot
+        record a list-of-strings argument ("unsupported input list type: str")."""
+        if self.torch is None:
+            return ()
+        if any(a.type is AttrType.strings for a in self.attributes):
+            return ("dynamo",)
+        return ("dynamo", "torchscript")
+
+    @property
+    def domain_ident(self) -> str:
+        return self.domain.replace(".", "_")
+
+
+# How a new PyTorch op is registered (torch.name's `api`):
+TORCH_APIS = {
+    # torch.library.Library define/impl + register_fake + an autograd kernel: the least
+    # Python per call (custom_op adds about 5 µs of wrapping, see the README's Performance).
+    "library": "torch.library.Library",
+    "custom_op": "torch.library.custom_op",  # a CustomOpDef, for its register_* methods
+    "legacy": "torch._custom_op",  # older PyTorch releases' API; no gradients
+}
+
+
+DEFAULT_TORCH_API = "library"

@@ -1,0 +1,75 @@
+"""Inputs, outputs and attributes of an op, and the shape patterns of its tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from generator.model.types import AttrType, DType
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One entry of a shape pattern: `...`, a symbol such as N, an integer literal, or (in an
+    output pattern) an expression such as `(L - window) // stride + 1`."""
+
+    kind: str  # "ellipsis" | "symbol" | "literal" | "expr"
+    symbol: str | None = None  # the symbol, or the expression's text
+    value: int | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "ellipsis":
+            return "..."
+        return str(self.value) if self.kind == "literal" else self.symbol
+
+
+@dataclass(frozen=True)
+class ShapePattern:
+    dims: tuple[Dim, ...]
+
+    @property
+    def ellipsis_index(self) -> int | None:
+        for i, dim in enumerate(self.dims):
+            if dim.kind == "ellipsis":
+                return i
+        return None
+
+    @property
+    def fixed_rank(self) -> int:
+        return sum(1 for d in self.dims if d.kind != "ellipsis")
+
+    def axis_of(self, position: int) -> int:
+        """Axis of pattern entry `position`: from the start before `...`, from the end after."""
+        ell = self.ellipsis_index
+        if ell is None or position < ell:
+            return position
+        return position - len(self.dims)
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(str(d) for d in self.dims) + "]"
+
+
+@dataclass(frozen=True)
+class TensorParam:
+    name: str
+    doc: str
+    type_var: str | None  # a type constraint name, or None when dtype is concrete
+    dtype: DType | None
+    shape: ShapePattern | None  # inputs: the accepted pattern; outputs: see ShapeRule
+    same_shape_as: str | None
+    # outputs only: `broadcast(A, B)` or `reduce(X, axis, keepdims)`, as (name, arguments)
+    shape_function: tuple[str, tuple[str, ...]] | None = None
+    optional: bool = False  # inputs only: may be absent (None in PyTorch, "" in ONNX)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    name: str
+    type: AttrType
+    doc: str
+    required: bool
+    default: Any  # None when required
+    allowed: tuple | None = None  # the values it may take (None: any)
+    since_version: int | None = None  # the op version that added it (None: the first)
+    minimum: int | float | None = None  # int and float attributes: the smallest value allowed
+    maximum: int | float | None = None  # ... and the largest (both inclusive; None: no bound)

@@ -1,0 +1,111 @@
+"""Dtypes, attribute types, type constraints and their instantiations; the numeric limits every
+target shares and how messages spell values."""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+from enum import Enum
+
+
+class DType(Enum):
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+    float32 = "float32"
+    float64 = "float64"
+    int8 = "int8"
+    int16 = "int16"
+    int32 = "int32"
+    int64 = "int64"
+    uint8 = "uint8"
+    bool = "bool"
+
+    @property
+    def is_floating(self) -> bool:
+        return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64)
+
+
+class AttrType(Enum):
+    bool = "bool"  # an ONNX int attribute (0 or 1); a PyTorch bool
+    int = "int"
+    float = "float"
+    string = "string"
+    ints = "ints"
+    floats = "floats"
+    strings = "strings"
+
+    @property
+    def is_list(self) -> bool:
+        return self in (AttrType.ints, AttrType.floats, AttrType.strings)
+
+
+def float32(value: float) -> float:
+    """The float32 nearest to value (ONNX float attributes are float32 in every runtime)."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def float32_text(value: float) -> str:
+    """The shortest `%.<p>g` spelling that reads back as the same float32 (what the C++
+    opgen::quoted and the Python _support.quoted print for a float)."""
+    value = float32(value)
+    if math.isnan(value):
+        return "nan"
+    for precision in range(1, 10):
+        text = f"{value:.{precision}g}"  # C's %.<p>g, as the C++ spelling uses
+        if float32(float(text)) == value:
+            return text
+    return f"{value:.9g}"
+
+
+def message_value(value: int | float | str) -> str:
+    """How error messages of every runtime spell an attribute value: ints in decimal, floats as
+    float32_text, strings as JSON does (double quotes; backslash, quote and control characters
+    escaped). The C++ `opgen::quoted` and the Python `_support.quoted` spell them the same way."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return float32_text(value) if isinstance(value, float) else str(value)
+
+
+def message_values(values: tuple) -> str:
+    return "[" + ", ".join(message_value(v) for v in values) + "]"
+
+
+@dataclass(frozen=True)
+class TypeConstraint:
+    name: str
+    dtypes: tuple[DType, ...]
+    doc: str
+
+
+@dataclass(frozen=True)
+class Instantiation:
+    """One concrete binding of every type variable: what a C++ kernel is compiled for."""
+
+    bindings: tuple[tuple[str, DType], ...]
+
+    def dtype(self, type_var: str) -> DType:
+        return dict(self.bindings)[type_var]
+
+    @property
+    def suffix(self) -> str:
+        return "_".join(dtype.value for _, dtype in self.bindings)
+
+
+# Every target holds an integer in an int64 (C++ int64_t, ONNX INT/INTS, PyTorch int, torch
+# int64 tensors) and a float attribute in a float32 (ONNX FLOAT/FLOATS, C++ float): a value
+# outside them would not compile, would be rejected at import or would silently change. These
+# two functions are the one place that checks it, for every field that holds such a value.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+# ONNX holds op and opset versions in a C++ int (OpSchema::SinceVersion, ONNX Runtime's
+# custom-op start version).
+VERSION_MAX = 2**31 - 1

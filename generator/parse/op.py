@@ -1,0 +1,526 @@
+"""One definition file: its sections read, cross-checked and assembled into an OpDef."""
+
+from __future__ import annotations
+
+import keyword
+import math
+from pathlib import Path
+
+from generator.errors import ErrorCollector
+from generator.model.names import (
+    ATEN_OVERLOAD,
+    DOMAIN,
+    MAX_NAME_LENGTH,
+    TORCH_NAME,
+    TORCH_NAMESPACES,
+)
+from generator.model.nodes import ExportRule
+from generator.model.op import DEFAULT_TORCH_API, TORCH_APIS, Kernel, OpDef, TorchBinding
+from generator.model.tensors import Attribute, TensorParam
+from generator.model.tests import RandomCase
+from generator.model.types import DType, TypeConstraint
+from generator.parse import read
+from generator.parse.expressions import parse_reference
+from generator.parse.nodes import default_export, parse_export, parse_function
+from generator.parse.tensors import parse_attribute, parse_tensor, parse_type_constraints
+from generator.parse.tests import MAX_TEST_ELEMENTS, parse_tests
+from generator.shapes.compile import compile_shape_rule
+from generator.shapes.evaluate import evaluate_output_shapes
+from generator.source import Node, load_definition_file
+
+
+def _parse_torch(node: Node) -> TorchBinding:
+    fields = read.mapping(node, {"name", "api", "overrides"}, set())
+    if ("name" in fields) == ("overrides" in fields):
+        raise node.error(
+            "give exactly one of 'name' (a new PyTorch op 'namespace::name') or 'overrides' "
+            "(an existing overload such as 'aten::add.Tensor')"
+        )
+    if "overrides" in fields:
+        if "api" in fields:
+            raise fields["api"].error("'api' applies to new ops only, not to 'overrides'")
+        text = read.string(fields["overrides"])
+        match = ATEN_OVERLOAD.fullmatch(text)
+        if not match:
+            raise fields["overrides"].error(
+                f"'{text}' is not a PyTorch overload 'namespace::name.overload' "
+                "(e.g. aten::add.Tensor; the overload defaults to 'default')"
+            )
+        return TorchBinding(
+            match.group(1), match.group(2), DEFAULT_TORCH_API, match.group(3) or "default", True
+        )
+    qualified = read.string(fields["name"])
+    match = TORCH_NAME.fullmatch(qualified)
+    if not match:
+        raise fields["name"].error(
+            f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
+        )
+    if match.group(1) in TORCH_NAMESPACES:
+        raise fields["name"].error(
+            f"'{qualified}': namespace '{match.group(1)}' belongs to PyTorch, so a new op there "
+            f"would clash with its ops; did you mean 'overrides: {qualified}' (change how an "
+            "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
+            f"'my_ops::{match.group(2)}'"
+        )
+    api = DEFAULT_TORCH_API
+    if "api" in fields:
+        api = read.string(fields["api"])
+        if api not in TORCH_APIS:
+            raise fields["api"].error(f"expected one of {list(TORCH_APIS)}, found '{api}'")
+    for part in (match.group(1), match.group(2)):
+        if keyword.iskeyword(part):
+            raise fields["name"].error(
+                f"'{qualified}': '{part}' is a Python keyword, so torch.ops.{match.group(1)}."
+                f"{match.group(2)} cannot be written in Python; choose another name"
+            )
+    if match.group(2).endswith("_"):
+        raise fields["name"].error(
+            f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "
+            "TorchScript exporter looks the op up without it); choose a name without"
+        )
+    return TorchBinding(match.group(1), match.group(2), api)
+
+
+def _parse_versions(node: Node) -> tuple[int, ...]:
+    """`version: 2`, or every version of the op: `version: [1, 2]` (increasing)."""
+    if not node.is_sequence:
+        return (read.version_number(node),)
+    versions = tuple(read.version_number(item) for item in read.sequence(node))
+    if not versions or list(versions) != sorted(set(versions)):
+        raise node.error(f"expected increasing versions such as [1, 2], found {list(versions)}")
+    return versions
+
+
+def _parse_gradients(
+    node: Node,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attributes: tuple[Attribute, ...],
+    constraints: tuple[TypeConstraint, ...],
+) -> dict[str, str]:
+    """input -> a PyTorch expression of its gradient, over the inputs, attributes, outputs and
+    `grad_<output>` (the incoming gradient of each output)."""
+    by_name = {t.name: t for t in inputs}
+    names = set(by_name) | {a.name for a in attributes} | {o.name for o in outputs}
+    names |= {f"grad_{o.name}" for o in outputs}
+    result = {}
+    for name, child in read.mapping(node, set(by_name), set()).items():
+        tensor = by_name[name]
+        dtypes = (
+            next((tc.dtypes for tc in constraints if tc.name == tensor.type_var), None)
+            if tensor.type_var
+            else (tensor.dtype,)
+        )
+        if dtypes is not None and DType.float64 not in dtypes:  # None: reported elsewhere
+            raise child.error(
+                f"input '{name}' has a gradient, so float64 must be among its dtypes "
+                "(torch.autograd.gradcheck runs in float64)"
+            )
+        result[name] = parse_reference(child, names)
+    if not result:
+        raise node.error("give the gradient of at least one input")
+    return result
+
+
+def _parse_kernel(node: Node, definition_dir: Path) -> Kernel:
+    fields = read.mapping(node, {"source", "body"}, set())
+    if ("source" in fields) == ("body" in fields):
+        raise node.error("give exactly one of 'source' (a file beside the definition) or 'body'")
+    if "body" in fields:
+        return Kernel(None, read.string(fields["body"]))
+    relative = read.string(fields["source"])
+    if Path(relative).is_absolute() or ".." in Path(relative).parts:
+        raise fields["source"].error("must be a file name beside the definition (no '..')")
+    path = definition_dir / relative
+    try:
+        found = path.is_file()
+    except OSError as exc:  # is_file() raises for a name too long, for one
+        raise fields["source"].error(f"kernel file: {exc.strerror}") from None
+    if not found:
+        raise fields["source"].error(f"kernel file '{relative}' not found beside the definition")
+    return Kernel(path, None)
+
+
+TOP_LEVEL = {
+    "op",
+    "domain",
+    "version",
+    "doc",
+    "torch",
+    "type_constraints",
+    "inputs",
+    "outputs",
+    "attributes",
+    "reference",
+    "gradients",
+    "data_dependent_sizes",
+    "reference_upcast",
+    "kernel",
+    "function",
+    "provided_by",
+    "export",
+    "tests",
+}
+
+
+TOP_LEVEL_REQUIRED = {"inputs", "outputs", "tests"}
+
+
+IMPLEMENTATIONS = ("kernel", "function", "provided_by")
+
+
+PROVIDERS = ("onnxruntime",)
+
+
+def parse_opdef(path: Path, display_name: str, definition_path: str | None = None) -> OpDef:
+    """Parse and validate one definition file; raises DefinitionErrors listing every problem.
+    Errors name the file `display_name` (for the terminal); generated files name it
+    `definition_path` (relative to the project root; default: `display_name`)."""
+    errors = ErrorCollector()
+    root = errors.attempt(load_definition_file, path, display_name)
+    if root is None:
+        errors.raise_if_any()
+    fields = errors.attempt(read.mapping, root, TOP_LEVEL, TOP_LEVEL_REQUIRED)
+    if fields is None:
+        # Unknown or missing top-level keys: keep going with what is there, to report more.
+        fields = root.value if root.is_mapping else {}
+        if not root.is_mapping:
+            errors.raise_if_any()
+
+    op_id_node = Node(path.stem, root.location, "<file name>")
+    op_id = errors.attempt(read.op_id_field, op_id_node)
+
+    def get(key, fn, *args):
+        return errors.attempt(fn, fields[key], *args) if key in fields else None
+
+    op_type = get("op", read.identifier, "op type")
+    domain = get("domain", read.string)
+    if domain is not None and not DOMAIN.fullmatch(domain):
+        errors.add(fields["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
+    elif domain is not None and len(domain) > MAX_NAME_LENGTH:
+        errors.add(fields["domain"].error(read.too_long("a domain", domain)))
+    versions = get("version", _parse_versions) or ()
+    version = versions[-1] if versions else None
+    doc = get("doc", read.string) or ""
+    torch_binding = get("torch", _parse_torch)
+    constraints = (
+        errors.attempt(parse_type_constraints, fields["type_constraints"], errors)
+        if "type_constraints" in fields
+        else ()
+    ) or ()
+    by_var = {tc.name: tc for tc in constraints}
+    tc_node = fields.get("type_constraints")
+    declared_vars = (
+        frozenset(tc_node.value) if tc_node is not None and tc_node.is_mapping else frozenset()
+    )
+
+    def tensors(key: str, is_output: bool) -> tuple[TensorParam, ...]:
+        if key not in fields:
+            return ()
+        items = errors.attempt(read.sequence, fields[key])
+        parsed = [
+            errors.attempt(parse_tensor, item, by_var, is_output, declared_vars, errors)
+            for item in items or []
+        ]
+        return tuple(p for p in parsed if p)
+
+    inputs = tensors("inputs", False)
+    outputs = tensors("outputs", True)
+    attributes: tuple[Attribute, ...] = ()
+    if "attributes" in fields:
+        items = errors.attempt(read.sequence, fields["attributes"]) or []
+        attributes = tuple(
+            a for a in (errors.attempt(parse_attribute, i, errors) for i in items) if a
+        )
+
+    # Cross-field validation.
+    seen_default = None
+    for index, attr in enumerate(attributes):
+        if attr.required and seen_default is not None:
+            errors.add(
+                fields["attributes"]
+                .value[index]
+                .error(
+                    f"required attribute '{attr.name}' comes after '{seen_default}', which has a "
+                    "default; list required attributes first (PyTorch argument order)"
+                )
+            )
+        if not attr.required:
+            seen_default = seen_default or attr.name
+    for index, attr in enumerate(attributes):
+        if attr.since_version is None:
+            continue
+        where = fields["attributes"].value[index]
+        if "version" in fields and not versions:
+            pass  # the version is bad: reported there
+        elif attr.since_version not in versions[1:]:
+            errors.add(
+                where.error(
+                    f"attribute '{attr.name}': since_version {attr.since_version} is not one of "
+                    f"the op's later versions {list(versions[1:])} (see 'version')"
+                )
+            )
+        elif attr.required:
+            errors.add(
+                where.error(
+                    f"attribute '{attr.name}' was added in version {attr.since_version}, so it "
+                    "needs a default (nodes of earlier versions do not have it)"
+                )
+            )
+    if "inputs" in fields and not inputs and not errors.errors:
+        errors.add(fields["inputs"].error("an op needs at least one input"))
+    if "outputs" in fields and not outputs and not errors.errors:
+        errors.add(fields["outputs"].error("an op needs at least one output"))
+    _check_unique_names(fields, errors)
+    for index, tensor in enumerate(inputs):
+        if not tensor.optional and any(t.optional for t in inputs[:index]):
+            errors.add(
+                fields["inputs"]
+                .value[index]
+                .error(
+                    f"required input '{tensor.name}' comes after an optional input; list optional "
+                    "inputs last (ONNX omits trailing optional inputs, PyTorch defaults them)"
+                )
+            )
+    input_vars = {t.type_var for t in inputs if t.type_var and not t.optional}
+    for tc in constraints:
+        if tc.name not in input_vars:
+            errors.add(
+                fields["type_constraints"].error(
+                    f"type variable '{tc.name}' is not used by any required input, so it cannot "
+                    "be bound"
+                )
+            )
+
+    # What implements the op: a kernel, an ONNX function, the runtime itself, or nothing (an
+    # export-only definition, which lowers a PyTorch op onto other ONNX ops).
+    given = [key for key in IMPLEMENTATIONS if key in fields]
+    if len(given) > 1:
+        errors.add(root.error(f"give at most one of {list(IMPLEMENTATIONS)}; found {given}"))
+    implementation = given[0] if len(given) == 1 else None
+    onnx_keys = [key for key in ("op", "domain", "version") if key in fields]
+    if implementation is not None:
+        for key in sorted({"op", "domain", "version"} - set(onnx_keys)):
+            errors.add(
+                root.error(
+                    f"missing required field '{key}' (the ONNX op this {implementation} defines)"
+                )
+            )
+    elif onnx_keys:
+        errors.add(
+            fields[onnx_keys[0]].error(
+                "an export-only definition (no 'kernel', 'function' or 'provided_by') defines no "
+                f"ONNX op; remove {onnx_keys} or give an implementation"
+            )
+        )
+    elif "torch" in fields and "export" not in fields:
+        errors.add(
+            root.error(
+                "give an implementation ('kernel', 'function' or 'provided_by') or the "
+                "'export' nodes that a PyTorch op lowers to"
+            )
+        )
+    if len(versions) > 1 and implementation != "kernel":
+        errors.add(
+            fields["version"].error(
+                "several versions are supported for ops with a kernel only (one kernel serves "
+                "every version)"
+            )
+        )
+    if "torch" not in fields and implementation in (None, "kernel"):
+        errors.add(root.error("missing required field 'torch' (the PyTorch side of the op)"))
+    if "export" in fields and "torch" not in fields:
+        errors.add(fields["export"].error("'export' needs a PyTorch op ('torch') to export"))
+    title = op_type or (torch_binding.qualified_name if torch_binding else op_id)
+
+    data_dependent: tuple[str, ...] = ()
+    if "data_dependent_sizes" in fields:
+        items = get("data_dependent_sizes", read.sequence) or []
+        data_dependent = tuple(
+            n for n in (errors.attempt(read.identifier, i, "size symbol") for i in items) if n
+        )
+    shape_rule = None
+    if inputs and outputs and "outputs" in fields:
+        shape_rule = errors.attempt(
+            compile_shape_rule,
+            title,
+            inputs,
+            outputs,
+            {a.name: a for a in attributes},
+            fields["inputs"],
+            fields["outputs"],
+            data_dependent,
+        )
+    if shape_rule is not None:
+        unused = sorted(set(data_dependent) - set(shape_rule.data_dependent_sizes))
+        if unused:
+            errors.add(
+                fields["data_dependent_sizes"].error(
+                    f"{unused} appear in no output shape (a data-dependent size names a dim of "
+                    "an output, e.g. shape: [M])"
+                )
+            )
+    new_torch_op = torch_binding is not None and not torch_binding.is_override
+    needs_output_shapes = new_torch_op or implementation in ("kernel", "provided_by")
+    if shape_rule is not None and needs_output_shapes:
+        ruled = {o.output for o in shape_rule.outputs}
+        for index, output in enumerate(outputs):
+            if output.name not in ruled:
+                errors.add(
+                    fields["outputs"]
+                    .value[index]
+                    .error(
+                        "an output needs a shape rule ('shape: [...]' or 'same_shape_as: "
+                        "<input>'); only a function's or an override's outputs may omit it"
+                    )
+                )
+
+    attrs_by_name = {a.name: a for a in attributes}
+    names = {t.name for t in inputs} | set(attrs_by_name)
+    reference = get("reference", parse_reference, names)
+    if "reference" not in fields and not (torch_binding and torch_binding.is_override):
+        errors.add(root.error("missing required field 'reference' (the parity tests' oracle)"))
+    upcast = get("reference_upcast", read.boolean)
+    gradients = {}
+    if "gradients" in fields:
+        gradients = (
+            get("gradients", _parse_gradients, inputs, outputs, attributes, constraints) or {}
+        )
+        torch_unusable = torch_binding is None and "torch" not in fields  # else reported there
+        if gradients and (torch_unusable or (torch_binding and not torch_binding.takes_gradients)):
+            errors.add(
+                fields["gradients"].error(
+                    "gradients need a new PyTorch op (torch.name) registered with the "
+                    "'library' or 'custom_op' api"
+                )
+            )
+    kernel = get("kernel", _parse_kernel, path.parent)
+    function = get("function", parse_function, inputs, outputs, attrs_by_name)
+    provided_by = get("provided_by", read.string)
+    if provided_by is not None and provided_by not in PROVIDERS:
+        errors.add(
+            fields["provided_by"].error(f"expected one of {list(PROVIDERS)}, found '{provided_by}'")
+        )
+    export: tuple[ExportRule, ...] = ()
+    if "export" in fields:
+        export = get("export", parse_export, inputs, outputs, attrs_by_name) or ()
+    elif torch_binding is not None and op_type is not None and domain is not None:
+        export = default_export(op_type, domain, inputs, outputs, attributes, root.location)
+    # Outputs are compared with a tolerance per dtype: every floating dtype they can have.
+    output_dtypes = {
+        d
+        for o in outputs
+        for d in (by_var[o.type_var].dtypes if o.type_var in by_var else (o.dtype,))
+        if d is not None
+    }
+    tested = tuple(d for d in DType if d in output_dtypes and d.is_floating)
+    tests = (
+        errors.attempt(
+            parse_tests,
+            fields["tests"],
+            inputs,
+            outputs,
+            attrs_by_name,
+            tested,
+            errors,
+        )
+        if "tests" in fields
+        else None
+    )
+    errors.raise_if_any()
+    if reference is None:  # an override: the overload itself is the oracle
+        reference = _override_reference(torch_binding, inputs, attributes)
+    op = OpDef(
+        op_id=op_id,
+        definition_path=definition_path or display_name,
+        display_path=display_name,
+        op_type=op_type,
+        domain=domain,
+        version=version,
+        doc=doc.strip(),
+        torch=torch_binding,
+        type_constraints=constraints,
+        inputs=inputs,
+        outputs=outputs,
+        attributes=attributes,
+        shape_rule=shape_rule,
+        reference=reference,
+        reference_upcast=True if upcast is None else upcast,
+        gradients=gradients,
+        kernel=kernel,
+        function=function,
+        provided_by=provided_by,
+        export=export,
+        tests=tests,
+        versions=versions,
+        locations=read.field_locations(fields),
+    )
+    # The emitters apply the shape rule to every random case: what it cannot apply to (a
+    # divisor of 0) is an error here, before anything is rendered or written.
+    for case, item in zip(tests.random, fields["tests"].value["random"].value, strict=True):
+        errors.attempt(_check_random_case_outputs, op, case, item)
+    errors.raise_if_any()
+    return op
+
+
+def _check_random_case_outputs(op: OpDef, case: RandomCase, node: Node) -> None:
+    """The shape rule at each of a random case's sizes gives outputs of sane sizes."""
+    for index in range(max((len(sizes) for sizes in case.dynamic.values()), default=1)):
+        dims: dict[str, list[int | str]] = {
+            name: [d if isinstance(d, int) else case.dynamic[d][index] for d in shape]
+            for name, shape in case.shapes.items()
+        }
+        where = f"inputs of shapes {dims}" + (
+            f", attributes {case.attributes}" * bool(case.attributes)
+        )
+        try:
+            outputs = evaluate_output_shapes(op, dims, case.attributes)
+        except ZeroDivisionError:
+            raise node.error(f"the shape rule divides by zero for {where}") from None
+        except LookupError:
+            raise node.error(
+                f"the shape rule cannot be applied to {where}: do the shapes match the inputs' "
+                "shape patterns?"
+            ) from None
+        for name, shape in outputs.items():
+            sizes = [d for d in shape if isinstance(d, int)]  # "?": a data-dependent size
+            if any(d < 0 for d in sizes):
+                raise node.error(f"output '{name}' would have a negative dim {shape} for {where}")
+            if math.prod(sizes) > MAX_TEST_ELEMENTS:
+                raise node.error(
+                    f"output '{name}' would have {math.prod(sizes)} elements (shape {shape}) for "
+                    f"{where}; a generated test tensor may have at most {MAX_TEST_ELEMENTS} (2**20)"
+                )
+
+
+def _check_unique_names(fields: dict[str, Node], errors: ErrorCollector) -> None:
+    """Inputs, outputs and attributes share one namespace: they are the arguments of the
+    PyTorch op and of the C++ kernel. A repeated name is reported where it repeats."""
+    seen: dict[str, Node] = {}
+    if "type_constraints" in fields and fields["type_constraints"].is_mapping:
+        # Type variables name the kernel's template parameters.
+        for name, node in fields["type_constraints"].value.items():
+            seen[name] = Node(name, node.key_location or node.location, node.path)
+    for key in ("inputs", "outputs", "attributes"):
+        items = fields[key].value if key in fields and fields[key].is_sequence else []
+        for item in items:
+            name = item.value.get("name") if item.is_mapping else None
+            if name is None or not isinstance(name.value, str):
+                continue
+            first = seen.setdefault(name.value, name)
+            if first is not name:
+                errors.add(
+                    name.error(
+                        f"'{name.value}' is already the name of "
+                        f"{read.owner(first.path)} (line {first.location.line}); type variables, "
+                        "inputs, outputs and attributes need distinct names (they all become "
+                        "names in the kernel's C++ signature)"
+                    )
+                )
+
+
+def _override_reference(
+    binding: TorchBinding, inputs: tuple[TensorParam, ...], attributes: tuple[Attribute, ...]
+) -> str:
+    args = [t.name for t in inputs] + [f"{a.name}={a.name}" for a in attributes]
+    return f"torch.ops.{binding.namespace}.{binding.name}.{binding.overload}({', '.join(args)})"

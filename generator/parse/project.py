@@ -1,0 +1,87 @@
+"""Checks across definitions: unique ops and names, export targets that exist."""
+
+from __future__ import annotations
+
+from generator.errors import DefinitionError, ErrorCollector
+from generator.model.nodes import EAGER_STANDARD_OPS
+from generator.model.op import OpDef
+
+
+def onnx_op_index(ops: list[OpDef]) -> dict[tuple[str, str], OpDef]:
+    """(domain, op type) -> the definition of that ONNX op."""
+    return {(op.domain, op.op_type): op for op in ops if op.defines_onnx_op}
+
+
+def export_targets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[OpDef]:
+    """The project's ops that the export nodes call (validated by check_project)."""
+    return [index[(n.domain, n.op_type)] for rule in op.export for n in rule.nodes if n.domain]
+
+
+def check_project(ops: list[OpDef]) -> None:
+    """Cross-definition rules: unique op ids, ONNX names and PyTorch names; every custom op a
+    node calls is defined in the project."""
+    errors = ErrorCollector()
+    seen: dict[tuple, OpDef] = {}
+    by_domain_ident: dict[str, OpDef] = {}
+    for op in ops:
+        # The op id names output files; some file systems ignore case, so compare without it.
+        keys = [(("file name (ignoring case)", op.op_id.lower()), "<file name>")]
+        if op.defines_onnx_op:
+            keys.append(
+                (("ONNX op (domain, type, version)", op.domain, op.op_type, op.version), "op")
+            )
+        if op.torch is not None:
+            field_path = "torch.overrides" if op.torch.is_override else "torch.name"
+            keys.append((("PyTorch overload", op.torch.overload_name), field_path))
+        for key, field_path in keys:
+            if key in seen:
+                what = f"{key[0]} {', '.join(str(part) for part in key[1:])}"
+                errors.add(
+                    op.located(field_path, f"{what} is also defined by {seen[key].display_path}")
+                )
+            seen.setdefault(key, op)
+        if op.domain is not None:
+            # generated/domains/<ident>/ and libopgen_<ident>.so: two domains must not meet.
+            other = by_domain_ident.setdefault(op.domain_ident, op)
+            if other.domain != op.domain:
+                errors.add(
+                    op.located(
+                        "domain",
+                        f"'{op.domain}' and '{other.domain}' ({other.display_path}) both "
+                        f"become '{op.domain_ident}' in file and library names; rename one",
+                    )
+                )
+    index = onnx_op_index(ops)
+    for op in ops:
+        for node in op.nodes_used:
+            target = index.get((node.domain, node.op_type))
+            path = "function" if op.function and node in op.function.nodes else "export"
+            if node.domain and target is None:
+                defined = sorted(f"{d}::{t}" for d, t in index)
+                errors.add(
+                    DefinitionError(
+                        node.location,
+                        path,
+                        f"'{node.qualified}' is not defined by any op definition of this project "
+                        f"(defined: {defined}); standard ONNX ops take no domain",
+                    )
+                )
+            elif target is op and path == "function":
+                errors.add(DefinitionError(node.location, path, "a function cannot call itself"))
+            elif op.new_torch_op and not op.defines_onnx_op:
+                eager_ok = (
+                    node.op_type in EAGER_STANDARD_OPS
+                    if not node.domain
+                    else target is not None and target.new_torch_op
+                )
+                if not eager_ok:
+                    errors.add(
+                        DefinitionError(
+                            node.location,
+                            path,
+                            f"'{node.qualified}' cannot run in PyTorch: an export-only op runs its "
+                            "nodes eagerly, so each must be an op of this project with a new "
+                            f"PyTorch op, or one of {sorted(EAGER_STANDARD_OPS)}",
+                        )
+                    )
+    errors.raise_if_any()

@@ -1,0 +1,224 @@
+"""Field readers: one value of a definition, checked, or a DefinitionError at its location."""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+
+from generator.errors import DefinitionError, ErrorCollector, Location
+from generator.model.names import (
+    IDENTIFIER,
+    MAX_NAME_LENGTH,
+    OPGEN_NAMESPACE_NAMES,
+    SHARED_OUTPUT_NAMES,
+    is_reserved,
+)
+from generator.model.types import FLOAT32_MAX, INT64_MAX, INT64_MIN, VERSION_MAX, DType
+from generator.source import Node
+
+
+def mapping(
+    node: Node, allowed: set[str], required: set[str], unknown_to: ErrorCollector | None = None
+) -> dict[str, Node]:
+    """The fields of a mapping; raises listing unknown and missing fields. With `unknown_to`,
+    unknown fields are recorded there instead and the known ones returned, so that a typo
+    does not drop the whole item (and every error that would cascade from its absence)."""
+    if not node.is_mapping:
+        raise node.error(f"expected a mapping with keys {sorted(allowed)}, found {kind_of(node)}")
+    errors = ErrorCollector()
+    unknown = unknown_to if unknown_to is not None else errors
+    for key, child in node.value.items():
+        if key not in allowed:
+            loc = child.key_location or child.location
+            hint = closest(key, allowed)
+            unknown.add(
+                DefinitionError(
+                    loc,
+                    child.path,
+                    f"unknown field '{key}'"
+                    + (f" (did you mean '{hint}'?)" if hint else "")
+                    + f"; expected one of {sorted(allowed)}",
+                )
+            )
+    for key in sorted(required - node.value.keys()):
+        errors.add(node.error(f"missing required field '{key}'"))
+    errors.raise_if_any()
+    return {key: child for key, child in node.value.items() if key in allowed}
+
+
+def closest(word: str, options: set[str]) -> str | None:
+    import difflib
+
+    match = difflib.get_close_matches(word, sorted(options), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def kind_of(node: Node) -> str:
+    value = node.value
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if value is None:
+        return "nothing (null)"
+    return f"{type(value).__name__} {value!r}"
+
+
+def string(node: Node, what: str = "a string") -> str:
+    if not isinstance(node.value, str):
+        raise node.error(f"expected {what}, found {kind_of(node)}")
+    if "\0" in node.value:
+        # Strings end up in C strings too (ONNX schema docs, defaults): a NUL would cut them.
+        raise node.error(f"expected {what} without NUL characters, found one (\\0)")
+    return node.value
+
+
+def in_int64(value: int, node: Node) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise node.error(
+            f"{value} is outside int64's range [-2**63, 2**63 - 1], which every target holds "
+            "integers in"
+        )
+    return value
+
+
+def in_float32(value: float, node: Node) -> float:
+    """A float attribute value: finite and representable in float32."""
+    if not math.isfinite(value):
+        raise node.error(
+            f"{value} cannot be a float attribute value: PyTorch schemas cannot hold an infinite "
+            "or NaN default, so opgen rejects them everywhere rather than work in some runtimes "
+            f"only; for an unbounded limit write float32's largest value, {FLOAT32_MAX!r}"
+        )
+    if abs(value) > FLOAT32_MAX:
+        raise node.error(
+            f"{value} is outside float32's range (largest {FLOAT32_MAX!r}): ONNX float "
+            "attributes are float32, where it would become infinite"
+        )
+    if value != 0 and struct.unpack("f", struct.pack("f", value))[0] == 0:
+        raise node.error(
+            f"{value} is too small for float32 (ONNX float attributes are float32): it would "
+            "become 0.0; the smallest is 1.4e-45"
+        )
+    return value
+
+
+def integer(node: Node, minimum: int | None = None, maximum: int | None = None) -> int:
+    if isinstance(node.value, bool) or not isinstance(node.value, int):
+        raise node.error(f"expected an integer, found {kind_of(node)}")
+    if minimum is not None and node.value < minimum:
+        raise node.error(f"expected an integer >= {minimum}, found {node.value}")
+    if maximum is not None and node.value > maximum:
+        raise node.error(f"expected an integer <= {maximum}, found {node.value}")
+    return in_int64(node.value, node)
+
+
+def version_number(node: Node) -> int:
+    """An op, opset or since version: >= 1 and held in a C++ int by ONNX."""
+    return integer(node, minimum=1, maximum=VERSION_MAX)
+
+
+def number(node: Node) -> float:
+    if isinstance(node.value, str) and re.fullmatch(r"[-+]?\d+[eE][-+]?\d+", node.value):
+        raise node.error(
+            f"YAML reads {node.value!r} as a string; write it with a decimal point, "
+            f"e.g. {node.value.replace('e', '.0e').replace('E', '.0E')}"
+        )
+    if isinstance(node.value, bool) or not isinstance(node.value, int | float):
+        raise node.error(f"expected a number, found {kind_of(node)}")
+    try:
+        return float(node.value)
+    except OverflowError:  # an integer of hundreds of digits
+        raise node.error(f"{node.value} is too large for a float") from None
+
+
+def finite(node: Node) -> float:
+    """A tolerance: a finite number >= 0 (inf and NaN would make a comparison meaningless)."""
+    value = number(node)
+    if not math.isfinite(value) or value < 0:
+        raise node.error(f"expected a finite number >= 0, found {value}")
+    return value
+
+
+def boolean(node: Node) -> bool:
+    if not isinstance(node.value, bool):
+        raise node.error(f"expected true or false, found {kind_of(node)}")
+    return node.value
+
+
+def sequence(node: Node) -> list[Node]:
+    if not node.is_sequence:
+        raise node.error(f"expected a list, found {kind_of(node)}")
+    return node.value
+
+
+def identifier(node: Node, what: str) -> str:
+    name = string(node)
+    if not IDENTIFIER.fullmatch(name):
+        raise node.error(f"{what} '{name}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    if is_reserved(name):
+        raise node.error(
+            f"{what} '{name}' is reserved in Python, C++ or the generated code; choose another name"
+        )
+    return name
+
+
+def too_long(what: str, name: str) -> str:
+    return (
+        f"{what} may have at most {MAX_NAME_LENGTH} characters (file names are derived from "
+        f"it), found {len(name)}"
+    )
+
+
+def op_id_field(node: Node) -> str:
+    """The definition's file stem: it names generated/<op_id>/ and namespace opgen::<op_id>."""
+    op_id = identifier(node, "op definition file name")
+    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES:
+        raise node.error(
+            f"'{op_id}' is taken by the generated code's own files or C++ names; rename "
+            "the definition file"
+        )
+    if len(op_id) > MAX_NAME_LENGTH:
+        raise node.error(too_long("an op definition file name", op_id))
+    return op_id
+
+
+def op_id_problem(op_id: str) -> str | None:
+    """Why a file stem cannot be an op id (None if it can), for the scaffold."""
+    try:
+        op_id_field(Node(op_id, Location("<name>", 1, 1), "<file name>"))
+    except DefinitionError as error:
+        return error.message
+    return None
+
+
+def doc(fields: dict[str, Node], errors: ErrorCollector) -> str:
+    """A bad doc is reported without dropping what it documents (which would cascade)."""
+    return (errors.attempt(string, fields["doc"]) or "") if "doc" in fields else ""
+
+
+def dtype(node: Node) -> DType:
+    name = string(node, "a dtype name")
+    try:
+        return DType(name)
+    except ValueError:
+        raise node.error(
+            f"unknown dtype '{name}'; expected one of {[d.value for d in DType]}"
+        ) from None
+
+
+def field_locations(fields: dict[str, Node]) -> dict[str, Location]:
+    locations = {key: node.location for key, node in fields.items()}
+    torch_node = fields.get("torch")
+    if torch_node is not None and torch_node.is_mapping:
+        for key, node in torch_node.value.items():
+            locations[f"torch.{key}"] = node.location
+    return locations
+
+
+def owner(path: str) -> str:
+    """'inputs[0].name' -> 'inputs[0]'; 'type_constraints.T' -> 'type variable T'."""
+    if path.startswith("type_constraints."):
+        return f"type variable {path.split('.', 1)[1]}"
+    return path.rsplit(".", 1)[0]

@@ -1,0 +1,269 @@
+"""Type constraints, inputs, outputs and attributes."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from generator.errors import DefinitionError, ErrorCollector, Location
+from generator.model.names import IDENTIFIER
+from generator.model.tensors import Attribute, Dim, ShapePattern, TensorParam
+from generator.model.types import AttrType, DType, TypeConstraint, float32, message_value
+from generator.parse import read
+from generator.parse.expressions import DIM_EXPRESSION_SYNTAX, dim_expression_tree, parse_expression
+from generator.source import Node
+
+
+def attribute_value_problem(value: Any, attr_type: AttrType) -> str | None:
+    """Why a value cannot be an attribute's (None if it can): the checks of a definition's
+    values, for the scaffold's --attribute defaults."""
+    where = Location("<value>", 1, 1)
+    items = [Node(v, where, "") for v in value] if isinstance(value, list) else value
+    try:
+        attr_value(Node(items, where, ""), attr_type)
+    except DefinitionError as error:
+        return error.message
+    return None
+
+
+def parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeConstraint, ...]:
+    if not node.is_mapping:
+        raise node.error(
+            f"expected a mapping of type variable -> dtypes, found {read.kind_of(node)}"
+        )
+    result = []
+    for name, child in node.value.items():
+        key_node = Node(name, child.key_location or child.location, child.path)
+
+        def parse_one(name=name, child=child, key_node=key_node) -> TypeConstraint:
+            read.identifier(key_node, "type variable")
+            doc = ""
+            types_node = child
+            if child.is_mapping:
+                fields = read.mapping(child, {"types", "doc"}, {"types"})
+                types_node = fields["types"]
+                doc = read.doc(fields, errors)
+            items = read.sequence(types_node)
+            if not items:
+                raise types_node.error("a type constraint needs at least one dtype")
+            dtypes = tuple(read.dtype(item) for item in items)
+            if len(set(dtypes)) != len(dtypes):
+                raise types_node.error("a dtype is listed twice")
+            return TypeConstraint(name, dtypes, doc)
+
+        constraint = errors.attempt(parse_one)
+        if constraint:
+            result.append(constraint)
+    return tuple(result)
+
+
+def _parse_shape(node: Node, is_output: bool) -> ShapePattern:
+    items = read.sequence(node)
+    dims = []
+    for item in items:
+        value = item.value
+        if value == "...":
+            dims.append(Dim("ellipsis"))
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if value < 0:
+                raise item.error(f"a literal dimension must be >= 0, found {value}")
+            dims.append(Dim("literal", value=read.in_int64(value, item)))
+        elif isinstance(value, str) and IDENTIFIER.fullmatch(value):
+            dims.append(Dim("symbol", symbol=value))
+        elif isinstance(value, str) and is_output:
+            dim_expression_tree(value, item)  # syntax now; names when the rule is compiled
+            dims.append(Dim("expr", symbol=value.strip()))
+        else:
+            allowed = "'...', a dimension symbol such as N, an integer"
+            if is_output:
+                allowed += f", or an expression of {DIM_EXPRESSION_SYNTAX}"
+            raise item.error(f"expected {allowed}, found {read.kind_of(item)}")
+    if sum(1 for d in dims if d.kind == "ellipsis") > 1:
+        raise node.error("a shape pattern may contain '...' at most once")
+    return ShapePattern(tuple(dims))
+
+
+SHAPE_FUNCTIONS = {
+    "broadcast": "broadcast(A, B, ...): the inputs' shapes broadcast together (numpy rules)",
+    "reduce": "reduce(X, axis, keepdims): X's shape without `axis` (kept as 1 when keepdims)",
+}
+
+
+def _parse_shape_function(node: Node) -> tuple[str, tuple[str, ...]]:
+    text = read.string(node)
+    forms = "; ".join(SHAPE_FUNCTIONS.values())
+    try:
+        call = parse_expression(text.strip()).body
+    except SyntaxError:
+        call = None
+    if (
+        not isinstance(call, ast.Call)
+        or not isinstance(call.func, ast.Name)
+        or call.func.id not in SHAPE_FUNCTIONS
+        or call.keywords
+    ):
+        raise node.error(f"'{text}' is not a shape; expected a list of dims, or one of: {forms}")
+    args = []
+    for arg in call.args:
+        if isinstance(arg, ast.Name):
+            args.append(arg.id)
+        elif isinstance(arg, ast.Constant) and type(arg.value) in (int, bool):
+            args.append(repr(arg.value))
+        elif (
+            isinstance(arg, ast.UnaryOp)
+            and isinstance(arg.op, ast.USub)
+            and isinstance(arg.operand, ast.Constant)
+            and type(arg.operand.value) is int
+        ):
+            args.append(repr(-arg.operand.value))
+        else:
+            raise node.error(f"'{text}': arguments are names or integer/boolean literals")
+    return call.func.id, tuple(args)
+
+
+def parse_tensor(
+    node: Node,
+    constraints: dict[str, TypeConstraint],
+    is_output: bool,
+    declared_vars: frozenset[str],
+    errors: ErrorCollector,
+) -> TensorParam:
+    allowed = {"name", "type", "doc", "shape", "same_shape_as"} | (
+        set() if is_output else {"optional"}
+    )
+    fields = read.mapping(node, allowed, {"name", "type"}, errors)
+    name = read.identifier(fields["name"], "tensor name")
+    type_name = read.string(fields["type"], "a type variable or dtype")
+    type_var, dtype = None, None
+    if type_name in constraints or type_name in declared_vars:
+        type_var = type_name  # a declared variable (its own errors are reported there)
+    else:
+        try:
+            dtype = DType(type_name)
+        except ValueError:
+            raise fields["type"].error(
+                f"'{type_name}' is neither a declared type variable {sorted(constraints)} "
+                f"nor a dtype {[d.value for d in DType]}"
+            ) from None
+    shape, function = None, None
+    if "shape" in fields:
+        if is_output and isinstance(fields["shape"].value, str):
+            function = _parse_shape_function(fields["shape"])
+        else:
+            shape = _parse_shape(fields["shape"], is_output)
+    same = (
+        read.identifier(fields["same_shape_as"], "input name")
+        if "same_shape_as" in fields
+        else None
+    )
+    if "shape" in fields and same is not None:
+        raise node.error("give either 'shape' or 'same_shape_as', not both")
+    doc = read.doc(fields, errors)
+    optional = read.boolean(fields["optional"]) if "optional" in fields else False
+    return TensorParam(name, doc, type_var, dtype, shape, same, function, optional)
+
+
+def attr_value(node: Node, attr_type: AttrType) -> Any:
+    def scalar(item: Node, base: AttrType) -> Any:
+        if base is AttrType.bool:
+            return read.boolean(item)
+        if base is AttrType.int:
+            return read.integer(item)
+        if base is AttrType.float:
+            return read.in_float32(read.number(item), item)
+        return read.string(item)
+
+    if attr_type.is_list:
+        base = {
+            AttrType.ints: AttrType.int,
+            AttrType.floats: AttrType.float,
+            AttrType.strings: AttrType.string,
+        }[attr_type]
+        return tuple(scalar(item, base) for item in read.sequence(node))
+    return scalar(node, attr_type)
+
+
+_PLACEHOLDER = {
+    AttrType.bool: False,
+    AttrType.int: 0,
+    AttrType.float: 0.0,
+    AttrType.string: "",
+    AttrType.ints: (),
+    AttrType.floats: (),
+    AttrType.strings: (),
+}
+
+
+def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
+    fields = read.mapping(
+        node,
+        {"name", "type", "default", "allowed", "min", "max", "since_version", "doc"},
+        {"name", "type"},
+        errors,
+    )
+    name = read.identifier(fields["name"], "attribute name")
+    type_name = read.string(fields["type"])
+    try:
+        attr_type = AttrType(type_name)
+    except ValueError:
+        raise fields["type"].error(
+            f"unknown attribute type '{type_name}'; expected one of {[t.value for t in AttrType]}"
+        ) from None
+    required = "default" not in fields
+    default = None
+    if not required:
+        # A bad default is reported without dropping the attribute: its absence would cascade
+        # into errors wherever it is used. (The definition fails anyway.)
+        default = errors.attempt(attr_value, fields["default"], attr_type)
+        default_ok = default is not None
+        default = default if default_ok else _PLACEHOLDER[attr_type]
+    allowed = None
+    if "allowed" in fields:
+        if attr_type not in (AttrType.int, AttrType.string):
+            raise fields["allowed"].error(
+                f"'allowed' applies to int and string attributes, not to {attr_type.value}"
+            )
+        items = read.sequence(fields["allowed"])
+        if not items:
+            raise fields["allowed"].error("list at least one allowed value")
+        allowed = tuple(attr_value(item, attr_type) for item in items)
+        if len(set(allowed)) != len(allowed):
+            raise fields["allowed"].error("a value is listed twice")
+        if not required and default_ok and default not in allowed:
+            raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
+    bounds: dict[str, int | float] = {}
+    for key in ("min", "max"):
+        if key not in fields:
+            continue
+        if attr_type not in (AttrType.int, AttrType.float):
+            raise fields[key].error(
+                f"'{key}' applies to int and float attributes, not to {attr_type.value}"
+            )
+        bound = attr_value(fields[key], attr_type)
+        bounds[key] = float32(bound) if attr_type is AttrType.float else bound
+    minimum, maximum = bounds.get("min"), bounds.get("max")
+    if minimum is not None and maximum is not None and minimum > maximum:
+        raise fields["max"].error(
+            f"max {message_value(maximum)} is below min {message_value(minimum)}"
+        )
+
+    def inside(value: float) -> bool:
+        return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+
+    shown = [("" if bound is None else message_value(bound)) for bound in (minimum, maximum)]
+    range_text = f"[{shown[0]}, {shown[1]}]"
+    if bounds and not required and default_ok:
+        value = float32(default) if attr_type is AttrType.float else default
+        if not inside(value):
+            raise fields["default"].error(
+                f"the default {message_value(value)} is outside min/max {range_text}"
+            )
+    if bounds and allowed is not None:
+        for value, item in zip(allowed, read.sequence(fields["allowed"]), strict=True):
+            if not inside(value):
+                raise item.error(
+                    f"allowed value {message_value(value)} is outside min/max {range_text}"
+                )
+    doc = read.doc(fields, errors)
+    since = read.version_number(fields["since_version"]) if "since_version" in fields else None
+    return Attribute(name, attr_type, doc, required, default, allowed, since, minimum, maximum)

@@ -1,0 +1,243 @@
+"""The `tests` section."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from generator.errors import ErrorCollector
+from generator.model.names import IDENTIFIER
+from generator.model.tensors import Attribute, TensorParam
+from generator.model.tests import (
+    BuiltinEquivalent,
+    ErrorCase,
+    KnownCase,
+    RandomCase,
+    Tests,
+    Tolerance,
+)
+from generator.model.types import DType
+from generator.parse import read
+from generator.parse.expressions import parse_reference
+from generator.parse.tensors import attr_value
+from generator.source import Node
+
+
+def _tensor_literal(node: Node) -> Any:
+    def check(value, where: Node):
+        if isinstance(value, list):
+            for v in value:
+                check(v, where)
+        elif not isinstance(value, int | float):  # bools are ints: bool tensors
+            raise where.error(
+                f"expected a number, a boolean, or nested lists of them, found {value!r}"
+            )
+        elif isinstance(value, int):
+            read.in_int64(value, where)  # the widest integer dtype
+
+    value = node.plain()
+    check(value, node)
+    return value
+
+
+def _parse_case_attributes(
+    fields: dict[str, Node], attrs: dict[str, Attribute], case: Node
+) -> dict[str, Any]:
+    required = {name for name, attr in attrs.items() if attr.required}
+    if "attributes" not in fields:
+        if required:
+            raise case.error(
+                f"give the required attribute(s) {sorted(required)} under 'attributes'"
+            )
+        return {}
+    node = fields["attributes"]
+    values = read.mapping(node, set(attrs), required)
+    return {name: attr_value(child, attrs[name].type) for name, child in values.items()}
+
+
+def parse_tests(
+    node: Node,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attrs: dict[str, Attribute],
+    dtypes: tuple[DType, ...],
+    errors: ErrorCollector,
+) -> Tests:
+    fields = read.mapping(
+        node, {"tolerances", "known", "random", "errors", "builtin_equivalents"}, set()
+    )
+    input_names = {t.name for t in inputs}
+    output_names = {t.name for t in outputs}
+
+    # Required only where an output is floating (integer and bool outputs compare exactly).
+    tolerances: dict[DType, Tolerance] = {}
+    tol_node = fields.get("tolerances")
+    for name, child in (
+        read.mapping(tol_node, {d.value for d in DType}, set()).items() if tol_node else ()
+    ):
+        tf = read.mapping(child, {"rtol", "atol"}, {"rtol", "atol"})
+        tolerances[DType(name)] = Tolerance(read.finite(tf["rtol"]), read.finite(tf["atol"]))
+    missing = [d.value for d in dtypes if d not in tolerances]
+    if missing:
+        errors.add(
+            (tol_node or node).error(
+                f"declare tolerances for every floating output dtype; missing {missing}"
+            )
+        )
+
+    optional = [t.name for t in inputs if t.optional]
+
+    def tensor_map(n: Node, names: set[str]) -> dict[str, Node]:
+        """Every required input (or output) by name; optional inputs may be left out (absent),
+        but only trailing ones, as ONNX omits them."""
+        values = read.mapping(n, names, names - set(optional)) if names else {}
+        given = [name in values for name in optional]
+        if names is input_names and given != sorted(given, reverse=True):
+            raise n.error(
+                f"optional inputs {optional} may be left out only from the end (ONNX omits "
+                "trailing optional inputs)"
+            )
+        return values
+
+    known = []
+    for item in read.sequence(fields["known"]) if "known" in fields else []:
+
+        def parse_known(item=item) -> KnownCase:
+            kf = read.mapping(
+                item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"}
+            )
+            ins = {k: _tensor_literal(v) for k, v in tensor_map(kf["inputs"], input_names).items()}
+            outs = {
+                k: _tensor_literal(v) for k, v in tensor_map(kf["outputs"], output_names).items()
+            }
+            only = (
+                tuple(read.dtype(d) for d in read.sequence(kf["dtypes"]))
+                if "dtypes" in kf
+                else None
+            )
+            return KnownCase(ins, outs, _parse_case_attributes(kf, attrs, item), only)
+
+        case = errors.attempt(parse_known)
+        if case:
+            known.append(case)
+
+    random = []
+    for item in read.sequence(fields["random"]) if "random" in fields else []:
+
+        def parse_random(item=item) -> RandomCase:
+            rf = read.mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
+            shapes = {}
+            shape_nodes = tensor_map(rf["shapes"], input_names)
+            for name, shape_node in shape_nodes.items():
+                dims = []
+                for d in read.sequence(shape_node):
+                    if isinstance(d.value, int) and not isinstance(d.value, bool):
+                        dims.append(read.integer(d, minimum=0))
+                    elif isinstance(d.value, str) and IDENTIFIER.fullmatch(d.value):
+                        dims.append(d.value)
+                    else:
+                        raise d.error(
+                            f"expected a size or a dynamic dim name, found {read.kind_of(d)}"
+                        )
+                shapes[name] = tuple(dims)
+            dynamic = {}
+            if "dynamic" in rf:
+                for sym, sizes in read.mapping(rf["dynamic"], set(_symbols(shapes)), set()).items():
+                    values = tuple(_dynamic_size(s) for s in read.sequence(sizes))
+                    if len(values) < 2:
+                        raise sizes.error("give at least two sizes so the dynamic dim is exercised")
+                    dynamic[sym] = values
+                if len({len(sizes) for sizes in dynamic.values()}) > 1:
+                    counts = {sym: len(sizes) for sym, sizes in dynamic.items()}
+                    raise rf["dynamic"].error(
+                        "every dynamic dim of a case needs the same number of sizes (the tests "
+                        f"run the first sizes together, then the second, ...); found {counts}"
+                    )
+            unbound = set(_symbols(shapes)) - dynamic.keys()
+            if unbound:
+                raise item.error(f"dynamic dims {sorted(unbound)} need sizes under 'dynamic'")
+            for name, dims in shapes.items():
+                _check_test_tensor_size(shape_nodes[name], f"input '{name}'", dims, dynamic)
+            samples = {}
+            if "sample" in rf:
+                for name, expr in read.mapping(rf["sample"], set(shapes), set()).items():
+                    samples[name] = parse_reference(expr, {"shape", "gen"})
+            return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, attrs, item))
+
+        case = errors.attempt(parse_random)
+        if case:
+            random.append(case)
+
+    if "random" not in fields or not fields["random"].value:
+        errors.add(node.error("give at least one case under 'random' (it drives the export tests)"))
+    error_cases = []
+    for item in read.sequence(fields["errors"]) if "errors" in fields else []:
+
+        def parse_error(item=item) -> ErrorCase:
+            ef = read.mapping(item, {"shapes", "inputs", "message", "attributes"}, {"message"})
+            if ("shapes" in ef) == ("inputs" in ef):
+                raise item.error(
+                    "give exactly one of 'shapes' (a shape error) or 'inputs' (values)"
+                )
+            values = None
+            if "inputs" in ef:
+                values = {
+                    k: _tensor_literal(v) for k, v in tensor_map(ef["inputs"], input_names).items()
+                }
+                shapes = {}
+            else:
+                shapes = {}
+                for name, s in tensor_map(ef["shapes"], input_names).items():
+                    shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
+                    _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
+            message = read.string(ef["message"])
+            return ErrorCase(shapes, values, message, _parse_case_attributes(ef, attrs, item))
+
+        case = errors.attempt(parse_error)
+        if case:
+            error_cases.append(case)
+
+    builtins = []
+    for item in (
+        read.sequence(fields["builtin_equivalents"]) if "builtin_equivalents" in fields else []
+    ):
+        bf = read.mapping(item, {"domain", "op", "version"}, {"domain", "op", "version"})
+        builtins.append(
+            BuiltinEquivalent(
+                read.string(bf["domain"]), read.string(bf["op"]), read.version_number(bf["version"])
+            )
+        )
+    return Tests(tolerances, tuple(known), tuple(random), tuple(error_cases), tuple(builtins))
+
+
+# A generated test allocates every random (or error) case's tensors, in several dtypes, copies
+# and runtimes: 2**20 elements (8 MiB in float64) per tensor at every size is plenty to test
+# with, and stops a typo such as 10**12 from allocating terabytes.
+MAX_TEST_ELEMENTS = 2**20
+
+
+def _dynamic_size(node: Node) -> int:
+    size = read.integer(node)
+    if size < 2:
+        raise node.error(
+            f"a dynamic dim's sizes must be >= 2, found {size}: the exporters (torch.export) "
+            "specialise sizes 0 and 1 to constants, so the dim would not stay dynamic"
+        )
+    return size
+
+
+def _check_test_tensor_size(
+    node: Node, what: str, dims: tuple[int | str, ...], dynamic: dict[str, tuple[int, ...]]
+) -> None:
+    """A test tensor must stay below MAX_TEST_ELEMENTS at each of the case's sizes."""
+    for index in range(max((len(sizes) for sizes in dynamic.values()), default=1)):
+        shape = [d if isinstance(d, int) else dynamic[d][index] for d in dims]
+        if math.prod(shape) > MAX_TEST_ELEMENTS:
+            raise node.error(
+                f"{what} would have {math.prod(shape)} elements (shape {shape}); a generated "
+                f"test tensor may have at most {MAX_TEST_ELEMENTS} (2**20)"
+            )
+
+
+def _symbols(shapes: dict[str, tuple[int | str, ...]]) -> list[str]:
+    return [d for dims in shapes.values() for d in dims if isinstance(d, str)]
