@@ -1,4 +1,3 @@
-{{ header }}
 """Where the built artifacts are, and small helpers shared by the generated modules.
 
 Artifacts are looked up in $OPGEN_BUILD_DIR/lib, else in build/lib beside generated/
