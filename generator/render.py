@@ -99,13 +99,14 @@ def render(template: str, output_path: str, sources: list[str], **context) -> Ge
     return GeneratedFile(output_path, text)
 
 
-def copy_runtime(output_path: str, origin: str) -> GeneratedFile:
+def copy_runtime(output_path: str) -> GeneratedFile:
     """generator/runtime/<output_path> with the header prepended: those files are real source,
     compiled and linted as they are, so the header (no valid source line) is added on the copy."""
     if _paths_only:
         return GeneratedFile(output_path, "")
     source = resources.files("generator.runtime").joinpath(*output_path.split("/"))
     text = source.read_text(encoding="utf-8")
+    origin = f"generator/runtime/{output_path}"
     return GeneratedFile(output_path, f"{header(output_path, [origin])}\n{text}")
 
 

@@ -38,9 +38,8 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
     domains = _domains(ops)
     ordered_ops = [{"op_id": op.op_id} for op in sorted(ops, key=lambda op: op.op_id)]
     files = [
-        # The origins still name the templates these files were: the same output, byte for byte.
         *(
-            copy_runtime(f"include/opgen/{name}.h", f"templates/cpp/{name}.h.j2")
+            copy_runtime(f"include/opgen/{name}.h")
             for name in (
                 "runtime",
                 "shape_rule",
@@ -57,8 +56,8 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
             ops=ordered_ops,
             domains=domains,
         ),
-        copy_runtime("_support.py", "templates/python/support.py.j2"),
-        copy_runtime("_testing.py", "templates/python/testing.py.j2"),
+        copy_runtime("_support.py"),
+        copy_runtime("_testing.py"),
     ]
     for domain in domains:
         base = f"domains/{domain['ident']}"
