@@ -85,6 +85,7 @@ GENERATED_RESERVED = frozenset(
 # lists against the generated output).
 SHARED_OUTPUT_NAMES = frozenset(
     {"CMakeLists", "__init__", "_support", "_testing", "docs", "domains", "include", "index"}
+    | {"_names"}  # generated/_names.py, the artifact names' one owner
 )
 OPGEN_NAMESPACE_NAMES = frozenset(
     """AlignedCopies AllocatedOutput Context Error Input Output SerialContext Shape SymDim

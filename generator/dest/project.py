@@ -56,6 +56,7 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
             ops=ordered_ops,
             domains=domains,
         ),
+        copy_runtime("_names.py"),
         copy_runtime("_support.py"),
         copy_runtime("_testing.py"),
     ]
