@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from importlib.metadata import version
 from pathlib import Path
 
@@ -96,6 +97,17 @@ def render(template: str, output_path: str, sources: list[str], **context) -> Ge
         environment().get_template(template).render(header=header(output_path, sources), **context)
     )
     return GeneratedFile(output_path, text)
+
+
+def copy_runtime(output_path: str) -> GeneratedFile:
+    """generator/runtime/<output_path> with the header prepended: those files are real source,
+    compiled and linted as they are, so the header (no valid source line) is added on the copy."""
+    if _paths_only:
+        return GeneratedFile(output_path, "")
+    source = resources.files("generator.runtime").joinpath(*output_path.split("/"))
+    text = source.read_text(encoding="utf-8")
+    origin = f"generator/runtime/{output_path}"
+    return GeneratedFile(output_path, f"{header(output_path, [origin])}\n{text}")
 
 
 @cache

@@ -9,6 +9,11 @@ from generator.api import cpp
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
 
+# Artifact names have one owner, shared with the generated package (it gets a copy of _names).
+from generator.runtime._names import library_file as library_file
+from generator.runtime._names import library_name as library_name
+from generator.runtime._names import module_name as module_name
+
 
 def sources(op: OpDef) -> list[str]:
     """What a generated file of this op is made from (shown in its header)."""
@@ -71,11 +76,3 @@ def compute_params(op: OpDef, binding: dict[str, str] | None = None) -> str:
 
 def relative_include(from_dir: Path, target: Path) -> str:
     return Path(os.path.relpath(target, from_dir)).as_posix()
-
-
-def library_name(domain_ident: str) -> str:
-    return f"opgen_{domain_ident}"
-
-
-def module_name(domain_ident: str) -> str:
-    return f"opgen_{domain_ident}_kernels"

@@ -89,9 +89,7 @@ def _facts(op: OpDef) -> list[tuple[str, str]]:
     if op.provided_by:
         facts.append(("runs in", "ONNX Runtime's own kernel (no library of ours)"))
     elif op.kernel:
-        facts.append(
-            ("runs in", f"the custom-op library `lib{common.library_name(op.domain_ident)}.so`")
-        )
+        facts.append(("runs in", f"the custom-op library `{common.library_file(op.domain_ident)}`"))
     elif op.function:
         facts.append(
             ("runs in", f"any ONNX runtime: an ONNX function of opset {op.function.opset}")

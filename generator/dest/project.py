@@ -8,7 +8,7 @@ from itertools import groupby
 from generator.api import cpp
 from generator.dest import common
 from generator.model.op import OpDef
-from generator.render import GeneratedFile, render
+from generator.render import GeneratedFile, copy_runtime, render
 
 
 def _domains(ops: list[OpDef]) -> list[dict]:
@@ -38,26 +38,15 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
     domains = _domains(ops)
     ordered_ops = [{"op_id": op.op_id} for op in sorted(ops, key=lambda op: op.op_id)]
     files = [
-        render("cpp/runtime.h.j2", "include/opgen/runtime.h", ["templates/cpp/runtime.h.j2"]),
-        render(
-            "cpp/shape_rule.h.j2",
-            "include/opgen/shape_rule.h",
-            ["templates/cpp/shape_rule.h.j2"],
-        ),
-        render(
-            "cpp/ort_support.h.j2",
-            "include/opgen/ort_support.h",
-            ["templates/cpp/ort_support.h.j2"],
-        ),
-        render(
-            "cpp/onnx_schema_support.h.j2",
-            "include/opgen/onnx_schema_support.h",
-            ["templates/cpp/onnx_schema_support.h.j2"],
-        ),
-        render(
-            "cpp/pybind_support.h.j2",
-            "include/opgen/pybind_support.h",
-            ["templates/cpp/pybind_support.h.j2"],
+        *(
+            copy_runtime(f"include/opgen/{name}.h")
+            for name in (
+                "runtime",
+                "shape_rule",
+                "ort_support",
+                "onnx_schema_support",
+                "pybind_support",
+            )
         ),
         render("cmake/CMakeLists.txt.j2", "CMakeLists.txt", all_sources, domains=domains),
         render(
@@ -67,8 +56,9 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
             ops=ordered_ops,
             domains=domains,
         ),
-        render("python/support.py.j2", "_support.py", ["templates/python/support.py.j2"]),
-        render("python/testing.py.j2", "_testing.py", ["templates/python/testing.py.j2"]),
+        copy_runtime("_names.py"),
+        copy_runtime("_support.py"),
+        copy_runtime("_testing.py"),
     ]
     for domain in domains:
         base = f"domains/{domain['ident']}"

@@ -37,6 +37,7 @@ GENERATED_RESERVED = frozenset(
 # lists against the generated output).
 SHARED_OUTPUT_NAMES = frozenset(
     {"CMakeLists", "__init__", "_support", "_testing", "docs", "domains", "include", "index"}
+    | {"_names"}  # generated/_names.py, the artifact names' one owner
 )
 
 

@@ -1,4 +1,3 @@
-{{ header }}
 // The small, dependency-free API that hand-written kernels program against. The ONNX Runtime
 // wrapper and the pybind11 binding both adapt their tensors to these views, so one kernel
 // source serves both runtimes.

@@ -1,4 +1,3 @@
-{{ header }}
 // The pieces generated shape rules are built from. Every rule is a template over its dim type:
 // int64_t for the shapes of real tensors (the kernel wrappers), SymDim for the symbolic shapes
 // of ONNX Runtime's graph-time shape inference. One rule, so the two cannot disagree.

@@ -1,4 +1,3 @@
-{{ header }}
 // Adapters between numpy arrays (pybind11) and the kernel API of opgen/runtime.h. Inputs are
 // read in place and outputs are numpy arrays the kernel writes into: no copies either way.
 #pragma once

@@ -1,4 +1,3 @@
-{{ header }}
 """Helpers of the generated parity tests: sessions, single-node models, comparisons."""
 
 import re
@@ -107,9 +106,7 @@ def evaluate_dim(dim: int | str, sizes: dict[str, int]) -> int:
 def assert_close(actual, expected, tolerances: dict, what: str) -> None:
     actual = torch.as_tensor(actual) if not isinstance(actual, torch.Tensor) else actual
     rtol, atol = tolerances.get(expected.dtype, (0.0, 0.0))
-    torch.testing.assert_close(
-        actual, expected, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}"
-    )
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
 
 
 def run_ort(session, inputs: dict) -> list:

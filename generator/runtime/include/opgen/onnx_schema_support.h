@@ -1,4 +1,3 @@
-{{ header }}
 // What the ONNX C++ schemas' inference functions share: the shape rule's checked arithmetic and
 // the spelling of values in messages, the same as the kernels' (opgen/runtime.h and
 // opgen/shape_rule.h, which this header uses; they need nothing but the standard library). To

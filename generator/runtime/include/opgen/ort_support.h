@@ -1,4 +1,3 @@
-{{ header }}
 // Adapters between ONNX Runtime's C++ API and the kernel API of opgen/runtime.h. Every entry
 // point that ONNX Runtime calls goes through `guard`, so no C++ exception crosses the C ABI.
 #pragma once

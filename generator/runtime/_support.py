@@ -1,4 +1,3 @@
-{{ header }}
 """Where the built artifacts are, and small helpers shared by the generated modules.
 
 Artifacts are looked up in $OPGEN_BUILD_DIR/lib, else in build/lib beside generated/
@@ -11,6 +10,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from ._names import library_file, module_name
 
 GENERATED_DIR = Path(__file__).resolve().parent
 _modules: dict[str, object] = {}
@@ -26,7 +27,7 @@ def build_dir() -> Path:
 
 def ort_library(domain_ident: str) -> Path:
     """The ONNX Runtime custom-op library of one domain."""
-    path = build_dir() / "lib" / f"libopgen_{domain_ident}.so"
+    path = build_dir() / "lib" / library_file(domain_ident)
     if not path.is_file():
         raise NotBuiltError(f"{path} does not exist; run `python -m generator build`")
     return path
@@ -36,7 +37,7 @@ def kernels(domain_ident: str):
     """The pybind11 kernel module of one domain, imported from the build directory."""
     if domain_ident in _modules:
         return _modules[domain_ident]
-    name = f"opgen_{domain_ident}_kernels"
+    name = module_name(domain_ident)
     lib = build_dir() / "lib"
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = lib / f"{name}{suffix}"

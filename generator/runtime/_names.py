@@ -1,0 +1,18 @@
+"""The names of a domain's built artifacts. The generator imports this module for the CMake
+targets and the docs, and the generated package loads the artifacts by the same functions, so
+the two cannot disagree."""
+
+
+def library_name(domain_ident: str) -> str:
+    """The ONNX Runtime custom-op library's CMake target."""
+    return f"opgen_{domain_ident}"
+
+
+def library_file(domain_ident: str) -> str:
+    """The file CMake builds for that target on Linux."""
+    return f"lib{library_name(domain_ident)}.so"
+
+
+def module_name(domain_ident: str) -> str:
+    """The pybind11 kernel module (its CMake target and import name)."""
+    return f"opgen_{domain_ident}_kernels"
