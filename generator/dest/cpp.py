@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.api import cpp
+from generator.api import cpp, cpp_shapes
 from generator.api import onnx as onnx_api
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
@@ -123,8 +123,8 @@ def _common_context(op: OpDef, output_dir: Path) -> dict:
         "serial_compute_args": ", ".join(
             ["serial"] + [t.name for t in op.inputs] + [t.name for t in op.outputs] + ["attrs"]
         ),
-        "checks": cpp.concrete_checks(op),
-        "output_shapes": cpp.concrete_output_shapes(op),
+        "checks": cpp_shapes.concrete_checks(op),
+        "output_shapes": cpp_shapes.concrete_output_shapes(op),
         "instantiations": _instantiations(op),
         "kernel_include": kernel_include,
         "kernel_body": (op.kernel.body if op.kernel else None) or "",
@@ -226,10 +226,10 @@ def _schema_context(op: OpDef) -> dict:
             for tc in op.type_constraints
         ],
         "shaped_inputs": common.shaped_inputs(op),
-        "inference_attributes": cpp.schema_attributes(op),
-        "attribute_checks": cpp.symbolic_attribute_checks(op),
-        "checks": cpp.symbolic_checks(op),
-        "output_shapes": cpp.symbolic_output_shapes(op),
+        "inference_attributes": cpp_shapes.schema_attributes(op),
+        "attribute_checks": cpp_shapes.symbolic_attribute_checks(op),
+        "checks": cpp_shapes.symbolic_checks(op),
+        "output_shapes": cpp_shapes.symbolic_output_shapes(op),
         "function_body_literal": (
             cpp.string_literal(
                 "{\n" + "".join(f"  {onnx_api.node_text(n)}\n" for n in op.function.nodes) + "}"

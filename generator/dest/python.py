@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
+from generator.api import python_shapes
 from generator.dest import common
 from generator.model.op import OpDef
+from generator.model.shapes import OutputShape, SlicePart
+from generator.model.tensors import TensorParam
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 
@@ -21,7 +24,7 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
     return {
         # An export-only op runs its export nodes eagerly; others call their kernel.
         "eager_statements": None if op.kernel else py.eager_statements(op, index),
-        "api": op.torch.api,
+        "api": op.torch.api.value,
         "call_args": ", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
         "needs_autograd": _needs_autograd(op),
         "no_gradient_message": (
@@ -37,7 +40,7 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
             if single
             else f" -> tuple[{', '.join(['torch.Tensor'] * len(names))}]"
         ),
-        "checks": py.torch_checks(op),
+        "checks": python_shapes.torch_checks(op),
         "data_dependent_sizes": list(op.shape_rule.data_dependent_sizes),
         "outputs": [
             {
@@ -45,7 +48,7 @@ def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
                 "shape_expr": shape["expr"],
                 "dtype_expr": output_dtype_expr(op, o),
             }
-            for o, shape in zip(op.outputs, py.torch_output_shapes(op), strict=True)
+            for o, shape in zip(op.outputs, python_shapes.torch_output_shapes(op), strict=True)
         ],
         "first_input": op.inputs[0].name,
         "return_expr": names[0] if single else "(" + ", ".join(names) + ")",
@@ -160,17 +163,17 @@ def _onnx_schema_context(op: OpDef) -> dict:
             for s in shaped
         )
         or "True",
-        "inference_attributes": py.onnx_inference_attributes(op),
-        "attribute_checks": py.onnx_attribute_checks(op),
-        "checks": py.onnx_checks(op),
-        "output_shapes": py.onnx_output_shapes(op),
+        "inference_attributes": python_shapes.onnx_inference_attributes(op),
+        "attribute_checks": python_shapes.onnx_attribute_checks(op),
+        "checks": python_shapes.onnx_checks(op),
+        "output_shapes": python_shapes.onnx_output_shapes(op),
         "function_text": function_text,
         "function_text_literal": py.literal(function_text) if function_text else None,
         "function_opset": op.function.opset if op.function else None,
         "infer_through_body": op.infers_through_function,
         "input_names": py.literal([t.name for t in op.inputs]),
         "output_names": py.literal([t.name for t in op.outputs]),
-        "provided_by": op.provided_by,
+        "provided_by": op.provided_by.value if op.provided_by else None,
         "type_constraints": [
             {
                 "name": tc.name,
@@ -265,11 +268,11 @@ def _export_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
     }
 
 
-def _same_shape(shape, tensor, op: OpDef) -> bool:
+def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
     """True when the output provably has this input's shape (for the TorchScript type)."""
-    parts = shape.parts
-    if len(parts) == 1 and parts[0].kind == "slice" and parts[0].start is None:
-        return parts[0].input == tensor.name and parts[0].stop is None
+    match shape.parts:
+        case (SlicePart(start=None) as whole,):
+            return whole.input == tensor.name and whole.stop is None
     output = next(o for o in op.outputs if o.name == shape.output)
     return output.shape is not None and tensor.shape is not None and output.shape == tensor.shape
 

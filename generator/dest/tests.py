@@ -8,7 +8,7 @@ from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
 from generator.dest.python import base_context
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchApi
 from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
@@ -74,10 +74,10 @@ def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
         # Forward-mode AD through a differentiable op registered by our own Autograd kernel.
         "forward_mode_message": (
             py.literal(re.escape(py.forward_mode_message(op)))
-            if op.new_torch_op and op.torch.api == "library" and op.differentiable
+            if op.new_torch_op and op.torch.api is TorchApi.library and op.differentiable
             else None
         ),
-        "functorch_gradients": bool(op.gradients) and op.torch.api == "library",
+        "functorch_gradients": bool(op.gradients) and op.torch.api is TorchApi.library,
         "bool_attribute_names": py.literal(
             [a.name for a in op.attributes if a.type is AttrType.bool]
         ),

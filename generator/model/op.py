@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from itertools import product
 from pathlib import Path
 
 from generator.errors import DefinitionError, Location
 from generator.model.nodes import ExportRule, Function, OnnxNode
-from generator.model.shapes import RangeCheck, ShapeRule, inputs_read
+from generator.model.shapes import RangeCheck, ShapeRule
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.tests import ErrorCase, Tests
 from generator.model.types import AttrType, DType, Instantiation, TypeConstraint, message_value
@@ -16,8 +17,36 @@ from generator.model.types import AttrType, DType, Instantiation, TypeConstraint
 
 @dataclass(frozen=True)
 class Kernel:
+    """The op runs a C++ kernel written beside the definition."""
+
     source_file: Path | None  # a file beside the definition holding the full definition
     body: str | None  # or the body of `compute`, inline
+
+
+class Runtime(Enum):
+    onnxruntime = "onnxruntime"
+
+
+@dataclass(frozen=True)
+class ProvidedBy:
+    """The runtime already has the op (the definition adds its PyTorch side and export)."""
+
+    runtime: Runtime
+
+
+# What implements the op's ONNX side: a kernel, an ONNX function body, or the runtime itself;
+# None for an export-only definition, which lowers a PyTorch op onto other ONNX ops.
+Implementation = Kernel | Function | ProvidedBy
+
+
+class TorchApi(Enum):
+    """How a new PyTorch op is registered (torch.name's `api`)."""
+
+    # torch.library.Library define/impl + register_fake + an autograd kernel: the least
+    # Python per call (custom_op adds about 5 µs of wrapping, see the README's Performance).
+    library = "library"
+    custom_op = "custom_op"  # torch.library.custom_op: a CustomOpDef, for its register_* methods
+    legacy = "legacy"  # torch._custom_op, older PyTorch releases' API; no gradients
 
 
 @dataclass(frozen=True)
@@ -27,7 +56,7 @@ class TorchBinding:
 
     namespace: str
     name: str
-    api: str  # one of TORCH_APIS
+    api: TorchApi
     overload: str = "default"
     is_override: bool = False
 
@@ -38,7 +67,7 @@ class TorchBinding:
     @property
     def takes_gradients(self) -> bool:
         """A new op whose registration can carry gradient formulas (not the legacy API)."""
-        return not self.is_override and self.api != "legacy"
+        return not self.is_override and self.api is not TorchApi.legacy
 
     @property
     def overload_name(self) -> str:
@@ -64,9 +93,7 @@ class OpDef:
     shape_rule: ShapeRule
     reference: str
     reference_upcast: bool
-    kernel: Kernel | None
-    function: Function | None
-    provided_by: str | None  # "onnxruntime": the runtime already has this op
+    implementation: Implementation | None
     export: tuple[ExportRule, ...]  # empty without a PyTorch side
     tests: Tests
     # Every version of the op, oldest first (`version` is the newest); one for most ops.
@@ -81,6 +108,21 @@ class OpDef:
     def located(self, field_path: str, message: str) -> DefinitionError:
         root = Location(self.display_path, 1, 1)
         return DefinitionError(self.locations.get(field_path, root), field_path, message)
+
+    @property
+    def kernel(self) -> Kernel | None:
+        return self.implementation if isinstance(self.implementation, Kernel) else None
+
+    @property
+    def function(self) -> Function | None:
+        return self.implementation if isinstance(self.implementation, Function) else None
+
+    @property
+    def provided_by(self) -> Runtime | None:
+        match self.implementation:
+            case ProvidedBy(runtime):
+                return runtime
+        return None
 
     @property
     def defines_onnx_op(self) -> bool:
@@ -136,7 +178,7 @@ class OpDef:
     def raises_without_gradients(self) -> bool:
         """Backward through it raises our own error: a new op registered with the `library`
         api and no gradient formulas (`custom_op` raises PyTorch's; `legacy` takes none)."""
-        return self.new_torch_op and self.torch.api == "library" and not self.gradients
+        return self.new_torch_op and self.torch.api is TorchApi.library and not self.gradients
 
     @property
     def differentiable(self) -> bool:
@@ -175,10 +217,6 @@ class OpDef:
     def optional_inputs(self) -> frozenset[str]:
         return frozenset(t.name for t in self.inputs if t.optional)
 
-    def guards(self, check) -> list[str]:
-        """The optional inputs a shape check reads: it applies only when they are present."""
-        return [name for name in inputs_read(check) if name in self.optional_inputs]
-
     @property
     def exporters(self) -> tuple[str, ...]:
         """The PyTorch exporters that can export this op. The TorchScript tracer cannot
@@ -192,16 +230,3 @@ class OpDef:
     @property
     def domain_ident(self) -> str:
         return self.domain.replace(".", "_")
-
-
-# How a new PyTorch op is registered (torch.name's `api`):
-TORCH_APIS = {
-    # torch.library.Library define/impl + register_fake + an autograd kernel: the least
-    # Python per call (custom_op adds about 5 µs of wrapping, see the README's Performance).
-    "library": "torch.library.Library",
-    "custom_op": "torch.library.custom_op",  # a CustomOpDef, for its register_* methods
-    "legacy": "torch._custom_op",  # older PyTorch releases' API; no gradients
-}
-
-
-DEFAULT_TORCH_API = "library"

@@ -1,13 +1,20 @@
-"""A compiled shape rule: the checks on inputs and attributes, and each output's shape as parts."""
+"""A compiled shape rule: the checks on inputs and attributes, and each output's shape as parts.
+
+Each variant is its own class (a dim expression is a DimRef, a Constant, an AttributeValue or a
+Binary; an output part is one of five parts), so a `match` over a union with `assert_never` in
+its last case makes the type checker prove that every variant is handled."""
 
 from __future__ import annotations
 
 import math
-import operator
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal, assert_never
 
 from generator.model.types import INT64_MAX, INT64_MIN, float32
+
+BinaryOp = Literal["+", "-", "*", "//"]
 
 
 @dataclass(frozen=True)
@@ -15,17 +22,64 @@ class DimRef:
     """Axis `axis` of input `input` (negative axes count from the end)."""
 
     input: str
-    input_index: int
     axis: int
+    text: str = field(default="", compare=False, kw_only=True)  # as the definition writes it
+
+
+@dataclass(frozen=True)
+class Constant:
+    value: int
+    text: str = field(default="", compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class AttributeValue:
+    """The value of an int (or, for keepdims, bool) attribute."""
+
+    name: str
+    text: str = field(default="", compare=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class Binary:
+    """`left op right`; `//` floors, as in Python."""
+
+    op: BinaryOp
+    left: DimExpr
+    right: DimExpr
+    text: str = field(default="", compare=False, kw_only=True)
+
+
+# An output dim, an axis or a keepdims flag, as a rule computes it from inputs and attributes.
+DimExpr = DimRef | Constant | AttributeValue | Binary
+
+
+def subexpressions(expr: DimExpr) -> Iterator[DimExpr]:
+    """The expression and every expression inside it, parents first."""
+    yield expr
+    if isinstance(expr, Binary):
+        yield from subexpressions(expr.left)
+        yield from subexpressions(expr.right)
+
+
+def dims_read(expr: DimExpr) -> list[DimRef]:
+    return [e for e in subexpressions(expr) if isinstance(e, DimRef)]
+
+
+def attributes_read(expr: DimExpr) -> list[str]:
+    return [e.name for e in subexpressions(expr) if isinstance(e, AttributeValue)]
 
 
 @dataclass(frozen=True)
 class RankCheck:
     input: str
-    input_index: int
     exact: bool
     rank: int
     message: str
+
+    @property
+    def inputs_read(self) -> tuple[str, ...]:
+        return (self.input,)
 
 
 @dataclass(frozen=True)
@@ -34,6 +88,10 @@ class DimEqualCheck:
     b: DimRef
     message: str
 
+    @property
+    def inputs_read(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.a.input, self.b.input)))
+
 
 @dataclass(frozen=True)
 class DimLiteralCheck:
@@ -41,88 +99,92 @@ class DimLiteralCheck:
     value: int
     message: str
 
+    @property
+    def inputs_read(self) -> tuple[str, ...]:
+        return (self.ref.input,)
+
 
 @dataclass(frozen=True)
 class ShapeEqualCheck:
     """Input `b` must have exactly the shape of input `a` (an input's `same_shape_as`)."""
 
     a: str
-    a_index: int
     b: str
-    b_index: int
     message: str
 
-
-APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv}
+    @property
+    def inputs_read(self) -> tuple[str, ...]:
+        return (self.a, self.b)
 
 
 @dataclass(frozen=True)
-class DimExpr:
-    """An output dim: an input dim, an integer, an int attribute, or `+ - * //` of two dims
-    (`//` floors, as in Python)."""
+class SlicePart:
+    """Dims `start:stop` of an input (Python slice bounds; None is open)."""
 
-    kind: str  # "dim" | "literal" | "attr" | "binary" | "dynamic" (a data-dependent size)
-    ref: DimRef | None = None
-    value: int | None = None
-    attr: str | None = None
-    op: str | None = None  # "+" | "-" | "*" | "//"
-    left: DimExpr | None = None
-    right: DimExpr | None = None
-    text: str = field(default="", compare=False)  # as the definition writes it
-
-    def walk(self):
-        yield self
-        for child in (self.left, self.right):
-            if child is not None:
-                yield from child.walk()
-
-    @property
-    def refs(self) -> list[DimRef]:
-        return [e.ref for e in self.walk() if e.kind == "dim"]
-
-    @property
-    def attrs(self) -> list[str]:
-        return [e.attr for e in self.walk() if e.kind == "attr"]
-
-    def spell(self, dim, attr, binary) -> str:
-        """The expression in a target language: `dim(ref)`, `attr(name)` spell the leaves and
-        `binary(op, a, b)` each `+ - * //` (parenthesised as the target needs). (A
-        data-dependent size has no expression: each target spells it itself.)"""
-        if self.kind == "dim":
-            return dim(self.ref)
-        if self.kind == "literal":
-            return str(self.value)
-        if self.kind == "attr":
-            return attr(self.attr)
-        a = self.left.spell(dim, attr, binary)
-        b = self.right.spell(dim, attr, binary)
-        return binary(self.op, a, b)
-
-    def evaluate(self, dim, attr) -> int:
-        if self.kind == "dim":
-            return dim(self.ref)
-        if self.kind == "literal":
-            return self.value
-        if self.kind == "attr":
-            return attr(self.attr)
-        a, b = self.left.evaluate(dim, attr), self.right.evaluate(dim, attr)
-        return APPLY[self.op](a, b)
-
-
-@dataclass(frozen=True)
-class ShapePart:
-    """One piece of an output shape."""
-
-    kind: str  # "slice" | "expr" | "broadcast" | "reduce"
-    input: str | None = None  # slice, reduce: the input whose dims are used
-    input_index: int | None = None
-    start: int | None = None  # slice bounds, Python semantics (None = open)
+    input: str
+    start: int | None = None
     stop: int | None = None
-    expr: DimExpr | None = None  # expr: one dim
-    operands: tuple[tuple[str, int], ...] = ()  # broadcast: (input, index) of every operand
-    axis: DimExpr | None = None  # reduce: the axis (a literal or an int attribute)
-    keepdims: DimExpr | None = None  # reduce: 0/1 (a literal or a bool/int attribute)
-    message: str = ""  # broadcast: what incompatible operands report
+
+
+@dataclass(frozen=True)
+class DimPart:
+    """One dim computed from input dims, attributes and integers."""
+
+    expr: DimExpr
+
+
+@dataclass(frozen=True)
+class DataDependentPart:
+    """One dim only the kernel knows (a data-dependent size, named by its symbol)."""
+
+    symbol: str
+
+
+@dataclass(frozen=True)
+class BroadcastPart:
+    """The operands' shapes broadcast together (numpy rules)."""
+
+    operands: tuple[str, ...]
+    message: str  # what incompatible operands report, followed by what they were
+
+
+@dataclass(frozen=True)
+class ReducePart:
+    """The input's shape without `axis`, or with it as 1 when `keepdims`."""
+
+    input: str
+    axis: DimExpr  # a literal or an int attribute
+    keepdims: DimExpr  # 0/1: a literal or a bool/int attribute
+
+
+ShapePart = SlicePart | DimPart | DataDependentPart | BroadcastPart | ReducePart
+
+
+def part_inputs(part: ShapePart) -> tuple[str, ...]:
+    """The inputs whose shapes a part reads."""
+    match part:
+        case SlicePart() | ReducePart():
+            return (part.input,)
+        case DimPart():
+            return tuple(ref.input for ref in dims_read(part.expr))
+        case DataDependentPart():
+            return ()
+        case BroadcastPart():
+            return part.operands
+        case _:
+            assert_never(part)
+
+
+def part_expressions(part: ShapePart) -> tuple[DimExpr, ...]:
+    match part:
+        case DimPart():
+            return (part.expr,)
+        case ReducePart():
+            return (part.axis, part.keepdims)
+        case SlicePart() | DataDependentPart() | BroadcastPart():
+            return ()
+        case _:
+            assert_never(part)
 
 
 @dataclass(frozen=True)
@@ -133,9 +195,7 @@ class OutputShape:
     @property
     def data_dependent(self) -> tuple[str, ...]:
         """The data-dependent sizes (symbols) of this output: only its kernel knows them."""
-        return tuple(
-            p.expr.text for p in self.parts if p.kind == "expr" and p.expr.kind == "dynamic"
-        )
+        return tuple(p.symbol for p in self.parts if isinstance(p, DataDependentPart))
 
 
 @dataclass(frozen=True)
@@ -146,15 +206,22 @@ class ExprCheck:
     strict: bool  # > 0 instead of >= 0
     message: str
 
+    @property
+    def inputs_read(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(ref.input for ref in dims_read(self.expr)))
+
 
 @dataclass(frozen=True)
 class AxisCheck:
     """An axis attribute (or literal) must index input `input`: -rank <= axis < rank."""
 
     input: str
-    input_index: int
     axis: DimExpr
     message: str
+
+    @property
+    def inputs_read(self) -> tuple[str, ...]:
+        return (self.input,)
 
 
 @dataclass(frozen=True)
@@ -162,7 +229,7 @@ class AllowedValuesCheck:
     """An attribute with declared allowed values."""
 
     attribute: str
-    allowed: tuple
+    allowed: tuple[int | float | str, ...]
     message: str
 
 
@@ -211,9 +278,13 @@ def _next_toward(value: float, direction: float) -> float | None:
     return None if math.isinf(result) or math.isnan(result) else result
 
 
+AttributeCheck = AllowedValuesCheck | RangeCheck
+InputCheck = RankCheck | DimEqualCheck | DimLiteralCheck | ShapeEqualCheck | AxisCheck | ExprCheck
+
+
 @dataclass(frozen=True)
 class ShapeRule:
-    attribute_checks: tuple[AllowedValuesCheck | RangeCheck, ...]
+    attribute_checks: tuple[AttributeCheck, ...]
     rank_checks: tuple[RankCheck, ...]
     dim_checks: tuple[DimEqualCheck | DimLiteralCheck, ...]
     shape_checks: tuple[ShapeEqualCheck, ...]
@@ -233,7 +304,7 @@ class ShapeRule:
         return frozenset(out.output for out in self.outputs if out.data_dependent)
 
     @property
-    def input_checks(self) -> tuple:
+    def input_checks(self) -> tuple[InputCheck, ...]:
         """The checks on input shapes, in the order every runtime runs them."""
         return (
             self.rank_checks
@@ -254,12 +325,8 @@ class ShapeRule:
         used = {c.input for c in self.rank_checks}
         used |= {name for c in self.shape_checks for name in (c.a, c.b)}
         used |= {c.input for c in self.axis_checks}
-        used |= {ref.input for c in self.expr_checks for ref in c.expr.refs}
-        for out in self.outputs:
-            for part in out.parts:
-                used |= {part.input} if part.input else set()
-                used |= {name for name, _ in part.operands}
-                used |= {ref.input for ref in (part.expr.refs if part.expr else ())}
+        used |= {name for c in self.expr_checks for name in c.inputs_read}
+        used |= {name for out in self.outputs for p in out.parts for name in part_inputs(p)}
         return frozenset(used)
 
     @property
@@ -268,21 +335,7 @@ class ShapeRule:
         and keepdims."""
         names: list[str] = [c.attribute for c in self.attribute_checks]
         exprs = [c.expr for c in self.expr_checks] + [c.axis for c in self.axis_checks]
-        for out in self.outputs:
-            exprs += [e for p in out.parts for e in (p.expr, p.axis, p.keepdims) if e]
+        exprs += [e for out in self.outputs for p in out.parts for e in part_expressions(p)]
         for expr in exprs:
-            names += [name for name in expr.attrs if name not in names]
+            names += [name for name in attributes_read(expr) if name not in names]
         return tuple(names)
-
-
-def inputs_read(check) -> tuple[str, ...]:
-    """The inputs whose shapes a check reads."""
-    if isinstance(check, RankCheck | AxisCheck):
-        return (check.input,)
-    if isinstance(check, DimEqualCheck):
-        return tuple(dict.fromkeys((check.a.input, check.b.input)))
-    if isinstance(check, DimLiteralCheck):
-        return (check.ref.input,)
-    if isinstance(check, ShapeEqualCheck):
-        return (check.a, check.b)
-    return tuple(dict.fromkeys(ref.input for ref in check.expr.refs))

@@ -9,34 +9,58 @@ from generator.model.types import AttrType, DType
 
 
 @dataclass(frozen=True)
-class Dim:
-    """One entry of a shape pattern: `...`, a symbol such as N, an integer literal, or (in an
-    output pattern) an expression such as `(L - window) // stride + 1`."""
-
-    kind: str  # "ellipsis" | "symbol" | "literal" | "expr"
-    symbol: str | None = None  # the symbol, or the expression's text
-    value: int | None = None
+class AnyDims:
+    """`...`: any number of dims (at most one per pattern)."""
 
     def __str__(self) -> str:
-        if self.kind == "ellipsis":
-            return "..."
-        return str(self.value) if self.kind == "literal" else self.symbol
+        return "..."
+
+
+@dataclass(frozen=True)
+class SymbolDim:
+    """A symbol such as N: the same size wherever it appears."""
+
+    symbol: str
+
+    def __str__(self) -> str:
+        return self.symbol
+
+
+@dataclass(frozen=True)
+class LiteralDim:
+    value: int
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class ExpressionDim:
+    """An output dim such as `(L - window) // stride + 1`, compiled with the shape rule."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+PatternDim = AnyDims | SymbolDim | LiteralDim | ExpressionDim
 
 
 @dataclass(frozen=True)
 class ShapePattern:
-    dims: tuple[Dim, ...]
+    dims: tuple[PatternDim, ...]
 
     @property
     def ellipsis_index(self) -> int | None:
         for i, dim in enumerate(self.dims):
-            if dim.kind == "ellipsis":
+            if isinstance(dim, AnyDims):
                 return i
         return None
 
     @property
     def fixed_rank(self) -> int:
-        return sum(1 for d in self.dims if d.kind != "ellipsis")
+        return sum(1 for d in self.dims if not isinstance(d, AnyDims))
 
     def axis_of(self, position: int) -> int:
         """Axis of pattern entry `position`: from the start before `...`, from the end after."""

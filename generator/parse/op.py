@@ -15,7 +15,7 @@ from generator.model.names import (
     TORCH_NAMESPACES,
 )
 from generator.model.nodes import ExportRule
-from generator.model.op import DEFAULT_TORCH_API, TORCH_APIS, Kernel, OpDef, TorchBinding
+from generator.model.op import Kernel, OpDef, ProvidedBy, Runtime, TorchApi, TorchBinding
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.tests import RandomCase
 from generator.model.types import DType, TypeConstraint
@@ -47,7 +47,7 @@ def _parse_torch(node: Node) -> TorchBinding:
                 "(e.g. aten::add.Tensor; the overload defaults to 'default')"
             )
         return TorchBinding(
-            match.group(1), match.group(2), DEFAULT_TORCH_API, match.group(3) or "default", True
+            match.group(1), match.group(2), TorchApi.library, match.group(3) or "default", True
         )
     qualified = read.string(fields["name"])
     match = TORCH_NAME.fullmatch(qualified)
@@ -62,11 +62,14 @@ def _parse_torch(node: Node) -> TorchBinding:
             "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
             f"'my_ops::{match.group(2)}'"
         )
-    api = DEFAULT_TORCH_API
+    api = TorchApi.library
     if "api" in fields:
-        api = read.string(fields["api"])
-        if api not in TORCH_APIS:
-            raise fields["api"].error(f"expected one of {list(TORCH_APIS)}, found '{api}'")
+        api_name = read.string(fields["api"])
+        if api_name not in TorchApi.__members__:
+            raise fields["api"].error(
+                f"expected one of {list(TorchApi.__members__)}, found '{api_name}'"
+            )
+        api = TorchApi[api_name]
     for part in (match.group(1), match.group(2)):
         if keyword.iskeyword(part):
             raise fields["name"].error(
@@ -169,7 +172,6 @@ TOP_LEVEL_REQUIRED = {"inputs", "outputs", "tests"}
 IMPLEMENTATIONS = ("kernel", "function", "provided_by")
 
 
-PROVIDERS = ("onnxruntime",)
 
 
 def parse_opdef(path: Path, display_name: str, definition_path: str | None = None) -> OpDef:
@@ -397,9 +399,11 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
     kernel = get("kernel", _parse_kernel, path.parent)
     function = get("function", parse_function, inputs, outputs, attrs_by_name)
     provided_by = get("provided_by", read.string)
-    if provided_by is not None and provided_by not in PROVIDERS:
+    if provided_by is not None and provided_by not in Runtime.__members__:
         errors.add(
-            fields["provided_by"].error(f"expected one of {list(PROVIDERS)}, found '{provided_by}'")
+            fields["provided_by"].error(
+                f"expected one of {list(Runtime.__members__)}, found '{provided_by}'"
+            )
         )
     export: tuple[ExportRule, ...] = ()
     if "export" in fields:
@@ -447,9 +451,7 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
         reference=reference,
         reference_upcast=True if upcast is None else upcast,
         gradients=gradients,
-        kernel=kernel,
-        function=function,
-        provided_by=provided_by,
+        implementation=kernel or function or (provided_by and ProvidedBy(Runtime[provided_by])),
         export=export,
         tests=tests,
         versions=versions,

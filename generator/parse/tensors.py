@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 from generator.errors import DefinitionError, ErrorCollector, Location
 from generator.model.names import IDENTIFIER
-from generator.model.tensors import Attribute, Dim, ShapePattern, TensorParam
+from generator.model.tensors import (
+    AnyDims,
+    Attribute,
+    ExpressionDim,
+    LiteralDim,
+    PatternDim,
+    ShapePattern,
+    SymbolDim,
+    TensorParam,
+)
 from generator.model.types import AttrType, DType, TypeConstraint, float32, message_value
 from generator.parse import read
-from generator.parse.expressions import DIM_EXPRESSION_SYNTAX, dim_expression_tree, parse_expression
+from generator.shapes.expressions import (
+    DIM_EXPRESSION_SYNTAX,
+    dim_expression_tree,
+    shape_function_call,
+)
 from generator.source import Node
 
 
@@ -59,66 +71,28 @@ def parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeCons
 
 def _parse_shape(node: Node, is_output: bool) -> ShapePattern:
     items = read.sequence(node)
-    dims = []
+    dims: list[PatternDim] = []
     for item in items:
         value = item.value
         if value == "...":
-            dims.append(Dim("ellipsis"))
+            dims.append(AnyDims())
         elif isinstance(value, int) and not isinstance(value, bool):
             if value < 0:
                 raise item.error(f"a literal dimension must be >= 0, found {value}")
-            dims.append(Dim("literal", value=read.in_int64(value, item)))
+            dims.append(LiteralDim(read.in_int64(value, item)))
         elif isinstance(value, str) and IDENTIFIER.fullmatch(value):
-            dims.append(Dim("symbol", symbol=value))
+            dims.append(SymbolDim(value))
         elif isinstance(value, str) and is_output:
             dim_expression_tree(value, item)  # syntax now; names when the rule is compiled
-            dims.append(Dim("expr", symbol=value.strip()))
+            dims.append(ExpressionDim(value.strip()))
         else:
             allowed = "'...', a dimension symbol such as N, an integer"
             if is_output:
                 allowed += f", or an expression of {DIM_EXPRESSION_SYNTAX}"
             raise item.error(f"expected {allowed}, found {read.kind_of(item)}")
-    if sum(1 for d in dims if d.kind == "ellipsis") > 1:
+    if sum(1 for d in dims if isinstance(d, AnyDims)) > 1:
         raise node.error("a shape pattern may contain '...' at most once")
     return ShapePattern(tuple(dims))
-
-
-SHAPE_FUNCTIONS = {
-    "broadcast": "broadcast(A, B, ...): the inputs' shapes broadcast together (numpy rules)",
-    "reduce": "reduce(X, axis, keepdims): X's shape without `axis` (kept as 1 when keepdims)",
-}
-
-
-def _parse_shape_function(node: Node) -> tuple[str, tuple[str, ...]]:
-    text = read.string(node)
-    forms = "; ".join(SHAPE_FUNCTIONS.values())
-    try:
-        call = parse_expression(text.strip()).body
-    except SyntaxError:
-        call = None
-    if (
-        not isinstance(call, ast.Call)
-        or not isinstance(call.func, ast.Name)
-        or call.func.id not in SHAPE_FUNCTIONS
-        or call.keywords
-    ):
-        raise node.error(f"'{text}' is not a shape; expected a list of dims, or one of: {forms}")
-    args = []
-    for arg in call.args:
-        if isinstance(arg, ast.Name):
-            args.append(arg.id)
-        elif isinstance(arg, ast.Constant) and type(arg.value) in (int, bool):
-            args.append(repr(arg.value))
-        elif (
-            isinstance(arg, ast.UnaryOp)
-            and isinstance(arg.op, ast.USub)
-            and isinstance(arg.operand, ast.Constant)
-            and type(arg.operand.value) is int
-        ):
-            args.append(repr(-arg.operand.value))
-        else:
-            raise node.error(f"'{text}': arguments are names or integer/boolean literals")
-    return call.func.id, tuple(args)
 
 
 def parse_tensor(
@@ -148,7 +122,7 @@ def parse_tensor(
     shape, function = None, None
     if "shape" in fields:
         if is_output and isinstance(fields["shape"].value, str):
-            function = _parse_shape_function(fields["shape"])
+            function = shape_function_call(fields["shape"])
         else:
             shape = _parse_shape(fields["shape"], is_output)
     same = (

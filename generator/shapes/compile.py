@@ -1,41 +1,76 @@
-"""Compiling input patterns and output shapes into a ShapeRule: checks and output parts."""
+"""Compiling input patterns and output shapes into a ShapeRule: checks and output parts.
+
+Every message a check reports is composed here, once: each target spells the check and appends
+what it got."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
+from typing import assert_never
 
 from generator.model.shapes import (
     AllowedValuesCheck,
+    AttributeCheck,
+    AttributeValue,
     AxisCheck,
+    Binary,
+    BroadcastPart,
+    Constant,
+    DataDependentPart,
     DimEqualCheck,
     DimExpr,
     DimLiteralCheck,
+    DimPart,
     DimRef,
     ExprCheck,
     OutputShape,
     RangeCheck,
     RankCheck,
+    ReducePart,
     ShapeEqualCheck,
     ShapePart,
     ShapeRule,
+    SlicePart,
+    attributes_read,
+    subexpressions,
 )
-from generator.model.tensors import Attribute, TensorParam
+from generator.model.tensors import (
+    AnyDims,
+    Attribute,
+    ExpressionDim,
+    LiteralDim,
+    ShapePattern,
+    SymbolDim,
+    TensorParam,
+)
 from generator.model.types import AttrType, message_value, message_values
 from generator.parse import read
-from generator.parse.expressions import dim_expression
-from generator.parse.tensors import SHAPE_FUNCTIONS
+from generator.shapes.expressions import SHAPE_FUNCTIONS, dim_expression
 from generator.source import Node
 
 
-def _range_message(op_type: str, attr: Attribute) -> str:
-    lo, hi = attr.minimum, attr.maximum
-    if lo is not None and hi is not None:
-        bound = f"between {message_value(lo)} and {message_value(hi)}"
-    else:
-        bound = (
-            f"at least {message_value(lo)}" if lo is not None else f"at most {message_value(hi)}"
-        )
-    return f"{op_type}: attribute '{attr.name}' must be {bound}"
+@dataclass
+class _InputPatterns:
+    """What the input patterns give the output shapes: bound symbols and checks."""
+
+    rank_checks: list[RankCheck] = field(default_factory=list)
+    dim_checks: list[DimEqualCheck | DimLiteralCheck] = field(default_factory=list)
+    bound: dict[str, DimRef] = field(default_factory=dict)
+    bound_by_optional: set[str] = field(default_factory=set)  # an output cannot use these
+    ellipsis_inputs: list[TensorParam] = field(default_factory=list)  # required ones
+
+    @property
+    def required_bound(self) -> dict[str, DimRef]:
+        return {k: v for k, v in self.bound.items() if k not in self.bound_by_optional}
+
+
+@dataclass
+class _OutputChecks:
+    """Checks that output shapes add: axes in range, computed dims not negative."""
+
+    expr_checks: list[ExprCheck] = field(default_factory=list)
+    axis_checks: list[AxisCheck] = field(default_factory=list)
 
 
 def compile_shape_rule(
@@ -48,22 +83,43 @@ def compile_shape_rule(
     data_dependent: tuple[str, ...] = (),
 ) -> ShapeRule:
     """Turn the input patterns and output rules into checks and output shape parts."""
-    rank_checks: list[RankCheck] = []
-    dim_checks: list[DimEqualCheck | DimLiteralCheck] = []
-    bound: dict[str, DimRef] = {}
-    bound_by_optional: set[str] = set()  # symbols an output cannot use (the input may be absent)
-    ellipsis_inputs: list[tuple[int, TensorParam]] = []
-    for index, tensor in enumerate(inputs):
+    patterns = _input_patterns(op_type, inputs)
+    if len(patterns.ellipsis_inputs) > 1:
+        raise node.error("only one input may use '...' for now (no broadcasting of batch dims yet)")
+    shape_checks = _same_shape_checks(op_type, inputs, inputs_node)
+    added = _OutputChecks()
+    output_nodes = node.value if node.is_sequence else []
+    shapes = []
+    for position, output in enumerate(outputs):
+        where = output_nodes[position] if position < len(output_nodes) else node
+        parts = _output_parts(
+            op_type, output, inputs, attrs, patterns, data_dependent, added, where
+        )
+        if parts is not None:
+            shapes.append(OutputShape(output.name, parts))
+    return ShapeRule(
+        _attribute_checks(op_type, attrs),
+        tuple(patterns.rank_checks),
+        tuple(patterns.dim_checks),
+        shape_checks,
+        tuple(added.axis_checks),
+        tuple(added.expr_checks),
+        tuple(shapes),
+    )
+
+
+def _input_patterns(op_type: str, inputs: tuple[TensorParam, ...]) -> _InputPatterns:
+    result = _InputPatterns()
+    for tensor in inputs:
         pattern = tensor.shape
         if pattern is None:
             continue
         exact = pattern.ellipsis_index is None
         relation = "exactly" if exact else "at least"
         if exact or pattern.fixed_rank > 0:  # `[...]` accepts every rank
-            rank_checks.append(
+            result.rank_checks.append(
                 RankCheck(
                     tensor.name,
-                    index,
                     exact,
                     pattern.fixed_rank,
                     f"{op_type}: input '{tensor.name}' must have {relation} rank {pattern.fixed_rank} "
@@ -71,158 +127,163 @@ def compile_shape_rule(
                 )
             )
         if not exact and not tensor.optional:
-            ellipsis_inputs.append((index, tensor))
+            result.ellipsis_inputs.append(tensor)
         for position, dim in enumerate(pattern.dims):
-            if dim.kind == "ellipsis":
-                continue
-            ref = DimRef(tensor.name, index, pattern.axis_of(position))
-            if dim.kind == "literal":
-                dim_checks.append(
-                    DimLiteralCheck(
-                        ref,
-                        dim.value,
-                        f"{op_type}: axis {ref.axis} of input '{tensor.name}' must be {dim.value} "
-                        f"(shape {pattern})",
+            ref = DimRef(tensor.name, pattern.axis_of(position))
+            match dim:
+                case AnyDims():
+                    pass
+                case LiteralDim():
+                    result.dim_checks.append(
+                        DimLiteralCheck(
+                            ref,
+                            dim.value,
+                            f"{op_type}: axis {ref.axis} of input '{tensor.name}' must be "
+                            f"{dim.value} (shape {pattern})",
+                        )
                     )
-                )
-            elif dim.symbol in bound:
-                first = bound[dim.symbol]
-                dim_checks.append(
-                    DimEqualCheck(
-                        first,
-                        ref,
-                        f"{op_type}: dimension {dim.symbol} must agree: axis {first.axis} of "
-                        f"input '{first.input}' and axis {ref.axis} of input '{tensor.name}' "
-                        f"differ (shape {pattern})",
+                case SymbolDim() if dim.symbol in result.bound:
+                    first = result.bound[dim.symbol]
+                    result.dim_checks.append(
+                        DimEqualCheck(
+                            first,
+                            ref,
+                            f"{op_type}: dimension {dim.symbol} must agree: axis {first.axis} of "
+                            f"input '{first.input}' and axis {ref.axis} of input '{tensor.name}' "
+                            f"differ (shape {pattern})",
+                        )
                     )
-                )
-            else:
-                bound[dim.symbol] = ref
-                if tensor.optional:
-                    bound_by_optional.add(dim.symbol)
-    if len(ellipsis_inputs) > 1:
-        raise node.error("only one input may use '...' for now (no broadcasting of batch dims yet)")
-    by_name = {t.name: (i, t) for i, t in enumerate(inputs)}
-    shape_checks = []
+                case SymbolDim():
+                    result.bound[dim.symbol] = ref
+                    if tensor.optional:
+                        result.bound_by_optional.add(dim.symbol)
+                case ExpressionDim():  # the parser allows expressions in outputs only
+                    raise AssertionError(f"an expression in input '{tensor.name}'s pattern")
+                case _:
+                    assert_never(dim)
+    return result
+
+
+def _same_shape_checks(
+    op_type: str, inputs: tuple[TensorParam, ...], inputs_node: Node
+) -> tuple[ShapeEqualCheck, ...]:
+    index_of = {t.name: i for i, t in enumerate(inputs)}
+    checks = []
     for index, tensor in enumerate(inputs):
-        if tensor.same_shape_as is None:
-            continue
-        if tensor.same_shape_as not in by_name or by_name[tensor.same_shape_as][0] >= index:
-            raise inputs_node.value[index].error(
-                f"input '{tensor.name}': same_shape_as '{tensor.same_shape_as}' must name an "
-                "earlier input"
-            )
         first = tensor.same_shape_as
-        shape_checks.append(
+        if first is None:
+            continue
+        if first not in index_of or index_of[first] >= index:
+            raise inputs_node.value[index].error(
+                f"input '{tensor.name}': same_shape_as '{first}' must name an earlier input"
+            )
+        checks.append(
             ShapeEqualCheck(
                 first,
-                by_name[first][0],
                 tensor.name,
-                index,
                 f"{op_type}: input '{tensor.name}' must have the shape of input '{first}'",
             )
         )
-    shapes = []
-    expr_checks: list[ExprCheck] = []
-    axis_checks: list[AxisCheck] = []
-    output_nodes = node.value if node.is_sequence else []
-    required_bound = {k: v for k, v in bound.items() if k not in bound_by_optional}
-    for position, output in enumerate(outputs):
-        where = output_nodes[position] if position < len(output_nodes) else node
-        if output.same_shape_as is not None:
-            if output.same_shape_as not in by_name or by_name[output.same_shape_as][1].optional:
+    return tuple(checks)
+
+
+def _output_parts(
+    op_type: str,
+    output: TensorParam,
+    inputs: tuple[TensorParam, ...],
+    attrs: dict[str, Attribute],
+    patterns: _InputPatterns,
+    data_dependent: tuple[str, ...],
+    added: _OutputChecks,
+    where: Node,
+) -> tuple[ShapePart, ...] | None:
+    """One output's shape as parts (None: the output has no rule, which the caller checks)."""
+    by_name = {t.name: t for t in inputs}
+    if output.same_shape_as is not None:
+        if output.same_shape_as not in by_name or by_name[output.same_shape_as].optional:
+            raise where.error(
+                f"output '{output.name}': same_shape_as '{output.same_shape_as}' is not a "
+                "required input"
+            )
+        return (SlicePart(output.same_shape_as),)
+    if output.shape_function is not None:
+        part = _shape_function_part(op_type, output, by_name, attrs, where)
+        checked = {(c.input, c.axis) for c in added.axis_checks}
+        if isinstance(part, ReducePart) and (part.input, part.axis) not in checked:
+            added.axis_checks.append(
+                AxisCheck(
+                    part.input,
+                    part.axis,
+                    f"{op_type}: reduction axis {part.axis.text} is out of range for input "
+                    f"'{part.input}'",
+                )
+            )
+        return (part,)
+    if output.shape is None:
+        return None
+    return tuple(
+        _pattern_part(op_type, output, dim, attrs, patterns, data_dependent, added, where)
+        for dim in output.shape.dims
+    )
+
+
+def _pattern_part(
+    op_type: str,
+    output: TensorParam,
+    dim: AnyDims | SymbolDim | LiteralDim | ExpressionDim,
+    attrs: dict[str, Attribute],
+    patterns: _InputPatterns,
+    data_dependent: tuple[str, ...],
+    added: _OutputChecks,
+    where: Node,
+) -> ShapePart:
+    """The part one entry of an output's pattern stands for."""
+    expr: DimExpr
+    match dim:
+        case AnyDims():
+            if not patterns.ellipsis_inputs:
                 raise where.error(
-                    f"output '{output.name}': same_shape_as '{output.same_shape_as}' is not a "
-                    "required input"
+                    f"output '{output.name}' uses '...' but no input pattern has '...'"
                 )
-            index, _ = by_name[output.same_shape_as]
-            parts = (ShapePart("slice", output.same_shape_as, index),)
-        elif output.shape_function is not None:
-            part = _shape_function_part(op_type, output, by_name, attrs, where)
-            checked = {(c.input, c.axis) for c in axis_checks}
-            if part.kind == "reduce" and (part.input, part.axis) not in checked:
-                axis_checks.append(
-                    AxisCheck(
-                        part.input,
-                        part.input_index,
-                        part.axis,
-                        f"{op_type}: reduction axis {part.axis.text} is out of range for input "
-                        f"'{part.input}'",
-                    )
+            source = patterns.ellipsis_inputs[0]
+            pattern: ShapePattern | None = source.shape
+            assert pattern is not None and pattern.ellipsis_index is not None
+            ell = pattern.ellipsis_index
+            after = len(pattern.dims) - ell - 1
+            return SlicePart(source.name, ell or None, -after if after else None)
+        case LiteralDim():
+            return DimPart(Constant(dim.value))
+        case SymbolDim() if dim.symbol in data_dependent:
+            if dim.symbol in patterns.bound:
+                raise where.error(
+                    f"output '{output.name}': '{dim.symbol}' is bound by an input shape "
+                    "pattern, so it cannot be a data-dependent size"
                 )
-            parts = (part,)
-        elif output.shape is None:
-            continue  # no rule: allowed where nothing needs it (checked by the caller)
-        else:
-            parts_list = []
-            for dim in output.shape.dims:
-                if dim.kind == "ellipsis":
-                    if not ellipsis_inputs:
-                        raise where.error(
-                            f"output '{output.name}' uses '...' but no input pattern has '...'"
-                        )
-                    index, source = ellipsis_inputs[0]
-                    pattern = source.shape
-                    ell = pattern.ellipsis_index
-                    after = len(pattern.dims) - ell - 1
-                    parts_list.append(
-                        ShapePart(
-                            "slice", source.name, index, ell or None, -after if after else None
-                        )
-                    )
-                    continue
-                if dim.kind == "literal":
-                    expr = DimExpr("literal", value=dim.value)
-                elif dim.kind == "symbol" and dim.symbol in data_dependent:
-                    if dim.symbol in bound:
-                        raise where.error(
-                            f"output '{output.name}': '{dim.symbol}' is bound by an input shape "
-                            "pattern, so it cannot be a data-dependent size"
-                        )
-                    expr = DimExpr("dynamic", text=dim.symbol)
-                elif dim.kind == "symbol" and dim.symbol in required_bound:
-                    expr = DimExpr("dim", ref=bound[dim.symbol])
-                elif dim.kind == "symbol" and dim.symbol not in attrs:
-                    raise where.error(
-                        f"output '{output.name}': dimension symbol '{dim.symbol}' is not bound "
-                        f"by any required input's shape pattern (bound: {sorted(required_bound)})"
-                    )
-                else:
-                    expr = dim_expression(dim.symbol, where, required_bound, attrs)
-                parts_list.append(ShapePart("expr", expr=expr))
-                if expr.kind != "dim" and expr.kind != "literal":
-                    expr_checks += _expression_checks(op_type, output.name, expr)
-            parts = tuple(parts_list)
-        shapes.append(OutputShape(output.name, parts))
-    attribute_checks: tuple[AllowedValuesCheck | RangeCheck, ...] = tuple(
-        AllowedValuesCheck(
-            a.name,
-            a.allowed,
-            f"{op_type}: attribute '{a.name}' must be one of {message_values(a.allowed)}",
-        )
-        for a in attrs.values()
-        if a.allowed is not None
-    ) + tuple(
-        RangeCheck(a.name, a.minimum, a.maximum, _range_message(op_type, a))
-        for a in attrs.values()
-        if a.minimum is not None or a.maximum is not None
-    )
-    return ShapeRule(
-        attribute_checks,
-        tuple(rank_checks),
-        tuple(dim_checks),
-        tuple(shape_checks),
-        tuple(axis_checks),
-        tuple(expr_checks),
-        tuple(shapes),
-    )
+            return DataDependentPart(dim.symbol)
+        case SymbolDim() if dim.symbol in patterns.required_bound:
+            return DimPart(patterns.bound[dim.symbol])
+        case SymbolDim() if dim.symbol not in attrs:
+            raise where.error(
+                f"output '{output.name}': dimension symbol '{dim.symbol}' is not bound "
+                f"by any required input's shape pattern (bound: {sorted(patterns.required_bound)})"
+            )
+        case SymbolDim():
+            expr = dim_expression(dim.symbol, where, patterns.required_bound, attrs)
+        case ExpressionDim():
+            expr = dim_expression(dim.text, where, patterns.required_bound, attrs)
+        case _:
+            assert_never(dim)
+    if not isinstance(expr, DimRef | Constant):
+        added.expr_checks += _expression_checks(op_type, output.name, expr)
+    return DimPart(expr)
 
 
-def _expression_checks(op_type: str, output: str, expr: DimExpr) -> list[ExprCheck]:
+def _expression_checks(op_type: str, output: str, expr: AttributeValue | Binary) -> list[ExprCheck]:
     """Every divisor must be positive, and the dim itself must not be negative."""
     checks = []
-    for sub in expr.walk():
-        if sub.op == "//" and not (sub.right.kind == "literal" and sub.right.value > 0):
+    binaries = [sub for sub in subexpressions(expr) if isinstance(sub, Binary)]
+    for sub in binaries:
+        if sub.op == "//" and not (isinstance(sub.right, Constant) and sub.right.value > 0):
             checks.append(
                 ExprCheck(
                     sub.right,
@@ -231,7 +292,7 @@ def _expression_checks(op_type: str, output: str, expr: DimExpr) -> list[ExprChe
                     f"output '{output}' must be positive",
                 )
             )
-    if any(sub.op == "-" for sub in expr.walk()) or expr.attrs:  # an attribute may be negative
+    if any(sub.op == "-" for sub in binaries) or attributes_read(expr):  # an attribute may be < 0
         checks.append(
             ExprCheck(
                 expr,
@@ -245,10 +306,11 @@ def _expression_checks(op_type: str, output: str, expr: DimExpr) -> list[ExprChe
 def _shape_function_part(
     op_type: str,
     output: TensorParam,
-    by_name: dict[str, tuple[int, TensorParam]],
+    by_name: dict[str, TensorParam],
     attrs: dict[str, Attribute],
     where: Node,
-) -> ShapePart:
+) -> BroadcastPart | ReducePart:
+    assert output.shape_function is not None
     kind, args = output.shape_function
     if kind == "broadcast":
         if len(args) < 2 or any(a not in by_name for a in args) or len(set(args)) != len(args):
@@ -256,20 +318,19 @@ def _shape_function_part(
                 f"output '{output.name}': broadcast(...) takes two or more distinct input names "
                 f"(inputs: {sorted(by_name)})"
             )
-        return ShapePart(
-            "broadcast",
-            operands=tuple((name, by_name[name][0]) for name in args),
-            message=f"{op_type}: inputs {', '.join(repr(a) for a in args)} cannot be broadcast "
+        return BroadcastPart(
+            args,
+            f"{op_type}: inputs {', '.join(repr(a) for a in args)} cannot be broadcast "
             "together, got ",
         )
-    if len(args) != 3 or args[0] not in by_name or by_name[args[0]][1].optional:
+    if len(args) != 3 or args[0] not in by_name or by_name[args[0]].optional:
         raise where.error(
             f"output '{output.name}': expected {SHAPE_FUNCTIONS['reduce']} with X a required input"
         )
 
     def attribute_or_literal(text: str, types: tuple[AttrType, ...], what: str) -> DimExpr:
         if text in attrs and attrs[text].type in types:
-            return DimExpr("attr", attr=text, text=f"'{text}'")
+            return AttributeValue(text, text=f"'{text}'")
         try:
             value = int(ast.literal_eval(text))
         except ValueError:
@@ -278,8 +339,37 @@ def _shape_function_part(
                 f"output '{output.name}': {what} '{text}' must be a literal or an attribute of "
                 f"type {'/'.join(t.value for t in types)} {names}"
             ) from None
-        return DimExpr("literal", value=read.in_int64(value, where), text=text)
+        return Constant(read.in_int64(value, where), text=text)
 
     axis = attribute_or_literal(args[1], (AttrType.int,), "axis")
     keepdims = attribute_or_literal(args[2], (AttrType.bool, AttrType.int), "keepdims")
-    return ShapePart("reduce", args[0], by_name[args[0]][0], axis=axis, keepdims=keepdims)
+    return ReducePart(args[0], axis, keepdims)
+
+
+def _attribute_checks(op_type: str, attrs: dict[str, Attribute]) -> tuple[AttributeCheck, ...]:
+    allowed: tuple[AttributeCheck, ...] = tuple(
+        AllowedValuesCheck(
+            a.name,
+            a.allowed,
+            f"{op_type}: attribute '{a.name}' must be one of {message_values(a.allowed)}",
+        )
+        for a in attrs.values()
+        if a.allowed is not None
+    )
+    ranges = tuple(
+        RangeCheck(a.name, a.minimum, a.maximum, _range_message(op_type, a))
+        for a in attrs.values()
+        if a.minimum is not None or a.maximum is not None
+    )
+    return allowed + ranges
+
+
+def _range_message(op_type: str, attr: Attribute) -> str:
+    lo, hi = attr.minimum, attr.maximum
+    if lo is not None and hi is not None:
+        bound = f"between {message_value(lo)} and {message_value(hi)}"
+    else:
+        bound = (
+            f"at least {message_value(lo)}" if lo is not None else f"at most {message_value(hi)}"
+        )
+    return f"{op_type}: attribute '{attr.name}' must be {bound}"

@@ -2,65 +2,99 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from generator.model.op import OpDef
-from generator.model.shapes import DimRef
+from generator.model.shapes import (
+    BinaryOp,
+    BroadcastPart,
+    DataDependentPart,
+    DimPart,
+    DimRef,
+    ReducePart,
+    SlicePart,
+)
+from generator.shapes.arithmetic import apply
+from generator.shapes.spell import fold, spell_parts
 
 UNKNOWN_DIM = "?"
+Dims = list[int | str]
+
+
+class _NamedDim(LookupError):
+    """An expression read a named (unknown) dim: its value is unknown too."""
+
+
+@dataclass(frozen=True)
+class _Evaluator:
+    input_dims: dict[str, Dims]
+    attributes: dict[str, Any]
+    mark_data_dependent: bool
+
+    # ExprAlgebra[int]
+    def input_dim(self, ref: DimRef) -> int:
+        value = self.input_dims[ref.input][ref.axis]
+        if isinstance(value, str):
+            raise _NamedDim(value)
+        return value
+
+    def constant(self, value: int) -> int:
+        return value
+
+    def attribute(self, name: str) -> int:
+        return int(self.attributes[name])
+
+    def binary(self, op: BinaryOp, left: int, right: int) -> int:
+        return apply(op, left, right)
+
+    # PartSpelling[Dims]
+    def slice_part(self, part: SlicePart) -> Dims:
+        return self.input_dims[part.input][part.start : part.stop]
+
+    def dim_part(self, part: DimPart) -> Dims:
+        if isinstance(part.expr, DimRef):  # copied: a named dim stays named
+            return [self.input_dims[part.expr.input][part.expr.axis]]
+        try:
+            return [fold(part.expr, self)]
+        except LookupError:  # a named dim (or a value the case does not give): unknown
+            return [UNKNOWN_DIM]
+
+    def data_dependent_part(self, part: DataDependentPart) -> Dims:
+        return [UNKNOWN_DIM + (part.symbol if self.mark_data_dependent else "")]
+
+    def broadcast_part(self, part: BroadcastPart) -> Dims:
+        present = [self.input_dims[name] for name in part.operands if name in self.input_dims]
+        return _broadcast_named(present)
+
+    def reduce_part(self, part: ReducePart) -> Dims:
+        source = list(self.input_dims[part.input])
+        axis = fold(part.axis, self) % len(source)
+        keep = fold(part.keepdims, self)
+        return source[:axis] + ([1] if keep else []) + source[axis + 1 :]
 
 
 def evaluate_output_shapes(
     op: OpDef,
-    input_dims: dict[str, list[int | str]],
+    input_dims: dict[str, Dims],
     attributes: dict[str, Any],
     mark_data_dependent: bool = False,
-) -> dict[str, list[int | str]]:
+) -> dict[str, Dims]:
     """Applies the shape rule to concrete dims or named (symbolic) ones, as ONNX shape
     inference does: a named dim is copied, a dim computed from a named one is unknown ("?"),
     broadcasting follows ONNX's multidirectional rule. With `mark_data_dependent`, a
     data-dependent size is "?" followed by its symbol ("?M"). For tests and docs."""
     values = {a.name: a.default for a in op.attributes if not a.required} | dict(attributes)
-
-    def attr(name: str) -> int:
-        return int(values[name])
-
-    def dim(ref: DimRef) -> int:
-        value = input_dims[ref.input][ref.axis]
-        if isinstance(value, str):
-            raise LookupError(value)
-        return value
-
-    result = {}
-    for out in op.shape_rule.outputs:
-        dims: list[int | str] = []
-        for part in out.parts:
-            if part.kind == "slice":
-                dims.extend(input_dims[part.input][part.start : part.stop])
-            elif part.kind == "expr" and part.expr.kind == "dim":
-                dims.append(input_dims[part.expr.ref.input][part.expr.ref.axis])
-            elif part.kind == "expr" and part.expr.kind == "dynamic":
-                dims.append(UNKNOWN_DIM + (part.expr.text if mark_data_dependent else ""))
-            elif part.kind == "expr":
-                try:
-                    dims.append(part.expr.evaluate(dim, attr))
-                except LookupError:
-                    dims.append(UNKNOWN_DIM)
-            elif part.kind == "broadcast":
-                present = [input_dims[name] for name, _ in part.operands if name in input_dims]
-                dims.extend(_broadcast_named(present))
-            else:
-                source = list(input_dims[part.input])
-                axis = part.axis.evaluate(dim, attr) % len(source)
-                keep = part.keepdims.evaluate(dim, attr)
-                dims.extend(source[:axis] + ([1] if keep else []) + source[axis + 1 :])
-        result[out.output] = dims
-    return result
+    evaluator = _Evaluator(input_dims, values, mark_data_dependent)
+    return {
+        shape.output: [d for dims in spell_parts(shape, evaluator) for d in dims]
+        for shape in op.shape_rule.outputs
+    }
 
 
-def _broadcast_named(shapes: list[list[int | str]]) -> list[int | str]:
+def _broadcast_named(shapes: list[Dims]) -> Dims:
     rank = max(len(shape) for shape in shapes)
-    result: list[int | str] = []
+    result: Dims = []
     for i in range(rank):
         column = [shape[i - rank + len(shape)] for shape in shapes if i >= rank - len(shape)]
         known = {d for d in column if isinstance(d, int) and d != 1}

@@ -1,0 +1,308 @@
+"""The shape rule in Python: on torch tensors (the fake kernel and the eager checks, with
+torch._check-friendly expressions so symbolic sizes stay symbolic) and on ONNX
+TensorShapeProto dims (the Python OpSchema's inference function)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.api.names import Local
+from generator.api.python import literal
+from generator.model.op import OpDef
+from generator.model.shapes import (
+    AllowedValuesCheck,
+    AttributeCheck,
+    AxisCheck,
+    BinaryOp,
+    BroadcastPart,
+    DataDependentPart,
+    DimEqualCheck,
+    DimExpr,
+    DimLiteralCheck,
+    DimPart,
+    DimRef,
+    ExprCheck,
+    RangeCheck,
+    RankCheck,
+    ReducePart,
+    ShapeEqualCheck,
+    SlicePart,
+)
+from generator.shapes.spell import (
+    SpelledCheck,
+    Test,
+    fold,
+    spell_attribute_checks,
+    spell_input_checks,
+    spell_parts,
+)
+
+
+def _slice(part: SlicePart) -> str:
+    start = "" if part.start is None else str(part.start)
+    stop = "" if part.stop is None else str(part.stop)
+    return f"{start}:{stop}"
+
+
+def _attribute_condition(check: AttributeCheck, value: str) -> str:
+    """The condition an attribute check requires of `value` (a float range compares the
+    float32 every runtime holds the value in)."""
+    if isinstance(check, AllowedValuesCheck):
+        return f"{value} in {literal(list(check.allowed))}"
+    if check.is_float:
+        value = f"_support.float32({value})"
+    return " and ".join(
+        f"{value} {relation} {literal(bound)}" for relation, bound in check.comparisons
+    )
+
+
+class _PythonSyntax:
+    """What both Python spellings share."""
+
+    def binary(self, op: BinaryOp, left: str, right: str) -> str:
+        return f"({left} {op} {right})"  # Python's ints do not overflow and // floors
+
+    def constant(self, value: int) -> str:
+        return str(value)
+
+    def string_literal(self, text: str) -> str:
+        return literal(text)
+
+    def either(self, conditions: list[str]) -> str:
+        return " or ".join(conditions)
+
+
+@dataclass(frozen=True)
+class TorchShapes(_PythonSyntax):
+    """On torch tensors named as the inputs; attributes are Python values named as themselves."""
+
+    optional_inputs: frozenset[str]
+
+    def input_dim(self, ref: DimRef) -> str:
+        return f"{ref.input}.shape[{ref.axis}]"
+
+    def attribute(self, name: str) -> str:
+        return name
+
+    def _expr(self, expr: DimExpr) -> str:
+        return fold(expr, self)
+
+    def absent(self, input: str) -> str:
+        return f"{input} is None"
+
+    def allowed_values(self, check: AllowedValuesCheck) -> Test:
+        return self._attribute(check)
+
+    def value_range(self, check: RangeCheck) -> Test:
+        return self._attribute(check)
+
+    def _attribute(self, check: AttributeCheck) -> Test:
+        return Test(
+            _attribute_condition(check, check.attribute), f"_support.quoted({check.attribute})"
+        )
+
+    def rank(self, check: RankCheck) -> Test:
+        relation = "==" if check.exact else ">="
+        return Test(f"{check.input}.dim() {relation} {check.rank}", f"list({check.input}.shape)")
+
+    def dim_equal(self, check: DimEqualCheck) -> Test:
+        a, b = self.input_dim(check.a), self.input_dim(check.b)
+        return Test(f"{a} == {b}", f'f"{{{a}}} and {{{b}}}"')
+
+    def dim_literal(self, check: DimLiteralCheck) -> Test:
+        a = self.input_dim(check.ref)
+        return Test(f"{a} == {check.value}", a)
+
+    def shape_equal(self, check: ShapeEqualCheck) -> Test:
+        a, b = f"list({check.a}.shape)", f"list({check.b}.shape)"
+        return Test(f"{a} == {b}", f'f"{{{a}}} and {{{b}}}"')
+
+    def axis(self, check: AxisCheck) -> Test:
+        axis = self._expr(check.axis)
+        return Test(
+            f"-{check.input}.dim() <= {axis} < {check.input}.dim()",
+            f'f"{{{axis}}} and rank {{{check.input}.dim()}}"',
+        )
+
+    def expr(self, check: ExprCheck) -> Test:
+        value = self._expr(check.expr)
+        return Test(f"{value} {'>' if check.strict else '>='} 0", value)
+
+    def slice_part(self, part: SlicePart) -> str:
+        return f"*{part.input}.shape[{_slice(part)}]"
+
+    def dim_part(self, part: DimPart) -> str:
+        return self._expr(part.expr)
+
+    def data_dependent_part(self, part: DataDependentPart) -> str:
+        return part.symbol  # from new_dynamic_size() (see torch_op.py)
+
+    def broadcast_part(self, part: BroadcastPart) -> str:
+        shapes = ", ".join(
+            (
+                f"None if {name} is None else {name}.shape"
+                if name in self.optional_inputs
+                else f"{name}.shape"
+            )
+            for name in part.operands
+        )
+        return f"*_support.broadcast_sizes({literal(part.message)}, {shapes})"
+
+    def reduce_part(self, part: ReducePart) -> str:
+        return (
+            f"*_support.reduced_sizes(list({part.input}.shape), "
+            f"{self._expr(part.axis)}, {self._expr(part.keepdims)}, 1)"
+        )
+
+
+def torch_checks(op: OpDef) -> list[SpelledCheck]:
+    spelling = TorchShapes(op.optional_inputs)
+    return spell_attribute_checks(op.shape_rule, spelling) + spell_input_checks(
+        op.shape_rule, spelling, op.optional_inputs
+    )
+
+
+def torch_output_shapes(op: OpDef) -> list[dict[str, str]]:
+    """Each output's shape as a Python list expression over the (fake) input tensors."""
+    spelling = TorchShapes(op.optional_inputs)
+    return [
+        {"name": out.output, "expr": "[" + ", ".join(spell_parts(out, spelling)) + "]"}
+        for out in op.shape_rule.outputs
+    ]
+
+
+@dataclass(frozen=True)
+class OnnxShapes(_PythonSyntax):
+    """On lists of TensorShapeProto.Dimension named `<input>_dims` (None when absent); known
+    dims are compared by value, unknown ones pass. `_support.value` raises _support.Unknown
+    for an unknown dim, which the callers (computed_dim, known_true) catch."""
+
+    def _dims(self, input: str) -> str:
+        return Local.onnx_dims(input)
+
+    def _proto_dim(self, ref: DimRef) -> str:
+        return f"{self._dims(ref.input)}[{ref.axis}]"
+
+    def input_dim(self, ref: DimRef) -> str:
+        return f"_support.value({self._proto_dim(ref)})"
+
+    def attribute(self, name: str) -> str:
+        return Local.onnx_attribute(name)
+
+    def _expr(self, expr: DimExpr) -> str:
+        return fold(expr, self)
+
+    def absent(self, input: str) -> str:
+        return f"{self._dims(input)} is None"
+
+    def allowed_values(self, check: AllowedValuesCheck) -> Test:
+        return self._attribute(check)
+
+    def value_range(self, check: RangeCheck) -> Test:
+        return self._attribute(check)
+
+    def _attribute(self, check: AttributeCheck) -> Test:
+        value = Local.onnx_attribute(check.attribute)
+        return Test(_attribute_condition(check, value), f"_support.quoted({value})")
+
+    def rank(self, check: RankCheck) -> Test:
+        relation = "==" if check.exact else ">="
+        dims = self._dims(check.input)
+        return Test(f"len({dims}) {relation} {check.rank}", f"_support.shape_text({dims})")
+
+    def dim_equal(self, check: DimEqualCheck) -> Test:
+        a, b = self._proto_dim(check.a), self._proto_dim(check.b)
+        return Test(
+            f"_support.known_equal({a}, {b})",
+            f'_support.dim_text({a}) + " and " + _support.dim_text({b})',
+        )
+
+    def dim_literal(self, check: DimLiteralCheck) -> Test:
+        a = self._proto_dim(check.ref)
+        return Test(
+            f"_support.known_equal({a}, _support.fixed_dim({check.value}))",
+            f"_support.dim_text({a})",
+        )
+
+    def shape_equal(self, check: ShapeEqualCheck) -> Test:
+        a, b = self._dims(check.a), self._dims(check.b)
+        return Test(
+            f"len({a}) == len({b}) and all(_support.known_equal(d, e) "
+            f"for d, e in zip({a}, {b}, strict=True))",
+            f'_support.shape_text({a}) + " and " + _support.shape_text({b})',
+        )
+
+    def axis(self, check: AxisCheck) -> Test:
+        axis, dims = self._expr(check.axis), self._dims(check.input)
+        return Test(
+            f"-len({dims}) <= {axis} < len({dims})",
+            f'str({axis}) + " and rank " + str(len({dims}))',
+        )
+
+    def expr(self, check: ExprCheck) -> Test:
+        relation = ">" if check.strict else ">="
+        value = self._expr(check.expr)
+        # known: the check failed on it
+        return Test(f"_support.known_true(lambda: {value} {relation} 0)", f"str({value})")
+
+    def slice_part(self, part: SlicePart) -> str:
+        return f"*{self._dims(part.input)}[{_slice(part)}]"
+
+    def dim_part(self, part: DimPart) -> str:
+        if isinstance(part.expr, DimRef):
+            return self._proto_dim(part.expr)  # copied: a named dim stays named
+        return f"_support.computed_dim(lambda: {self._expr(part.expr)})"
+
+    def data_dependent_part(self, part: DataDependentPart) -> str:
+        return "onnx.TensorShapeProto.Dimension()"  # data-dependent: unknown
+
+    def broadcast_part(self, part: BroadcastPart) -> str:
+        dims = ", ".join(self._dims(name) for name in part.operands)
+        return f"*_support.broadcast_dims({literal(part.message)}, {dims})"
+
+    def reduce_part(self, part: ReducePart) -> str:
+        return (
+            f"*_support.reduced_sizes({self._dims(part.input)}, {self._expr(part.axis)}, "
+            f"{self._expr(part.keepdims)}, _support.fixed_dim(1))"
+        )
+
+
+def onnx_checks(op: OpDef) -> list[SpelledCheck]:
+    """Checks on shapes (run when every input shape is known); see onnx_attribute_checks. Each
+    message reports what it got as the kernels' do (known dims by value, others by name)."""
+    return spell_input_checks(op.shape_rule, OnnxShapes(), op.optional_inputs)
+
+
+def onnx_attribute_checks(op: OpDef) -> list[SpelledCheck]:
+    return spell_attribute_checks(op.shape_rule, OnnxShapes())
+
+
+def onnx_inference_attributes(op: OpDef) -> list[dict[str, str]]:
+    """The attributes the inference function reads, with their defaults (None: required)."""
+    attrs = {a.name: a for a in op.attributes}
+    return [
+        {
+            "variable": Local.onnx_attribute(name),
+            "name": name,
+            "default": "None" if attrs[name].required else literal(attrs[name].default),
+            "missing_message": (
+                f", {literal(f'{op.op_type}: required attribute {name!r} is missing')}"
+                if attrs[name].required
+                else ""
+            ),
+        }
+        for name in op.shape_rule.attributes
+    ]
+
+
+def onnx_output_shapes(op: OpDef) -> list[dict[str, str | int]]:
+    index = {o.name: i for i, o in enumerate(op.outputs)}
+    spelling = OnnxShapes()
+    return [
+        {
+            "name": out.output,
+            "index": index[out.output],
+            "expr": "[" + ", ".join(spell_parts(out, spelling)) + "]",
+        }
+        for out in op.shape_rule.outputs
+    ]
