@@ -14,8 +14,9 @@ from generator.dest import project as project_dest
 from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
+from generator.generated_file import GeneratedFile
 from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
-from generator.render import GeneratedFile, format_all, paths_only
+from generator.render import format_all, paths_only
 from generator.writer import Change, plan_changes, write_changes
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")

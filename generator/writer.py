@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.render import GENERATED_MARK, GeneratedFile
+from generator.generated_file import GENERATED_MARK, GeneratedFile
 
 
 @dataclass(frozen=True)
