@@ -21,6 +21,7 @@ from pathlib import Path
 
 from generator.cache import cache_root
 from generator.errors import DefinitionErrors
+from generator.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 
 NPM_PACKAGE = "com.github.asus4.onnxruntime@0.4.9"
 NPM_INTEGRITY = "sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
@@ -164,7 +165,7 @@ def build(args) -> int:
             f"error: {source}/CMakeLists.txt not found; run `python -m generator` first",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_BAD_INPUT
     sanitize = args.sanitize
     default_dir = Path("build-sanitize" if sanitize else "build")
     build_dir = (args.build_dir or default_dir).resolve()
@@ -174,11 +175,11 @@ def build(args) -> int:
         include = ort_include_dir(log)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except DefinitionErrors as errors:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     started = time.monotonic()
     if not (build_dir / "CMakeCache.txt").is_file():
         import pybind11
@@ -206,7 +207,7 @@ def build(args) -> int:
         if code != 0:
             print("\n".join(lines[-30:]), file=sys.stderr)
             print("error: CMake configuration failed", file=sys.stderr)
-            return 1
+            return EXIT_FAILED
     else:
         # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
         # at the sanitizer choice of this command.
@@ -236,7 +237,7 @@ def build(args) -> int:
         )
         where = ", ".join(failed) if failed else "see the compiler output above"
         print(f"error: build failed in op(s): {where}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     lib = build_dir / "lib"
     log(f"built in {time.monotonic() - started:.1f} s")
     for artifact in sorted(lib.glob("*.so")):
@@ -248,4 +249,4 @@ def build(args) -> int:
             "run Python on it with OPGEN_BUILD_DIR, LD_PRELOAD, ASAN_OPTIONS and UBSAN_OPTIONS "
             "as generator.build.sanitizer_env() sets them"
         )
-    return 0
+    return EXIT_OK

@@ -14,8 +14,7 @@ import sys
 from pathlib import Path
 
 from generator.errors import DefinitionErrors
-
-EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
+from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
 
 
 def _generate_parser() -> argparse.ArgumentParser:
@@ -76,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["new"]:
         from generator import scaffold
 
-        return scaffold.main(argv[1:])
+        # `new` then generates the op as `python -m generator <definition>` would: it is handed
+        # main rather than importing this module, which imports it.
+        return scaffold.main(argv[1:], generate=main)
     if argv[:1] == ["build"]:
         args = _build_parser().parse_args(argv[1:])
         from generator.build import build

@@ -13,6 +13,8 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from generator.exit_codes import EXIT_FAILED, EXIT_OK
+
 
 def _distance(a, b) -> float:
     """The largest absolute difference (0 for empty tensors)."""
@@ -73,4 +75,4 @@ def run(output_dir: Path) -> int:
         if not failures
         else f"{failures} mismatches"
     )
-    return 0 if not failures else 1
+    return EXIT_OK if not failures else EXIT_FAILED

@@ -9,9 +9,11 @@ import json
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from generator.errors import DefinitionErrors
+from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model import (
     IDENTIFIER,
     MAX_NAME_LENGTH,
@@ -22,8 +24,6 @@ from generator.model import (
     parse_opdef,
 )
 from generator.project import display
-
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
 # A value for each attribute type, for the tests of an attribute declared without default.
 _SAMPLE = {
@@ -242,7 +242,8 @@ def _check_op_id(args, op_id: str) -> None:
     raise ScaffoldError(f"--name: {op_id_problem(op_id)}")
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
+    """Writes the new op's files, then runs `generate` (the CLI's main) on the definition."""
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:
@@ -282,9 +283,7 @@ def main(argv: list[str]) -> int:
     write_atomic(kernel, kernel_stub(op, op.definition_path))
     if not args.quiet:
         print(f"new: {definition}\nnew: {kernel}")
-    from generator import cli
-
-    status = cli.main(
+    status = generate(
         [
             str(definition),
             "--opdefs-dir",
