@@ -132,22 +132,6 @@ def _report(errors: DefinitionErrors, args) -> int:
     return EXIT_BAD_INPUT
 
 
-def _check_output_paths(args, project, selected, all_ops) -> int | None:
-    """The exit status when some path the run would write cannot be written, else None."""
-    from generator import project as proj
-
-    try:
-        proj.check_output_paths(project, selected, all_ops)
-    except proj.OutputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except DefinitionErrors as errors:
-        return _report(errors, args)
-    except proj.GenerationError as failed:
-        return _report_internal(failed, args)
-    return None
-
-
 def _report_internal(failed, args) -> int:
     """An exception past validation: a bug in opgen, said so, with the op it was generating."""
     for failure in failed.failures:
@@ -209,24 +193,20 @@ def _generate_checked(args) -> int:
             selected = [op for op in all_ops if Path(op.display_path).resolve() in wanted]
     except DefinitionErrors as errors:
         return _report(errors, args)
-    if not (args.check or args.dry_run):
-        # Writing may not stop half way on a name too long; comparing reports it cleanly.
-        status = _check_output_paths(args, project, selected, all_ops)
-        if status is not None:
-            return status
     gc.freeze()  # the op models too
     leftovers = find_leftovers(args.output_dir)
     try:
+        # Nothing is written unless every file rendered and every path can be written.
         generated = proj.generate(
             project, selected, all_ops, write=not (args.check or args.dry_run)
         )
     except proj.GenerationError as failed:
         return _report_internal(failed, args)
-    if (args.check or args.dry_run) and proj.any_path_problem(project, generated.paths):
-        # Found at no cost after comparing; check_output_paths says which definition is to blame.
-        status = _check_output_paths(args, project, selected, all_ops)
-        if status is not None:
-            return status
+    except proj.OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except DefinitionErrors as errors:  # a path that cannot be written, blamed on a definition
+        return _report(errors, args)
     # Only a run over every definition knows all the output, so only it looks for orphans.
     whole_project = not args.definitions
     changes = generated.changes

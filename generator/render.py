@@ -5,8 +5,6 @@ commit and must not pay for compiling 20 templates and formatting 40 files each 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
@@ -69,25 +67,8 @@ def header(output_path: str, sources: list[str]) -> str:
     return "\n".join(f"{mark} {line}" for line in lines)
 
 
-_paths_only = False  # set by paths_only(): render() names its files without rendering them
-
-
-@contextmanager
-def paths_only() -> Iterator[None]:
-    """Within: render() returns files with their paths and no content, so that every path a
-    run would write is known (and checked) before anything is rendered or written."""
-    global _paths_only
-    _paths_only = True
-    try:
-        yield
-    finally:
-        _paths_only = False
-
-
 def render(template: str, output_path: str, sources: list[str], **context) -> GeneratedFile:
     """One file as the template writes it; Python is formatted afterwards by format_all."""
-    if _paths_only:
-        return GeneratedFile(output_path, "")
     text = (
         environment().get_template(template).render(header=header(output_path, sources), **context)
     )
