@@ -199,7 +199,9 @@ def _describe(op: OpDef) -> str:
 
 
 def _failure(what: str, exc: Exception) -> Failure:
-    return Failure(what, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    # The notes say where it arose: render() names the file, the template and its line.
+    notes = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
+    return Failure(what, f"{type(exc).__name__}: {exc}{notes}", traceback.format_exc())
 
 
 def _attempt(what: str, function, *args):

@@ -68,11 +68,35 @@ def header(output_path: str, sources: list[str]) -> str:
 
 
 def render(template: str, output_path: str, sources: list[str], **context) -> GeneratedFile:
-    """One file as the template writes it; Python is formatted afterwards by format_all."""
-    text = (
-        environment().get_template(template).render(header=header(output_path, sources), **context)
-    )
+    """One file as the template writes it; Python is formatted afterwards by format_all. An
+    exception while rendering carries a note naming the file, the template and its line."""
+    compiled = None
+    try:
+        compiled = environment().get_template(template)
+        text = compiled.render(header=header(output_path, sources), **context)
+    except Exception as exc:
+        # Jinja's messages ("'title' is undefined") name neither the template nor the output;
+        # the caller (project.generate) names the op.
+        line = _template_line(compiled, exc)
+        where = f"{template}, line {line}" if line else template
+        exc.add_note(f"while rendering {output_path} from template {where}")
+        raise
     return GeneratedFile(output_path, text)
+
+
+def _template_line(compiled: jinja2.Template | None, exc: BaseException) -> int | None:
+    """The line of the template being rendered where the exception arose: Jinja rewrites the
+    traceback so that the template's frames carry its file name and line."""
+    if compiled is None:  # the template did not load: Jinja's error says where, if anywhere
+        return None
+    filename = compiled.filename or "<template>"  # Jinja's name for a template without a file
+    line = None
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code.co_filename == filename:
+            line = frame.tb_lineno
+        frame = frame.tb_next
+    return line
 
 
 @cache

@@ -346,6 +346,50 @@ def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, c
     assert "Traceback" in capsys.readouterr().err  # for the bug report
 
 
+def test_an_exception_while_rendering_names_the_template_its_line_and_the_file():
+    from generator.render import render
+
+    with pytest.raises(Exception, match="'title' is undefined") as raised:
+        render("docs/op.md.j2", "docs/probe.md", ["opdefs/probe.yaml"])  # no context at all
+    line = next(
+        number
+        for number, text in enumerate((ROOT / "templates/docs/op.md.j2").read_text().split("\n"), 1)
+        if "title" in text
+    )
+    assert raised.value.__notes__ == [
+        f"while rendering docs/probe.md from template docs/op.md.j2, line {line}"
+    ]
+
+
+@pytest.mark.parametrize("count", [3, 40], ids=["one process", "forked workers"])
+def test_a_template_bug_names_the_op_and_the_template(tmp_path, monkeypatch, capsys, count):
+    """A template reading a key its context lacks (a bug in opgen): the message names the op,
+    the file, the template and its line, and nothing is written."""
+    import jinja2
+
+    from generator import cli, render
+
+    project = many_ops(tmp_path, count)
+    monkeypatch.chdir(project)
+    assert cli.main(["-q"]) == 0
+    before = tree(project)
+    real = render.environment()
+    broken = {"docs/op.md.j2": "{{ header }}\n\n{{ no_such_key }}\n"}
+    overlay = real.overlay(
+        loader=jinja2.ChoiceLoader([jinja2.DictLoader(broken), real.loader]), bytecode_cache=None
+    )
+    monkeypatch.setattr(render, "environment", lambda: overlay)
+    capsys.readouterr()
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "error: internal error in opgen while generating op_01 (opdefs/op_01.yaml): "
+        "UndefinedError: 'no_such_key' is undefined "
+        "(while rendering docs/op_01.md from template docs/op.md.j2, line 3)\n" in err
+    ), err
+    assert tree(project) == before
+
+
 @pytest.mark.parametrize("count", [3, 40], ids=["one process", "forked workers"])
 def test_two_producers_of_one_path_are_an_internal_error(tmp_path, monkeypatch, capsys, count):
     """Validation keeps every op's paths apart; should an emitter still generate a path another
