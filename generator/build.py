@@ -7,6 +7,7 @@ digests and cached, never committed. Set ORT_INCLUDE_DIR to use headers of your 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -17,11 +18,16 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.cache import cache_root
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
+if TYPE_CHECKING:  # the model is loaded only by build(), not by importing this module
+    from generator.model import OpDef
 
 NPM_PACKAGE = "com.github.asus4.onnxruntime@0.4.9"
 NPM_INTEGRITY = "sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
@@ -87,7 +93,7 @@ def _headers_ok(directory: Path) -> bool:
     )
 
 
-def ort_include_dir(log) -> Path:
+def ort_include_dir(log: Callable[[str], None]) -> Path:
     """ORT_INCLUDE_DIR if set, else the verified cache (fetched with npm on first use)."""
     override = os.environ.get("ORT_INCLUDE_DIR")
     if override:
@@ -119,10 +125,8 @@ def ort_include_dir(log) -> Path:
         staging.mkdir()
         with tarfile.open(Path(temp) / info["filename"]) as archive:
             for name in HEADER_SHA256:
-                member = archive.getmember(f"{HEADERS_IN_PACKAGE}/{name}")
-                (staging / name).write_bytes(archive.extractfile(member).read())
-            licence = archive.extractfile(archive.getmember(LICENSE_IN_PACKAGE)).read()
-            (staging / "LICENSE").write_bytes(licence)
+                (staging / name).write_bytes(_member(archive, f"{HEADERS_IN_PACKAGE}/{name}"))
+            (staging / "LICENSE").write_bytes(_member(archive, LICENSE_IN_PACKAGE))
         if not _headers_ok(staging):
             raise BuildError("the fetched ONNX Runtime headers do not match the pinned SHA-256")
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -132,7 +136,16 @@ def ort_include_dir(log) -> Path:
     return cache
 
 
-def _op_for_path(path: str, ops) -> str | None:
+def _member(archive: tarfile.TarFile, name: str) -> bytes:
+    """A file's bytes from the package (tarfile gives None for a directory or a device)."""
+    extracted = archive.extractfile(archive.getmember(name))
+    if extracted is None:
+        raise BuildError(f"{NPM_PACKAGE}: {name} is not a regular file")
+    with extracted:
+        return extracted.read()
+
+
+def _op_for_path(path: str, ops: Iterable[OpDef]) -> str | None:
     for op in ops:
         kernel = op.kernel.source_file if op.kernel else None
         if f"/{op.op_id}/" in path or (kernel is not None and path.endswith(kernel.name)):
@@ -144,6 +157,7 @@ def _run(command: list[str], quiet: bool) -> tuple[int, list[str]]:
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
+    assert process.stdout is not None  # stdout=PIPE
     lines = []
     for line in process.stdout:
         lines.append(line.rstrip("\n"))
@@ -152,7 +166,7 @@ def _run(command: list[str], quiet: bool) -> tuple[int, list[str]]:
     return process.wait(), lines
 
 
-def build(args) -> int:
+def build(args: argparse.Namespace) -> int:
     from generator import project as proj
 
     def log(message: str) -> None:

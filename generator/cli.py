@@ -12,9 +12,13 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
+
+if TYPE_CHECKING:  # imported where used: `build`, `run` and `new` need no emitters
+    from generator.project import GenerationError
 
 
 def _generate_parser() -> argparse.ArgumentParser:
@@ -111,7 +115,7 @@ def _output_dir_problem(output_dir: Path) -> str | None:
     return None
 
 
-def _report(errors: DefinitionErrors, args) -> int:
+def _report(errors: DefinitionErrors, args: argparse.Namespace) -> int:
     from generator import project as proj
 
     for error in errors.errors:
@@ -132,7 +136,7 @@ def _report(errors: DefinitionErrors, args) -> int:
     return EXIT_BAD_INPUT
 
 
-def _report_internal(failed, args) -> int:
+def _report_internal(failed: GenerationError, args: argparse.Namespace) -> int:
     """An exception past validation: a bug in opgen, said so, with the op it was generating."""
     for failure in failed.failures:
         if args.verbose:
@@ -151,7 +155,7 @@ def _report_internal(failed, args) -> int:
     return EXIT_BAD_INPUT
 
 
-def _generate(args) -> int:
+def _generate(args: argparse.Namespace) -> int:
     try:
         return _generate_checked(args)
     except OSError as exc:
@@ -162,7 +166,7 @@ def _generate(args) -> int:
         return EXIT_BAD_INPUT
 
 
-def _generate_checked(args) -> int:
+def _generate_checked(args: argparse.Namespace) -> int:
     from generator import project as proj
     from generator.writer import find_leftovers, find_orphans, remove_leftovers, remove_orphans
 

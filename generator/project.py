@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from generator import parallel
 from generator.dest import cpp as cpp_dest
@@ -16,10 +18,13 @@ from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
 from generator.generated_file import GeneratedFile
 from generator.model import OpDef, check_project, onnx_op_index, parse_opdef
-from generator.render import format_all
+from generator.render import FormatError, format_all
 from generator.writer import Change, plan_changes, write_changes
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
+
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,9 @@ def discover(project: Project) -> list[Path]:
 _MIN_OPS_PER_WORKER = 16
 
 
-def _parse_collecting(path_and_names: tuple[Path, str, str]) -> tuple[OpDef | None, list]:
+def _parse_collecting(
+    path_and_names: tuple[Path, str, str],
+) -> tuple[OpDef | None, list[DefinitionError]]:
     """One definition's op, or its errors (returned: they cross a process boundary)."""
     errors = ErrorCollector()
     try:
@@ -204,10 +211,12 @@ def _failure(what: str, exc: Exception) -> Failure:
     return Failure(what, f"{type(exc).__name__}: {exc}{notes}", traceback.format_exc())
 
 
-def _attempt(what: str, function, *args):
+def _attempt(
+    what: str, function: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs
+) -> Result | Failure:
     """function(*args), or a Failure naming `what` (returned: it may cross a process boundary)."""
     try:
-        return function(*args)
+        return function(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - any bug here must be reported, not a traceback
         return _failure(what, exc)
 
@@ -244,16 +253,18 @@ def generate(
 
     producers: list[OpDef | None] = [*ops, None]  # None: the shared files, last
     if parallel.worker_count(len(ops), _MIN_OPS_PER_WORKER) == 1:
-        parts = [_attempt(_describe(op), op_files, op) for op in ops]
-        parts.append(_attempt(SHARED_FILES, shared_files))
-        _raise_failures(parts)
+        attempts = [_attempt(_describe(op), op_files, op) for op in ops]
+        attempts.append(_attempt(SHARED_FILES, shared_files))
+        parts = _raise_failures(attempts)
         produced = [(op, [f.path for f in part]) for op, part in zip(producers, parts, strict=True)]
         owners = _owners(project, produced)
         try:
             # One format_all for everything: it forks for black's cache misses on its own.
             formatted = format_all([f for part in parts for f in part])
         except Exception as exc:  # noqa: BLE001 - as in _attempt, naming the file's op
-            what = owners.get(getattr(exc, "path", None), SHARED_FILES)
+            what = (
+                owners.get(exc.path, SHARED_FILES) if isinstance(exc, FormatError) else SHARED_FILES
+            )
             raise GenerationError([_failure(what, exc)]) from None
         outputs = [compare(formatted)]
     else:
@@ -264,9 +275,9 @@ def generate(
             op = ops[position]
             return _attempt(_describe(op), lambda: compare(format_all(op_files(op))))
 
-        outputs = parallel.map_forked(op_output, range(len(ops)), _MIN_OPS_PER_WORKER)
-        outputs.append(_attempt(SHARED_FILES, lambda: compare(format_all(shared_files()))))
-        _raise_failures(outputs)
+        results = parallel.map_forked(op_output, range(len(ops)), _MIN_OPS_PER_WORKER)
+        results.append(_attempt(SHARED_FILES, lambda: compare(format_all(shared_files()))))
+        outputs = _raise_failures(results)
         produced = [(op, out.paths) for op, out in zip(producers, outputs, strict=True)]
         _owners(project, produced)
     # One pass: the paths just produced are checked here, not emitted again beforehand.
@@ -316,7 +327,9 @@ def _owners(project: Project, produced: list[tuple[OpDef | None, list[str]]]) ->
     return owners
 
 
-def _raise_failures(parts: list) -> None:
+def _raise_failures(parts: list[Result | Failure]) -> list[Result]:
+    """The parts, when none is a Failure; else GenerationError with every one."""
     failures = [part for part in parts if isinstance(part, Failure)]
     if failures:
         raise GenerationError(failures)
+    return [part for part in parts if not isinstance(part, Failure)]

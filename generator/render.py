@@ -8,6 +8,7 @@ import os
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -29,7 +30,7 @@ class _Environment(jinja2.Environment):
     lookup, took a sixth of rendering time. Here a dict's key comes first (a key that shadows a
     dict method, such as `items`, now means the key)."""
 
-    def getattr(self, obj, attribute):
+    def getattr(self, obj: object, attribute: str) -> Any:  # Any: as Jinja's, a template value
         if type(obj) is dict and attribute in obj:
             return obj[attribute]
         return super().getattr(obj, attribute)
@@ -67,7 +68,7 @@ def header(output_path: str, sources: list[str]) -> str:
     return "\n".join(f"{mark} {line}" for line in lines)
 
 
-def render(template: str, output_path: str, sources: list[str], **context) -> GeneratedFile:
+def render(template: str, output_path: str, sources: list[str], **context: object) -> GeneratedFile:
     """One file as the template writes it; Python is formatted afterwards by format_all. An
     exception while rendering carries a note naming the file, the template and its line."""
     compiled = None
@@ -124,10 +125,11 @@ def _black_key(text: str) -> str:
 def _black(text: str) -> str | Exception:
     """black's output, or its error (returned: it must cross a process boundary)."""
     import black
+    from black.parsing import InvalidInput  # where black defines it (black re-exports it)
 
     try:
         return black.format_str(text, mode=black.Mode(line_length=LINE_LENGTH))
-    except black.InvalidInput as exc:
+    except InvalidInput as exc:
         return exc
 
 
