@@ -7,6 +7,7 @@ digests and cached, never committed. Set ORT_INCLUDE_DIR to use headers of your 
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -17,10 +18,16 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.cache import cache_root
 from generator.errors import DefinitionErrors
+from generator.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+
+if TYPE_CHECKING:  # the model is loaded only by build(), not by importing this module
+    from generator.model.op import OpDef
 
 NPM_PACKAGE = "com.github.asus4.onnxruntime@0.4.9"
 NPM_INTEGRITY = "sha512-BkzxduSZ9IkeDP6Q8lz2TFU2ie7hSSvS7ZIfzMooExoq0CNzJnuuGaUJ7IsojBgqO4ouD1jXah8OYyJbCN29Fg=="
@@ -86,7 +93,7 @@ def _headers_ok(directory: Path) -> bool:
     )
 
 
-def ort_include_dir(log) -> Path:
+def ort_include_dir(log: Callable[[str], None]) -> Path:
     """ORT_INCLUDE_DIR if set, else the verified cache (fetched with npm on first use)."""
     override = os.environ.get("ORT_INCLUDE_DIR")
     if override:
@@ -118,10 +125,8 @@ def ort_include_dir(log) -> Path:
         staging.mkdir()
         with tarfile.open(Path(temp) / info["filename"]) as archive:
             for name in HEADER_SHA256:
-                member = archive.getmember(f"{HEADERS_IN_PACKAGE}/{name}")
-                (staging / name).write_bytes(archive.extractfile(member).read())
-            licence = archive.extractfile(archive.getmember(LICENSE_IN_PACKAGE)).read()
-            (staging / "LICENSE").write_bytes(licence)
+                (staging / name).write_bytes(_member(archive, f"{HEADERS_IN_PACKAGE}/{name}"))
+            (staging / "LICENSE").write_bytes(_member(archive, LICENSE_IN_PACKAGE))
         if not _headers_ok(staging):
             raise BuildError("the fetched ONNX Runtime headers do not match the pinned SHA-256")
         cache.parent.mkdir(parents=True, exist_ok=True)
@@ -131,7 +136,16 @@ def ort_include_dir(log) -> Path:
     return cache
 
 
-def _op_for_path(path: str, ops) -> str | None:
+def _member(archive: tarfile.TarFile, name: str) -> bytes:
+    """A file's bytes from the package (tarfile gives None for a directory or a device)."""
+    extracted = archive.extractfile(archive.getmember(name))
+    if extracted is None:
+        raise BuildError(f"{NPM_PACKAGE}: {name} is not a regular file")
+    with extracted:
+        return extracted.read()
+
+
+def _op_for_path(path: str, ops: Iterable[OpDef]) -> str | None:
     for op in ops:
         kernel = op.kernel.source_file if op.kernel else None
         if f"/{op.op_id}/" in path or (kernel is not None and path.endswith(kernel.name)):
@@ -143,6 +157,7 @@ def _run(command: list[str], quiet: bool) -> tuple[int, list[str]]:
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
+    assert process.stdout is not None  # stdout=PIPE
     lines = []
     for line in process.stdout:
         lines.append(line.rstrip("\n"))
@@ -151,7 +166,7 @@ def _run(command: list[str], quiet: bool) -> tuple[int, list[str]]:
     return process.wait(), lines
 
 
-def build(args) -> int:
+def build(args: argparse.Namespace) -> int:
     from generator import project as proj
 
     def log(message: str) -> None:
@@ -164,7 +179,7 @@ def build(args) -> int:
             f"error: {source}/CMakeLists.txt not found; run `python -m generator` first",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_BAD_INPUT
     sanitize = args.sanitize
     default_dir = Path("build-sanitize" if sanitize else "build")
     build_dir = (args.build_dir or default_dir).resolve()
@@ -174,11 +189,11 @@ def build(args) -> int:
         include = ort_include_dir(log)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     except DefinitionErrors as errors:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     started = time.monotonic()
     if not (build_dir / "CMakeCache.txt").is_file():
         import pybind11
@@ -206,7 +221,7 @@ def build(args) -> int:
         if code != 0:
             print("\n".join(lines[-30:]), file=sys.stderr)
             print("error: CMake configuration failed", file=sys.stderr)
-            return 1
+            return EXIT_FAILED
     else:
         # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
         # at the sanitizer choice of this command.
@@ -236,7 +251,7 @@ def build(args) -> int:
         )
         where = ", ".join(failed) if failed else "see the compiler output above"
         print(f"error: build failed in op(s): {where}", file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     lib = build_dir / "lib"
     log(f"built in {time.monotonic() - started:.1f} s")
     for artifact in sorted(lib.glob("*.so")):
@@ -248,4 +263,4 @@ def build(args) -> int:
             "run Python on it with OPGEN_BUILD_DIR, LD_PRELOAD, ASAN_OPTIONS and UBSAN_OPTIONS "
             "as generator.build.sanitizer_env() sets them"
         )
-    return 0
+    return EXIT_OK

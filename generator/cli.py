@@ -12,10 +12,13 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.errors import DefinitionErrors
+from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
 
-EXIT_OK, EXIT_STALE, EXIT_BAD_INPUT = 0, 1, 2
+if TYPE_CHECKING:  # imported where used: `build`, `run` and `new` need no emitters
+    from generator.project import GenerationError
 
 
 def _generate_parser() -> argparse.ArgumentParser:
@@ -76,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["new"]:
         from generator import scaffold
 
-        return scaffold.main(argv[1:])
+        # `new` then generates the op as `python -m generator <definition>` would: it is handed
+        # main rather than importing this module, which imports it.
+        return scaffold.main(argv[1:], generate=main)
     if argv[:1] == ["build"]:
         args = _build_parser().parse_args(argv[1:])
         from generator.build import build
@@ -110,7 +115,7 @@ def _output_dir_problem(output_dir: Path) -> str | None:
     return None
 
 
-def _report(errors: DefinitionErrors, args) -> int:
+def _report(errors: DefinitionErrors, args: argparse.Namespace) -> int:
     from generator import project as proj
 
     for error in errors.errors:
@@ -131,23 +136,7 @@ def _report(errors: DefinitionErrors, args) -> int:
     return EXIT_BAD_INPUT
 
 
-def _check_output_paths(args, project, selected, all_ops) -> int | None:
-    """The exit status when some path the run would write cannot be written, else None."""
-    from generator import project as proj
-
-    try:
-        proj.check_output_paths(project, selected, all_ops)
-    except proj.OutputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except DefinitionErrors as errors:
-        return _report(errors, args)
-    except proj.GenerationError as failed:
-        return _report_internal(failed, args)
-    return None
-
-
-def _report_internal(failed, args) -> int:
+def _report_internal(failed: GenerationError, args: argparse.Namespace) -> int:
     """An exception past validation: a bug in opgen, said so, with the op it was generating."""
     for failure in failed.failures:
         if args.verbose:
@@ -166,7 +155,7 @@ def _report_internal(failed, args) -> int:
     return EXIT_BAD_INPUT
 
 
-def _generate(args) -> int:
+def _generate(args: argparse.Namespace) -> int:
     try:
         return _generate_checked(args)
     except OSError as exc:
@@ -177,7 +166,7 @@ def _generate(args) -> int:
         return EXIT_BAD_INPUT
 
 
-def _generate_checked(args) -> int:
+def _generate_checked(args: argparse.Namespace) -> int:
     from generator import project as proj
     from generator.writer import find_leftovers, find_orphans, remove_leftovers, remove_orphans
 
@@ -208,24 +197,20 @@ def _generate_checked(args) -> int:
             selected = [op for op in all_ops if Path(op.display_path).resolve() in wanted]
     except DefinitionErrors as errors:
         return _report(errors, args)
-    if not (args.check or args.dry_run):
-        # Writing may not stop half way on a name too long; comparing reports it cleanly.
-        status = _check_output_paths(args, project, selected, all_ops)
-        if status is not None:
-            return status
     gc.freeze()  # the op models too
     leftovers = find_leftovers(args.output_dir)
     try:
+        # Nothing is written unless every file rendered and every path can be written.
         generated = proj.generate(
             project, selected, all_ops, write=not (args.check or args.dry_run)
         )
     except proj.GenerationError as failed:
         return _report_internal(failed, args)
-    if (args.check or args.dry_run) and proj.any_path_problem(project, generated.paths):
-        # Found at no cost after comparing; check_output_paths says which definition is to blame.
-        status = _check_output_paths(args, project, selected, all_ops)
-        if status is not None:
-            return status
+    except proj.OutputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except DefinitionErrors as errors:  # a path that cannot be written, blamed on a definition
+        return _report(errors, args)
     # Only a run over every definition knows all the output, so only it looks for orphans.
     whole_project = not args.definitions
     changes = generated.changes

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, ParamSpec, TypeVar
+
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
 
 
 class Location(NamedTuple):
@@ -29,7 +33,8 @@ class DefinitionError(Exception):
     def __str__(self) -> str:
         return f"{self.location}: {self.field}: {self.message}"
 
-    def __reduce__(self):  # pickled by its fields (parsing may run in a worker process)
+    def __reduce__(self) -> tuple[type[DefinitionError], tuple[Location, str, str]]:
+        # Pickled by its fields (parsing may run in a worker process).
         return DefinitionError, (self.location, self.field, self.message)
 
 
@@ -52,7 +57,9 @@ class ErrorCollector:
     def add(self, error: DefinitionError) -> None:
         self.errors.append(error)
 
-    def attempt(self, fn, *args, **kwargs):
+    def attempt(
+        self, fn: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs
+    ) -> Result | None:
         """Run fn; on a DefinitionError record it and return None."""
         try:
             return fn(*args, **kwargs)

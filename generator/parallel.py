@@ -12,12 +12,14 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
-_function: Callable | None = None  # in a worker: what map_forked was given
+# In a worker: the function map_forked was given. Any: one slot for functions of every type
+# (map_forked's signature types each call: items in, results out).
+_function: Callable[[Any], Any] | None = None
 
 
 def worker_count(items: int, min_items_per_worker: int) -> int:
@@ -27,12 +29,13 @@ def worker_count(items: int, min_items_per_worker: int) -> int:
     return max(1, min(items // min_items_per_worker, len(os.sched_getaffinity(0))))
 
 
-def _install(function: Callable) -> None:
+def _install(function: Callable[[Any], Any]) -> None:
     global _function
     _function = function
 
 
-def _call(item):
+def _call(item: Any) -> Any:
+    assert _function is not None  # _install ran first: the pool's initializer
     return _function(item)
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from generator import parallel
 from generator.dest import cpp as cpp_dest
@@ -14,13 +16,17 @@ from generator.dest import project as project_dest
 from generator.dest import python as python_dest
 from generator.dest import tests as tests_dest
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
+from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
 from generator.parse.op import parse_opdef
 from generator.parse.project import check_project, onnx_op_index
-from generator.render import GeneratedFile, format_all, paths_only
+from generator.render import FormatError, format_all
 from generator.writer import Change, plan_changes, write_changes
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
+
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,9 @@ def discover(project: Project) -> list[Path]:
 _MIN_OPS_PER_WORKER = 16
 
 
-def _parse_collecting(path_and_names: tuple[Path, str, str]) -> tuple[OpDef | None, list]:
+def _parse_collecting(
+    path_and_names: tuple[Path, str, str],
+) -> tuple[OpDef | None, list[DefinitionError]]:
     """One definition's op, or its errors (returned: they cross a process boundary)."""
     errors = ErrorCollector()
     try:
@@ -138,45 +146,35 @@ def _path_problem(output_dir: str, relative: str) -> str | None:
     return None
 
 
-def any_path_problem(project: Project, paths: list[str]) -> bool:
-    output_dir = os.path.abspath(project.output_dir)
-    return any(_path_problem(output_dir, path) for path in paths)
-
-
-def check_output_paths(project: Project, selected: list[OpDef], all_ops: list[OpDef]) -> None:
-    """Every path the run would write, checked before anything is rendered or written: a name
-    too long is the definition's problem (its file name or domain), reported as such; an
-    output directory too deep for any file is an OutputError."""
+def _check_paths(
+    project: Project, produced: list[tuple[OpDef | None, list[str]]], all_ops: list[OpDef]
+) -> None:
+    """Every path the run would write (by its producer: an op, or None for the shared files),
+    checked before anything is written: a name too long is the definition's problem (its file
+    name or domain), reported as such; an output directory too deep for any file is an
+    OutputError."""
     output_dir = os.path.abspath(project.output_dir)
     errors = ErrorCollector()
-    index = onnx_op_index(all_ops)
-    with paths_only():
-        for op in selected:
-            try:
-                files = (
-                    python_dest.emit(op, index)
-                    + cpp_dest.emit(op, project.output_dir)
-                    + tests_dest.emit(op, index)
-                    + [docs_dest.emit_op(op)]
-                )
-            except Exception as exc:  # noqa: BLE001 - a bug in opgen, reported as generate() does
-                raise GenerationError([_failure(_describe(op), exc)]) from None
-            for file in files:
-                problem = _path_problem(output_dir, file.path)
-                if problem:
-                    shown = os.path.join(project.output_dir, file.path)
-                    errors.add(op.located("<file name>", f"cannot write {shown}: {problem}"))
-                    break
-        shared = project_dest.emit(all_ops) + [docs_dest.emit_index(all_ops)]
-    for file in shared:
-        problem = _path_problem(output_dir, file.path)
+    shared: list[str] = []
+    for op, paths in produced:
+        if op is None:
+            shared += paths
+            continue
+        for path in paths:
+            problem = _path_problem(output_dir, path)
+            if problem:
+                shown = os.path.join(project.output_dir, path)
+                errors.add(op.located("<file name>", f"cannot write {shown}: {problem}"))
+                break
+    for path in shared:
+        problem = _path_problem(output_dir, path)
         if problem is None:
             continue
-        blamed = [op for op in all_ops if op.domain and op.domain_ident in file.path.split("/")]
+        blamed = [op for op in all_ops if op.domain and op.domain_ident in path.split("/")]
         if not blamed:
-            raise OutputError(f"cannot write {os.path.join(output_dir, file.path)}: {problem}")
+            raise OutputError(f"cannot write {os.path.join(output_dir, path)}: {problem}")
         for op in blamed:
-            shown = os.path.join(project.output_dir, file.path)
+            shown = os.path.join(project.output_dir, path)
             errors.add(op.located("domain", f"cannot write {shown}: {problem}"))
     if errors.errors:
         # Each op once per problem: ops sharing a domain share its files.
@@ -210,13 +208,17 @@ def _describe(op: OpDef) -> str:
 
 
 def _failure(what: str, exc: Exception) -> Failure:
-    return Failure(what, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+    # The notes say where it arose: render() names the file, the template and its line.
+    notes = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
+    return Failure(what, f"{type(exc).__name__}: {exc}{notes}", traceback.format_exc())
 
 
-def _attempt(what: str, function, *args):
+def _attempt(
+    what: str, function: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs
+) -> Result | Failure:
     """function(*args), or a Failure naming `what` (returned: it may cross a process boundary)."""
     try:
-        return function(*args)
+        return function(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - any bug here must be reported, not a traceback
         return _failure(what, exc)
 
@@ -227,9 +229,10 @@ def generate(
     """Every file for the selected ops, plus the shared files (which depend on all ops),
     compared with the output directory; with `write`, the files that differ are written
     (atomically; untouched files keep their mtime, for make). The definitions were all
-    validated by load(). Everything is rendered and compared before the first file is
-    written: an exception while rendering (a bug in opgen) raises GenerationError naming the
-    op, and leaves the output directory as it was."""
+    validated by load(). Everything is rendered, compared and its paths checked before the
+    first file is written, and the output directory is left as it was when: rendering raises
+    or two producers generate one path (a bug in opgen: GenerationError, naming the op); a path
+    cannot be written (DefinitionErrors blaming the definition, or OutputError)."""
     index = onnx_op_index(all_ops)
     ops = sorted(selected, key=lambda op: op.op_id)
 
@@ -250,16 +253,20 @@ def generate(
             changes = [Change(change.path, change.kind, new=change.new) for change in changes]
         return Output([f.path for f in files], changes)
 
+    producers: list[OpDef | None] = [*ops, None]  # None: the shared files, last
     if parallel.worker_count(len(ops), _MIN_OPS_PER_WORKER) == 1:
-        parts = [_attempt(_describe(op), op_files, op) for op in ops]
-        parts.append(_attempt(SHARED_FILES, shared_files))
-        _raise_failures(parts)
-        owners = {f.path: _describe(op) for op, part in zip(ops, parts, strict=False) for f in part}
+        attempts = [_attempt(_describe(op), op_files, op) for op in ops]
+        attempts.append(_attempt(SHARED_FILES, shared_files))
+        parts = _raise_failures(attempts)
+        produced = [(op, [f.path for f in part]) for op, part in zip(producers, parts, strict=True)]
+        owners = _owners(project, produced)
         try:
             # One format_all for everything: it forks for black's cache misses on its own.
             formatted = format_all([f for part in parts for f in part])
         except Exception as exc:  # noqa: BLE001 - as in _attempt, naming the file's op
-            what = owners.get(getattr(exc, "path", None), SHARED_FILES)
+            what = (
+                owners.get(exc.path, SHARED_FILES) if isinstance(exc, FormatError) else SHARED_FILES
+            )
             raise GenerationError([_failure(what, exc)]) from None
         outputs = [compare(formatted)]
     else:
@@ -270,9 +277,13 @@ def generate(
             op = ops[position]
             return _attempt(_describe(op), lambda: compare(format_all(op_files(op))))
 
-        outputs = parallel.map_forked(op_output, range(len(ops)), _MIN_OPS_PER_WORKER)
-        outputs.append(_attempt(SHARED_FILES, lambda: compare(format_all(shared_files()))))
-        _raise_failures(outputs)
+        results = parallel.map_forked(op_output, range(len(ops)), _MIN_OPS_PER_WORKER)
+        results.append(_attempt(SHARED_FILES, lambda: compare(format_all(shared_files()))))
+        outputs = _raise_failures(results)
+        produced = [(op, out.paths) for op, out in zip(producers, outputs, strict=True)]
+        _owners(project, produced)
+    # One pass: the paths just produced are checked here, not emitted again beforehand.
+    _check_paths(project, produced, all_ops)
     if write:
         # Only now, with every file rendered: written by forked workers where there are many
         # (they inherit the texts), then the texts are dropped.
@@ -291,7 +302,36 @@ def generate(
     )
 
 
-def _raise_failures(parts: list) -> None:
+class DuplicateOutputError(Exception):
+    """Two producers (or one, twice) generate the same path: a bug in opgen, as validation keeps
+    names apart; writing both would keep whichever came last."""
+
+    def __init__(self, path: str, first: str, second: str):
+        self.path, self.first, self.second = path, first, second
+        by = f"by {first} and by {second}" if first != second else f"by {first}"
+        super().__init__(f"{path} is generated twice, {by}")
+
+
+def _owners(project: Project, produced: list[tuple[OpDef | None, list[str]]]) -> dict[str, str]:
+    """Each generated path's producer (as Failure.what names it); a path generated twice raises
+    GenerationError, naming the path and both producers."""
+    owners: dict[str, str] = {}
+    try:
+        for op, paths in produced:
+            what = SHARED_FILES if op is None else _describe(op)
+            for path in paths:
+                if path in owners:
+                    shown = os.path.join(project.output_dir, path)
+                    raise DuplicateOutputError(shown, owners[path], what)
+                owners[path] = what
+    except DuplicateOutputError as exc:
+        raise GenerationError([_failure(exc.second, exc)]) from None
+    return owners
+
+
+def _raise_failures(parts: list[Result | Failure]) -> list[Result]:
+    """The parts, when none is a Failure; else GenerationError with every one."""
     failures = [part for part in parts if isinstance(part, Failure)]
     if failures:
         raise GenerationError(failures)
+    return [part for part in parts if not isinstance(part, Failure)]

@@ -12,15 +12,31 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from generator.exit_codes import EXIT_FAILED, EXIT_OK
+
+if TYPE_CHECKING:  # imported by run() only: `python -m generator` itself imports no PyTorch
+    import torch
 
 
-def _distance(a, b) -> float:
+def _distance(a: torch.Tensor, b: torch.Tensor) -> float:
     """The largest absolute difference (0 for empty tensors)."""
     return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
 
 
-def _compare(tests, case, types, exporter, session, inputs) -> int:
-    """Prints one row; returns 1 when ONNX Runtime misses the reference's tolerance."""
+def _compare(
+    tests: ModuleType,
+    case: dict[str, Any],
+    types: dict[str, torch.dtype],
+    exporter: str,
+    session: object,
+    inputs: dict[str, torch.Tensor],
+) -> int:
+    """Prints one row; returns 1 when ONNX Runtime misses the reference's tolerance. `tests` is
+    the op's generated test module (its functions and tables: attributes mypy cannot know),
+    `case` one of its RANDOM_CASES, `session` what its run_ort takes."""
     import torch
 
     ref = tests.expected_outputs(inputs, case["attributes"], types)
@@ -73,4 +89,4 @@ def run(output_dir: Path) -> int:
         if not failures
         else f"{failures} mismatches"
     )
-    return 0 if not failures else 1
+    return EXIT_OK if not failures else EXIT_FAILED

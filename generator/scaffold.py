@@ -9,20 +9,32 @@ import json
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 from generator.errors import DefinitionErrors
+from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH
+from generator.model.op import OpDef
 from generator.model.types import AttrType, DType
 from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
 from generator.parse.tensors import attribute_value_problem
 from generator.project import display
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+# An attribute's value, as given on the command line or sampled.
+AttributeValue = bool | int | float | str | list[int | float | str]
+
+
+class _Attribute(TypedDict):
+    name: str
+    type: AttrType
+    default: AttributeValue | None
+
 
 # A value for each attribute type, for the tests of an attribute declared without default.
-_SAMPLE = {
+_SAMPLE: dict[AttrType, AttributeValue] = {
     AttrType.bool: True,
     AttrType.int: 1,
     AttrType.float: 0.5,
@@ -87,7 +99,7 @@ def _names(text: str, what: str) -> list[str]:
     return names
 
 
-def _attribute(spec: str) -> dict:
+def _attribute(spec: str) -> _Attribute:
     match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9_]+)(?:=(.*))?", spec, re.S)
     if not match:
         raise ScaffoldError(f"--attribute '{spec}': expected NAME:TYPE or NAME:TYPE=DEFAULT")
@@ -106,8 +118,8 @@ def _attribute(spec: str) -> dict:
     return {"name": name, "type": kind, "default": value}
 
 
-def _parse_default(spec: str, kind: AttrType, text: str):
-    scalar = {
+def _parse_default(spec: str, kind: AttrType, text: str) -> AttributeValue:
+    scalar: dict[AttrType, Callable[[str], int | float | str]] = {
         AttrType.int: int,
         AttrType.ints: int,
         AttrType.float: float,
@@ -135,11 +147,11 @@ def _dtypes(text: str) -> list[DType]:
         raise ScaffoldError(f"--dtypes: {exc}; known: {known}") from None
 
 
-def _yaml(value) -> str:
+def _yaml(value: object) -> str:
     return json.dumps(value)  # JSON is YAML: quoted and escaped whatever the text
 
 
-def _definition_text(args, op_id: str, kernel_file: str) -> str:
+def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> str:
     from generator.render import environment
 
     inputs = _names(args.inputs, "--inputs")
@@ -192,14 +204,18 @@ def _definition_text(args, op_id: str, kernel_file: str) -> str:
     )
 
 
-def kernel_stub(op, definition_file: str) -> str:
+def kernel_stub(op: OpDef, definition_file: str) -> str:
     """The identity kernel every scaffolded op starts from."""
     from generator.dest import common
     from generator.render import environment
 
     used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
     unused = [t.name for t in op.inputs if t.name not in used] + ["attrs"]
-    taken = {t.name for t in (*op.inputs, *op.outputs, *op.attributes, *op.type_constraints)}
+    taken = (
+        {t.name for t in (*op.inputs, *op.outputs)}
+        | {a.name for a in op.attributes}
+        | {c.name for c in op.type_constraints}
+    )
 
     def local(name: str) -> str:  # the loop's names, clear of the op's own
         return local(name + "_") if name in taken else name
@@ -223,7 +239,7 @@ def kernel_stub(op, definition_file: str) -> str:
     )
 
 
-def _check_op_id(args, op_id: str) -> None:
+def _check_op_id(args: argparse.Namespace, op_id: str) -> None:
     """The file name stem must be safe to make paths of: a stem such as '../../x' or '/tmp/x'
     would write outside the opdefs directory, a very long one fail half-way through writing.
     (The trial parse checks the rest, reserved names included, with every other problem.)"""
@@ -238,7 +254,8 @@ def _check_op_id(args, op_id: str) -> None:
     raise ScaffoldError(f"--name: {op_id_problem(op_id)}")
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
+    """Writes the new op's files, then runs `generate` (the CLI's main) on the definition."""
     try:
         args = parser().parse_args(argv)
     except SystemExit as exc:
@@ -278,9 +295,7 @@ def main(argv: list[str]) -> int:
     write_atomic(kernel, kernel_stub(op, op.definition_path))
     if not args.quiet:
         print(f"new: {definition}\nnew: {kernel}")
-    from generator import cli
-
-    status = cli.main(
+    status = generate(
         [
             str(definition),
             "--opdefs-dir",

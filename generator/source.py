@@ -19,7 +19,7 @@ import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -78,6 +78,13 @@ _TAG_POLICY = "definitions take plain YAML values; only !!str is allowed"
 _DATE_POLICY = "a date or time is not a value of any field; quote it to make it a string"
 
 
+class _Mark(Protocol):
+    """Where the YAML parser is (PyYAML's Mark, or libyaml's, which has the same fields)."""
+
+    line: int  # from 0
+    column: int  # from 0
+
+
 def _shown_tag(tag: str) -> str:
     return "!!" + tag[len(_YAML_TAG) :] if tag.startswith(_YAML_TAG) else tag
 
@@ -89,7 +96,7 @@ class _Open:
     node: Node
     key: str | None = None
     key_location: Location | None = None
-    keys: set = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)
 
 
 class _YamlBuilder:
@@ -104,7 +111,7 @@ class _YamlBuilder:
         self.loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
         self.nodes = 0
 
-    def location(self, mark) -> Location:
+    def location(self, mark: _Mark) -> Location:
         return Location(self.file, mark.line + 1, mark.column + 1)
 
     def build(self) -> Node:
@@ -165,6 +172,7 @@ class _YamlBuilder:
                 elif parent.node.is_sequence:
                     path = _join(parent.node.path, len(parent.node.value))
                 else:
+                    assert parent.key is not None  # a mapping's value: its key came first
                     path = _join(parent.node.path, parent.key)
                 loc = self.location(event.start_mark)
                 self._check_node(event, loc, path)
@@ -206,7 +214,12 @@ class _YamlBuilder:
                 parent.node.value[parent.key] = done
                 parent.key = None
 
-    def _check_node(self, event, loc: Location, path: str) -> None:
+    def _check_node(
+        self,
+        event: yaml.AliasEvent | yaml.ScalarEvent | yaml.CollectionStartEvent,
+        loc: Location,
+        path: str,
+    ) -> None:
         """The limits and the YAML features definitions do without, checked before a value is
         built."""
         where = path or "<root>"
@@ -227,7 +240,7 @@ class _YamlBuilder:
                 loc, where, f"YAML tag {_shown_tag(tag)} is not allowed; {_TAG_POLICY}"
             )
 
-    def _scalar(self, event, loc: Location, path: str, is_key: bool) -> Any:
+    def _scalar(self, event: yaml.ScalarEvent, loc: Location, path: str, is_key: bool) -> Any:
         if event.tag == _STR_TAG:
             return event.value
         tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
@@ -245,7 +258,11 @@ class _YamlBuilder:
         kind = _SCALAR_KINDS.get(tag)
         if kind is None:  # e.g. '=' (YAML's "value" key): nothing a definition uses
             raise DefinitionError(loc, where, f"{_preview(event.value)} is not a plain YAML value")
-        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        # The stubs type a node's marks as PyYAML's Mark only; libyaml's events carry its own
+        # Mark class (same fields), which nodes take at run time.
+        node = yaml.ScalarNode(
+            tag, event.value, event.start_mark, event.end_mark, event.style  # type: ignore[arg-type]
+        )
         try:
             return self.loader.construct_object(node, deep=True)
         except Exception as exc:  # a constructor's own error: too many digits, say

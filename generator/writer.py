@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.render import GENERATED_MARK, GeneratedFile
+from generator.generated_file import GENERATED_MARK, GeneratedFile
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def plan_changes(output_dir: Path, files: list[GeneratedFile]) -> list[Change]:
         except OSError as exc:
             if exc.errno != errno.ENAMETOOLONG:
                 raise
-            old = None  # no such file can exist; the CLI reports the name (check_output_paths)
+            old = None  # no such file can exist; project.generate reports the name
         if old == file.content:
             continue
         kind = "new" if old is None else "changed"

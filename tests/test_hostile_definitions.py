@@ -66,13 +66,13 @@ def test_trailing_newline_is_not_a_valid_name(tmp_path, run_generator, edit, fra
 
 
 def test_every_validation_pattern_rejects_a_trailing_newline():
-    from generator.model import names as model
+    from generator.model import names
 
     patterns = {
-        model.IDENTIFIER: "Op",
-        model.DOMAIN: "a.b",
-        model.TORCH_NAME: "a::b",
-        model.ATEN_OVERLOAD: "aten::add.Tensor",
+        names.IDENTIFIER: "Op",
+        names.DOMAIN: "a.b",
+        names.TORCH_NAME: "a::b",
+        names.ATEN_OVERLOAD: "aten::add.Tensor",
     }
     for pattern, good in patterns.items():
         assert pattern.fullmatch(good) and pattern.match(good), pattern.pattern
@@ -344,6 +344,129 @@ def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, c
     assert tree(project) == before
     assert cli.main(["-v"]) == 2
     assert "Traceback" in capsys.readouterr().err  # for the bug report
+
+
+def test_an_exception_while_rendering_names_the_template_its_line_and_the_file():
+    from generator.render import render
+
+    with pytest.raises(Exception, match="'title' is undefined") as raised:
+        render("docs/op.md.j2", "docs/probe.md", ["opdefs/probe.yaml"])  # no context at all
+    line = next(
+        number
+        for number, text in enumerate((ROOT / "templates/docs/op.md.j2").read_text().split("\n"), 1)
+        if "title" in text
+    )
+    assert raised.value.__notes__ == [
+        f"while rendering docs/probe.md from template docs/op.md.j2, line {line}"
+    ]
+
+
+@pytest.mark.parametrize("count", [3, 40], ids=["one process", "forked workers"])
+def test_a_template_bug_names_the_op_and_the_template(tmp_path, monkeypatch, capsys, count):
+    """A template reading a key its context lacks (a bug in opgen): the message names the op,
+    the file, the template and its line, and nothing is written."""
+    import jinja2
+
+    from generator import cli, render
+
+    project = many_ops(tmp_path, count)
+    monkeypatch.chdir(project)
+    assert cli.main(["-q"]) == 0
+    before = tree(project)
+    real = render.environment()
+    broken = {"docs/op.md.j2": "{{ header }}\n\n{{ no_such_key }}\n"}
+    overlay = real.overlay(
+        loader=jinja2.ChoiceLoader([jinja2.DictLoader(broken), real.loader]), bytecode_cache=None
+    )
+    monkeypatch.setattr(render, "environment", lambda: overlay)
+    capsys.readouterr()
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "error: internal error in opgen while generating op_01 (opdefs/op_01.yaml): "
+        "UndefinedError: 'no_such_key' is undefined "
+        "(while rendering docs/op_01.md from template docs/op.md.j2, line 3)\n" in err
+    ), err
+    assert tree(project) == before
+
+
+@pytest.mark.parametrize("count", [3, 40], ids=["one process", "forked workers"])
+def test_two_producers_of_one_path_are_an_internal_error(tmp_path, monkeypatch, capsys, count):
+    """Validation keeps every op's paths apart; should an emitter still generate a path another
+    producer generates (a bug in opgen), the run names the path and both producers and writes
+    nothing, instead of keeping whichever file came last."""
+    from generator import cli, parallel
+    from generator import project as proj
+    from generator.dest import docs as docs_dest
+
+    project = many_ops(tmp_path, count)
+    monkeypatch.chdir(project)
+    assert cli.main(["-q"]) == 0
+    before = tree(project)
+    emit_op = docs_dest.emit_op
+
+    def misplaced_page(op):
+        page = emit_op(op)
+        return type(page)("docs/op_01.md", page.content) if op.op_id == "op_02" else page
+
+    monkeypatch.setattr(docs_dest, "emit_op", misplaced_page)
+    assert parallel.worker_count(count, proj._MIN_OPS_PER_WORKER) == (2 if count == 40 else 1)
+    capsys.readouterr()
+    assert cli.main([]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "error: internal error in opgen while generating op_02 (opdefs/op_02.yaml): "
+        "DuplicateOutputError: generated/docs/op_01.md is generated twice, "
+        "by op_01 (opdefs/op_01.yaml) and by op_02 (opdefs/op_02.yaml)\n" in err
+    ), err
+    assert "please report it" in err and "nothing written" in err
+    assert tree(project) == before
+
+
+def test_one_producer_generating_a_path_twice_is_an_internal_error(tmp_path, monkeypatch):
+    from generator import project as proj
+    from generator.dest import docs as docs_dest
+
+    root = many_ops(tmp_path, 2)
+    project = proj.Project(root, root / "opdefs", root / "generated")
+    ops = proj.load(project, proj.discover(project))
+    emit_index = docs_dest.emit_index
+
+    def index_over_the_package_init(ops):  # the shared files already have an __init__.py
+        page = emit_index(ops)
+        return type(page)("__init__.py", page.content)
+
+    monkeypatch.setattr(docs_dest, "emit_index", index_over_the_package_init)
+    with pytest.raises(proj.GenerationError) as raised:
+        proj.generate(project, ops, ops, write=True)
+    (failure,) = raised.value.failures
+    assert failure.what == proj.SHARED_FILES
+    assert failure.error == (
+        f"DuplicateOutputError: {project.output_dir}/__init__.py is generated twice, "
+        f"by {proj.SHARED_FILES}"
+    )
+    assert not project.output_dir.exists()
+
+
+@pytest.mark.parametrize("mode", [[], ["--check"]], ids=["write", "check"])
+def test_each_op_is_emitted_once_per_run(tmp_path, monkeypatch, mode):
+    """The output paths are checked on the files the run generates: a writing run used to
+    emit every op a second time beforehand, for its paths alone."""
+    from generator import cli
+    from generator.dest import cpp as cpp_dest
+
+    project = many_ops(tmp_path, 3)
+    monkeypatch.chdir(project)
+    emitted = []
+    emit = cpp_dest.emit
+
+    def counted(op, output_dir):
+        emitted.append(op.op_id)
+        return emit(op, output_dir)
+
+    monkeypatch.setattr(cpp_dest, "emit", counted)
+    assert cli.main(["-q", *mode]) == (1 if mode else 0)
+    assert sorted(emitted) == ["op_00", "op_01", "op_02"]
 
 
 # --------------------------------------------------------------------------- 16: torch namespaces

@@ -172,8 +172,6 @@ TOP_LEVEL_REQUIRED = {"inputs", "outputs", "tests"}
 IMPLEMENTATIONS = ("kernel", "function", "provided_by")
 
 
-
-
 def parse_opdef(path: Path, display_name: str, definition_path: str | None = None) -> OpDef:
     """Parse and validate one definition file; raises DefinitionErrors listing every problem.
     Errors name the file `display_name` (for the terminal); generated files name it
