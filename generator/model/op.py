@@ -178,20 +178,21 @@ class OpDef:
     def raises_without_gradients(self) -> bool:
         """Backward through it raises our own error: a new op registered with the `library`
         api and no gradient formulas (`custom_op` raises PyTorch's; `legacy` takes none)."""
-        return self.new_torch_op and self.torch.api is TorchApi.library and not self.gradients
+        return (
+            self.torch is not None
+            and not self.torch.is_override
+            and self.torch.api is TorchApi.library
+            and not self.gradients
+        )
 
     @property
     def differentiable(self) -> bool:
         """Some dtype binding makes an input and an output floating: a gradient can flow
         through the op (whether or not the definition gives formulas for it)."""
 
-        def floating(tensor: TensorParam, binding: Instantiation) -> bool:
-            dtype = binding.dtype(tensor.type_var) if tensor.type_var else tensor.dtype
-            return dtype.is_floating
-
         return any(
-            any(floating(t, binding) for t in self.inputs)
-            and any(floating(t, binding) for t in self.outputs)
+            any(t.dtype_in(binding).is_floating for t in self.inputs)
+            and any(t.dtype_in(binding).is_floating for t in self.outputs)
             for binding in self.instantiations
         )
 
@@ -229,4 +230,7 @@ class OpDef:
 
     @property
     def domain_ident(self) -> str:
+        """The domain as an identifier (`ai.opgen` -> `ai_opgen`): it names libraries."""
+        if self.domain is None:
+            raise ValueError(f"{self.op_id} defines no ONNX op, so it has no domain")
         return self.domain.replace(".", "_")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.model.types import AttrType, DType
+from generator.model.types import AttrType, DType, Instantiation
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,17 @@ class TensorParam:
     shape_function: tuple[str, tuple[str, ...]] | None = None
     optional: bool = False  # inputs only: may be absent (None in PyTorch, "" in ONNX)
 
+    def __post_init__(self) -> None:
+        if (self.type_var is None) == (self.dtype is None):
+            raise ValueError(f"tensor {self.name!r}: give a type variable or a dtype, not both")
+
+    def dtype_in(self, binding: Instantiation) -> DType:
+        """The tensor's dtype where the type variables are bound as in `binding`."""
+        if self.type_var is not None:
+            return binding.dtype(self.type_var)
+        assert self.dtype is not None  # __post_init__
+        return self.dtype
+
 
 @dataclass(frozen=True)
 class Attribute:
@@ -93,7 +104,7 @@ class Attribute:
     doc: str
     required: bool
     default: Any  # None when required
-    allowed: tuple | None = None  # the values it may take (None: any)
+    allowed: tuple[int | float | str, ...] | None = None  # the values it may take (None: any)
     since_version: int | None = None  # the op version that added it (None: the first)
     minimum: int | float | None = None  # int and float attributes: the smallest value allowed
     maximum: int | float | None = None  # ... and the largest (both inclusive; None: no bound)

@@ -3,6 +3,8 @@ target shares and how messages spell values."""
 
 from __future__ import annotations
 
+import builtins
+
 import json
 import math
 import struct
@@ -23,7 +25,7 @@ class DType(Enum):
     bool = "bool"
 
     @property
-    def is_floating(self) -> bool:
+    def is_floating(self) -> builtins.bool:
         return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64)
 
 
@@ -37,14 +39,14 @@ class AttrType(Enum):
     strings = "strings"
 
     @property
-    def is_list(self) -> bool:
+    def is_list(self) -> builtins.bool:
         return self in (AttrType.ints, AttrType.floats, AttrType.strings)
 
 
 def float32(value: float) -> float:
     """The float32 nearest to value (ONNX float attributes are float32 in every runtime)."""
     try:
-        return struct.unpack("f", struct.pack("f", value))[0]
+        return float(struct.unpack("f", struct.pack("f", value))[0])
     except OverflowError:
         return math.copysign(math.inf, value)
 
@@ -71,7 +73,7 @@ def message_value(value: int | float | str) -> str:
     return float32_text(value) if isinstance(value, float) else str(value)
 
 
-def message_values(values: tuple) -> str:
+def message_values(values: tuple[int | float | str, ...]) -> str:
     return "[" + ", ".join(message_value(v) for v in values) + "]"
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import keyword
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from generator.errors import ErrorCollector
 from generator.model.names import (
@@ -15,7 +18,16 @@ from generator.model.names import (
     TORCH_NAMESPACES,
 )
 from generator.model.nodes import ExportRule
-from generator.model.op import Kernel, OpDef, ProvidedBy, Runtime, TorchApi, TorchBinding
+from generator.model.op import (
+    Implementation,
+    Kernel,
+    OpDef,
+    ProvidedBy,
+    Runtime,
+    TorchApi,
+    TorchBinding,
+)
+from generator.model.shapes import ShapeRule
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.tests import RandomCase
 from generator.model.types import DType, TypeConstraint
@@ -164,141 +176,266 @@ TOP_LEVEL = {
     "export",
     "tests",
 }
-
-
 TOP_LEVEL_REQUIRED = {"inputs", "outputs", "tests"}
-
-
 IMPLEMENTATIONS = ("kernel", "function", "provided_by")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@dataclass
+class _Definition:
+    """A definition's top-level fields, and every error found in them so far."""
+
+    path: Path
+    root: Node
+    fields: dict[str, Node]
+    errors: ErrorCollector
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.fields
+
+    def __getitem__(self, key: str) -> Node:
+        return self.fields[key]
+
+    def get(
+        self,
+        key: str,
+        read_field: Callable[Concatenate[Node, P], R],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R | None:
+        """The field read by `read_field`; None if it is absent or wrong (then reported)."""
+        if key not in self.fields:
+            return None
+        return self.errors.attempt(read_field, self.fields[key], *args, **kwargs)
+
+    def item(self, key: str, index: int) -> Node:
+        """Item `index` of a list field (the field's node if it is not a list)."""
+        node = self.fields[key]
+        return node.value[index] if node.is_sequence else node
+
+
+@dataclass(frozen=True)
+class _Signature:
+    constraints: tuple[TypeConstraint, ...]
+    inputs: tuple[TensorParam, ...]
+    outputs: tuple[TensorParam, ...]
+    attributes: tuple[Attribute, ...]
+
+    @property
+    def attrs_by_name(self) -> dict[str, Attribute]:
+        return {a.name: a for a in self.attributes}
 
 
 def parse_opdef(path: Path, display_name: str, definition_path: str | None = None) -> OpDef:
     """Parse and validate one definition file; raises DefinitionErrors listing every problem.
     Errors name the file `display_name` (for the terminal); generated files name it
     `definition_path` (relative to the project root; default: `display_name`)."""
+    d = _open(path, display_name)
+    errors = d.errors
+    op_id = errors.attempt(read.op_id_field, Node(path.stem, d.root.location, "<file name>"))
+    op_type, domain, versions = _read_onnx_name(d)
+    doc = d.get("doc", read.string) or ""
+    torch_binding = d.get("torch", _parse_torch)
+    signature = _read_signature(d)
+    _check_signature(d, signature, versions)
+    implementation_key = _implementation_key(d, versions)
+    title = op_type or (torch_binding.qualified_name if torch_binding else op_id) or ""
+    shape_rule = _read_shape_rule(d, signature, title, implementation_key, torch_binding)
+    reference = d.get(
+        "reference",
+        parse_reference,
+        {t.name for t in signature.inputs} | set(signature.attrs_by_name),
+    )
+    if "reference" not in d and not (torch_binding and torch_binding.is_override):
+        errors.add(d.root.error("missing required field 'reference' (the parity tests' oracle)"))
+    upcast = d.get("reference_upcast", read.boolean)
+    gradients = _read_gradients(d, signature, torch_binding)
+    implementation = _read_implementation(d, signature)
+    export = _read_export(d, signature, torch_binding, op_type, domain)
+    tests = d.get(
+        "tests",
+        parse_tests,
+        signature.inputs,
+        signature.outputs,
+        signature.attrs_by_name,
+        _tested_dtypes(signature),
+        errors,
+    )
+    errors.raise_if_any()
+    if reference is None:  # an override: the overload itself is the oracle
+        reference = _override_reference(
+            _given(torch_binding), signature.inputs, signature.attributes
+        )
+    op = OpDef(
+        op_id=_given(op_id),
+        definition_path=definition_path or display_name,
+        display_path=display_name,
+        op_type=op_type,
+        domain=domain,
+        version=versions[-1] if versions else None,
+        doc=doc.strip(),
+        torch=torch_binding,
+        type_constraints=signature.constraints,
+        inputs=signature.inputs,
+        outputs=signature.outputs,
+        attributes=signature.attributes,
+        shape_rule=_given(shape_rule),
+        reference=reference,
+        reference_upcast=True if upcast is None else upcast,
+        gradients=gradients,
+        implementation=implementation,
+        export=export,
+        tests=_given(tests),
+        versions=versions,
+        locations=read.field_locations(d.fields),
+    )
+    # The emitters apply the shape rule to every random case: what it cannot apply to (a
+    # divisor of 0) is an error here, before anything is rendered or written.
+    for case, item in zip(op.tests.random, d["tests"].value["random"].value, strict=True):
+        errors.attempt(_check_random_case_outputs, op, case, item)
+    errors.raise_if_any()
+    return op
+
+
+def _given(value: R | None) -> R:
+    """A value that is there once no error was reported (each None above reported one)."""
+    if value is None:
+        raise AssertionError("a definition section is missing but no error was reported")
+    return value
+
+
+def _open(path: Path, display_name: str) -> _Definition:
     errors = ErrorCollector()
     root = errors.attempt(load_definition_file, path, display_name)
     if root is None:
         errors.raise_if_any()
+    assert root is not None
     fields = errors.attempt(read.mapping, root, TOP_LEVEL, TOP_LEVEL_REQUIRED)
     if fields is None:
         # Unknown or missing top-level keys: keep going with what is there, to report more.
-        fields = root.value if root.is_mapping else {}
         if not root.is_mapping:
             errors.raise_if_any()
+        fields = root.value
+    return _Definition(path, root, fields, errors)
 
-    op_id_node = Node(path.stem, root.location, "<file name>")
-    op_id = errors.attempt(read.op_id_field, op_id_node)
 
-    def get(key, fn, *args):
-        return errors.attempt(fn, fields[key], *args) if key in fields else None
-
-    op_type = get("op", read.identifier, "op type")
-    domain = get("domain", read.string)
+def _read_onnx_name(d: _Definition) -> tuple[str | None, str | None, tuple[int, ...]]:
+    """The ONNX op the definition defines: op type, domain and versions."""
+    op_type = d.get("op", read.identifier, "op type")
+    domain = d.get("domain", read.string)
     if domain is not None and not DOMAIN.fullmatch(domain):
-        errors.add(fields["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
+        d.errors.add(d["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
     elif domain is not None and len(domain) > MAX_NAME_LENGTH:
-        errors.add(fields["domain"].error(read.too_long("a domain", domain)))
-    versions = get("version", _parse_versions) or ()
-    version = versions[-1] if versions else None
-    doc = get("doc", read.string) or ""
-    torch_binding = get("torch", _parse_torch)
-    constraints = (
-        errors.attempt(parse_type_constraints, fields["type_constraints"], errors)
-        if "type_constraints" in fields
-        else ()
-    ) or ()
+        d.errors.add(d["domain"].error(read.too_long("a domain", domain)))
+    versions = d.get("version", _parse_versions) or ()
+    return op_type, domain, versions
+
+
+def _read_signature(d: _Definition) -> _Signature:
+    errors = d.errors
+    constraints = d.get("type_constraints", parse_type_constraints, errors) or ()
     by_var = {tc.name: tc for tc in constraints}
-    tc_node = fields.get("type_constraints")
+    tc_node = d.fields.get("type_constraints")
     declared_vars = (
         frozenset(tc_node.value) if tc_node is not None and tc_node.is_mapping else frozenset()
     )
 
     def tensors(key: str, is_output: bool) -> tuple[TensorParam, ...]:
-        if key not in fields:
-            return ()
-        items = errors.attempt(read.sequence, fields[key])
+        items = d.get(key, read.sequence) or []
         parsed = [
             errors.attempt(parse_tensor, item, by_var, is_output, declared_vars, errors)
-            for item in items or []
+            for item in items
         ]
         return tuple(p for p in parsed if p)
 
     inputs = tensors("inputs", False)
     outputs = tensors("outputs", True)
-    attributes: tuple[Attribute, ...] = ()
-    if "attributes" in fields:
-        items = errors.attempt(read.sequence, fields["attributes"]) or []
-        attributes = tuple(
-            a for a in (errors.attempt(parse_attribute, i, errors) for i in items) if a
-        )
+    items = d.get("attributes", read.sequence) or []
+    attributes = tuple(a for a in (errors.attempt(parse_attribute, i, errors) for i in items) if a)
+    return _Signature(constraints, inputs, outputs, attributes)
 
-    # Cross-field validation.
+
+def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int, ...]) -> None:
+    """What no single input, output or attribute shows: their order, names and versions."""
+    errors = d.errors
+    _check_attribute_order(d, signature.attributes)
+    _check_since_versions(d, signature.attributes, versions)
+    if "inputs" in d and not signature.inputs and not errors.errors:
+        errors.add(d["inputs"].error("an op needs at least one input"))
+    if "outputs" in d and not signature.outputs and not errors.errors:
+        errors.add(d["outputs"].error("an op needs at least one output"))
+    _check_unique_names(d.fields, errors)
+    inputs = signature.inputs
+    for index, tensor in enumerate(inputs):
+        if not tensor.optional and any(t.optional for t in inputs[:index]):
+            errors.add(
+                d.item("inputs", index).error(
+                    f"required input '{tensor.name}' comes after an optional input; list optional "
+                    "inputs last (ONNX omits trailing optional inputs, PyTorch defaults them)"
+                )
+            )
+    input_vars = {t.type_var for t in inputs if t.type_var and not t.optional}
+    for tc in signature.constraints:
+        if tc.name not in input_vars:
+            errors.add(
+                d["type_constraints"].error(
+                    f"type variable '{tc.name}' is not used by any required input, so it cannot "
+                    "be bound"
+                )
+            )
+
+
+def _check_attribute_order(d: _Definition, attributes: tuple[Attribute, ...]) -> None:
     seen_default = None
     for index, attr in enumerate(attributes):
         if attr.required and seen_default is not None:
-            errors.add(
-                fields["attributes"]
-                .value[index]
-                .error(
+            d.errors.add(
+                d.item("attributes", index).error(
                     f"required attribute '{attr.name}' comes after '{seen_default}', which has a "
                     "default; list required attributes first (PyTorch argument order)"
                 )
             )
         if not attr.required:
             seen_default = seen_default or attr.name
+
+
+def _check_since_versions(
+    d: _Definition, attributes: tuple[Attribute, ...], versions: tuple[int, ...]
+) -> None:
     for index, attr in enumerate(attributes):
         if attr.since_version is None:
             continue
-        where = fields["attributes"].value[index]
-        if "version" in fields and not versions:
+        where = d.item("attributes", index)
+        if "version" in d and not versions:
             pass  # the version is bad: reported there
         elif attr.since_version not in versions[1:]:
-            errors.add(
+            d.errors.add(
                 where.error(
                     f"attribute '{attr.name}': since_version {attr.since_version} is not one of "
                     f"the op's later versions {list(versions[1:])} (see 'version')"
                 )
             )
         elif attr.required:
-            errors.add(
+            d.errors.add(
                 where.error(
                     f"attribute '{attr.name}' was added in version {attr.since_version}, so it "
                     "needs a default (nodes of earlier versions do not have it)"
                 )
             )
-    if "inputs" in fields and not inputs and not errors.errors:
-        errors.add(fields["inputs"].error("an op needs at least one input"))
-    if "outputs" in fields and not outputs and not errors.errors:
-        errors.add(fields["outputs"].error("an op needs at least one output"))
-    _check_unique_names(fields, errors)
-    for index, tensor in enumerate(inputs):
-        if not tensor.optional and any(t.optional for t in inputs[:index]):
-            errors.add(
-                fields["inputs"]
-                .value[index]
-                .error(
-                    f"required input '{tensor.name}' comes after an optional input; list optional "
-                    "inputs last (ONNX omits trailing optional inputs, PyTorch defaults them)"
-                )
-            )
-    input_vars = {t.type_var for t in inputs if t.type_var and not t.optional}
-    for tc in constraints:
-        if tc.name not in input_vars:
-            errors.add(
-                fields["type_constraints"].error(
-                    f"type variable '{tc.name}' is not used by any required input, so it cannot "
-                    "be bound"
-                )
-            )
 
-    # What implements the op: a kernel, an ONNX function, the runtime itself, or nothing (an
-    # export-only definition, which lowers a PyTorch op onto other ONNX ops).
-    given = [key for key in IMPLEMENTATIONS if key in fields]
+
+def _implementation_key(d: _Definition, versions: tuple[int, ...]) -> str | None:
+    """Which field implements the op (kernel, function, provided_by; None for an export-only
+    definition, which lowers a PyTorch op onto other ONNX ops), checked against the fields that
+    each kind needs or forbids."""
+    errors, root = d.errors, d.root
+    given = [key for key in IMPLEMENTATIONS if key in d]
     if len(given) > 1:
         errors.add(root.error(f"give at most one of {list(IMPLEMENTATIONS)}; found {given}"))
     implementation = given[0] if len(given) == 1 else None
-    onnx_keys = [key for key in ("op", "domain", "version") if key in fields]
+    onnx_keys = [key for key in ("op", "domain", "version") if key in d]
     if implementation is not None:
         for key in sorted({"op", "domain", "version"} - set(onnx_keys)):
             errors.add(
@@ -308,12 +445,12 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
             )
     elif onnx_keys:
         errors.add(
-            fields[onnx_keys[0]].error(
+            d[onnx_keys[0]].error(
                 "an export-only definition (no 'kernel', 'function' or 'provided_by') defines no "
                 f"ONNX op; remove {onnx_keys} or give an implementation"
             )
         )
-    elif "torch" in fields and "export" not in fields:
+    elif "torch" in d and "export" not in d:
         errors.add(
             root.error(
                 "give an implementation ('kernel', 'function' or 'provided_by') or the "
@@ -322,145 +459,150 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
         )
     if len(versions) > 1 and implementation != "kernel":
         errors.add(
-            fields["version"].error(
+            d["version"].error(
                 "several versions are supported for ops with a kernel only (one kernel serves "
                 "every version)"
             )
         )
-    if "torch" not in fields and implementation in (None, "kernel"):
+    if "torch" not in d and implementation in (None, "kernel"):
         errors.add(root.error("missing required field 'torch' (the PyTorch side of the op)"))
-    if "export" in fields and "torch" not in fields:
-        errors.add(fields["export"].error("'export' needs a PyTorch op ('torch') to export"))
-    title = op_type or (torch_binding.qualified_name if torch_binding else op_id)
+    if "export" in d and "torch" not in d:
+        errors.add(d["export"].error("'export' needs a PyTorch op ('torch') to export"))
+    return implementation
 
-    data_dependent: tuple[str, ...] = ()
-    if "data_dependent_sizes" in fields:
-        items = get("data_dependent_sizes", read.sequence) or []
-        data_dependent = tuple(
-            n for n in (errors.attempt(read.identifier, i, "size symbol") for i in items) if n
-        )
-    shape_rule = None
-    if inputs and outputs and "outputs" in fields:
-        shape_rule = errors.attempt(
-            compile_shape_rule,
-            title,
-            inputs,
-            outputs,
-            {a.name: a for a in attributes},
-            fields["inputs"],
-            fields["outputs"],
-            data_dependent,
-        )
-    if shape_rule is not None:
-        unused = sorted(set(data_dependent) - set(shape_rule.data_dependent_sizes))
-        if unused:
-            errors.add(
-                fields["data_dependent_sizes"].error(
-                    f"{unused} appear in no output shape (a data-dependent size names a dim of "
-                    "an output, e.g. shape: [M])"
-                )
+
+def _read_shape_rule(
+    d: _Definition,
+    signature: _Signature,
+    title: str,
+    implementation_key: str | None,
+    torch_binding: TorchBinding | None,
+) -> ShapeRule | None:
+    errors = d.errors
+    items = d.get("data_dependent_sizes", read.sequence) or []
+    data_dependent = tuple(
+        n for n in (errors.attempt(read.identifier, i, "size symbol") for i in items) if n
+    )
+    inputs, outputs = signature.inputs, signature.outputs
+    if not (inputs and outputs and "outputs" in d):
+        return None
+    shape_rule = errors.attempt(
+        compile_shape_rule,
+        title,
+        inputs,
+        outputs,
+        signature.attrs_by_name,
+        d["inputs"],
+        d["outputs"],
+        data_dependent,
+    )
+    if shape_rule is None:
+        return None
+    unused = sorted(set(data_dependent) - set(shape_rule.data_dependent_sizes))
+    if unused:
+        errors.add(
+            d["data_dependent_sizes"].error(
+                f"{unused} appear in no output shape (a data-dependent size names a dim of "
+                "an output, e.g. shape: [M])"
             )
+        )
     new_torch_op = torch_binding is not None and not torch_binding.is_override
-    needs_output_shapes = new_torch_op or implementation in ("kernel", "provided_by")
-    if shape_rule is not None and needs_output_shapes:
+    if new_torch_op or implementation_key in ("kernel", "provided_by"):
         ruled = {o.output for o in shape_rule.outputs}
         for index, output in enumerate(outputs):
             if output.name not in ruled:
                 errors.add(
-                    fields["outputs"]
-                    .value[index]
-                    .error(
+                    d.item("outputs", index).error(
                         "an output needs a shape rule ('shape: [...]' or 'same_shape_as: "
                         "<input>'); only a function's or an override's outputs may omit it"
                     )
                 )
+    return shape_rule
 
-    attrs_by_name = {a.name: a for a in attributes}
-    names = {t.name for t in inputs} | set(attrs_by_name)
-    reference = get("reference", parse_reference, names)
-    if "reference" not in fields and not (torch_binding and torch_binding.is_override):
-        errors.add(root.error("missing required field 'reference' (the parity tests' oracle)"))
-    upcast = get("reference_upcast", read.boolean)
-    gradients = {}
-    if "gradients" in fields:
-        gradients = (
-            get("gradients", _parse_gradients, inputs, outputs, attributes, constraints) or {}
+
+def _read_gradients(
+    d: _Definition, signature: _Signature, torch_binding: TorchBinding | None
+) -> dict[str, str]:
+    if "gradients" not in d:
+        return {}
+    gradients = (
+        d.get(
+            "gradients",
+            _parse_gradients,
+            signature.inputs,
+            signature.outputs,
+            signature.attributes,
+            signature.constraints,
         )
-        torch_unusable = torch_binding is None and "torch" not in fields  # else reported there
-        if gradients and (torch_unusable or (torch_binding and not torch_binding.takes_gradients)):
-            errors.add(
-                fields["gradients"].error(
-                    "gradients need a new PyTorch op (torch.name) registered with the "
-                    "'library' or 'custom_op' api"
-                )
-            )
-    kernel = get("kernel", _parse_kernel, path.parent)
-    function = get("function", parse_function, inputs, outputs, attrs_by_name)
-    provided_by = get("provided_by", read.string)
-    if provided_by is not None and provided_by not in Runtime.__members__:
-        errors.add(
-            fields["provided_by"].error(
-                f"expected one of {list(Runtime.__members__)}, found '{provided_by}'"
+        or {}
+    )
+    torch_unusable = torch_binding is None and "torch" not in d  # else reported there
+    if gradients and (torch_unusable or (torch_binding and not torch_binding.takes_gradients)):
+        d.errors.add(
+            d["gradients"].error(
+                "gradients need a new PyTorch op (torch.name) registered with the "
+                "'library' or 'custom_op' api"
             )
         )
-    export: tuple[ExportRule, ...] = ()
-    if "export" in fields:
-        export = get("export", parse_export, inputs, outputs, attrs_by_name) or ()
-    elif torch_binding is not None and op_type is not None and domain is not None:
-        export = default_export(op_type, domain, inputs, outputs, attributes, root.location)
-    # Outputs are compared with a tolerance per dtype: every floating dtype they can have.
+    return gradients
+
+
+def _read_implementation(d: _Definition, signature: _Signature) -> Implementation | None:
+    kernel = d.get("kernel", _parse_kernel, d.path.parent)
+    function = d.get(
+        "function", parse_function, signature.inputs, signature.outputs, signature.attrs_by_name
+    )
+    provided = d.get("provided_by", _parse_provided_by)
+    return kernel or function or provided
+
+
+def _parse_provided_by(node: Node) -> ProvidedBy:
+    name = read.string(node)
+    if name not in Runtime.__members__:
+        raise node.error(f"expected one of {list(Runtime.__members__)}, found '{name}'")
+    return ProvidedBy(Runtime[name])
+
+
+def _read_export(
+    d: _Definition,
+    signature: _Signature,
+    torch_binding: TorchBinding | None,
+    op_type: str | None,
+    domain: str | None,
+) -> tuple[ExportRule, ...]:
+    if "export" in d:
+        return (
+            d.get(
+                "export",
+                parse_export,
+                signature.inputs,
+                signature.outputs,
+                signature.attrs_by_name,
+            )
+            or ()
+        )
+    if torch_binding is not None and op_type is not None and domain is not None:
+        return default_export(
+            op_type,
+            domain,
+            signature.inputs,
+            signature.outputs,
+            signature.attributes,
+            d.root.location,
+        )
+    return ()
+
+
+def _tested_dtypes(signature: _Signature) -> tuple[DType, ...]:
+    """Outputs are compared with a tolerance per dtype: every floating dtype they can have."""
+    by_var = {tc.name: tc for tc in signature.constraints}
     output_dtypes = {
         d
-        for o in outputs
+        for o in signature.outputs
         for d in (by_var[o.type_var].dtypes if o.type_var in by_var else (o.dtype,))
         if d is not None
     }
-    tested = tuple(d for d in DType if d in output_dtypes and d.is_floating)
-    tests = (
-        errors.attempt(
-            parse_tests,
-            fields["tests"],
-            inputs,
-            outputs,
-            attrs_by_name,
-            tested,
-            errors,
-        )
-        if "tests" in fields
-        else None
-    )
-    errors.raise_if_any()
-    if reference is None:  # an override: the overload itself is the oracle
-        reference = _override_reference(torch_binding, inputs, attributes)
-    op = OpDef(
-        op_id=op_id,
-        definition_path=definition_path or display_name,
-        display_path=display_name,
-        op_type=op_type,
-        domain=domain,
-        version=version,
-        doc=doc.strip(),
-        torch=torch_binding,
-        type_constraints=constraints,
-        inputs=inputs,
-        outputs=outputs,
-        attributes=attributes,
-        shape_rule=shape_rule,
-        reference=reference,
-        reference_upcast=True if upcast is None else upcast,
-        gradients=gradients,
-        implementation=kernel or function or (provided_by and ProvidedBy(Runtime[provided_by])),
-        export=export,
-        tests=tests,
-        versions=versions,
-        locations=read.field_locations(fields),
-    )
-    # The emitters apply the shape rule to every random case: what it cannot apply to (a
-    # divisor of 0) is an error here, before anything is rendered or written.
-    for case, item in zip(tests.random, fields["tests"].value["random"].value, strict=True):
-        errors.attempt(_check_random_case_outputs, op, case, item)
-    errors.raise_if_any()
-    return op
+    return tuple(d for d in DType if d in output_dtypes and d.is_floating)
 
 
 def _check_random_case_outputs(op: OpDef, case: RandomCase, node: Node) -> None:
