@@ -4,14 +4,18 @@ commit and must not pay for compiling 20 templates and formatting 40 files each 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from functools import cache
 from importlib import resources
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 from generator import cache as opgen_cache
 from generator import parallel
@@ -84,6 +88,15 @@ def render(template: str, output_path: str, sources: list[str], **context: objec
         exc.add_note(f"while rendering {output_path} from template {where}")
         raise
     return GeneratedFile(output_path, text)
+
+
+def render_view(
+    template: str, output_path: str, sources: list[str], view: DataclassInstance
+) -> GeneratedFile:
+    """render() with a view, the typed object a template reads: its fields are the template's
+    variables (shallowly: a field holding views or lists of them stays objects)."""
+    context = {field.name: getattr(view, field.name) for field in dataclasses.fields(view)}
+    return render(template, output_path, sources, **context)
 
 
 def copy_runtime(output_path: str) -> GeneratedFile:
