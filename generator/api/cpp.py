@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from generator.api.names import Local
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
 from generator.model.tensors import Attribute
@@ -65,6 +69,10 @@ def _float_literal(value: float) -> str:
     return text + "f"
 
 
+def bool_literal(value: bool) -> str:
+    return "true" if value else "false"
+
+
 def int_literal(value: int) -> str:
     """An int64_t. C++ has no negative literals: -9223372036854775808 would negate a literal
     too large for any signed type, so the smallest int64 is spelled as an expression."""
@@ -84,12 +92,13 @@ def attr_literal(attr: Attribute) -> str:
         return _float_literal(value)
     if kind is AttrType.string:
         return f"std::string({string_literal(value)})"
-    scalars = {
+    scalars: dict[AttrType, Callable[[Any], str]] = {
         AttrType.ints: int_literal,
         AttrType.floats: _float_literal,
         AttrType.strings: lambda v: f"std::string({string_literal(v)})",
-    }[kind]
-    return f"{ATTR_TYPE[kind]}{{{', '.join(scalars(v) for v in value)}}}"
+    }
+    spell = scalars[kind]
+    return f"{ATTR_TYPE[kind]}{{{', '.join(spell(v) for v in value)}}}"
 
 
 def schema_default(attr: Attribute) -> str:
@@ -106,7 +115,8 @@ def comment(text: str) -> list[str]:
     return [line.rstrip().rstrip("\\") for line in text.splitlines()] or [""]
 
 
-_PROTO_SETTER = {  # NodeProto attribute setter, and how to spell one value (None: a string)
+# NodeProto's attribute setter for each type, and how to spell one value.
+_PROTO_SETTER: dict[AttrType, tuple[str, Callable[[Any], str]]] = {
     AttrType.bool: ("set_i", int_literal),
     AttrType.int: ("set_i", int_literal),
     AttrType.float: ("set_f", _float_literal),
@@ -117,18 +127,20 @@ _PROTO_SETTER = {  # NodeProto attribute setter, and how to spell one value (Non
 }
 
 
-def _plain(value):
+def _plain(value: Any) -> Any:
     return int(value) if isinstance(value, bool) else value
 
 
-def node_attribute_statements(node: str, attrs: dict[str, Attribute], values: dict) -> list[str]:
+def node_attribute_statements(
+    node: str, attrs: dict[str, Attribute], values: dict[str, Any]
+) -> list[str]:
     """C++ statements adding attribute values to an ONNX NodeProto (for the schema test)."""
     statements = []
     for name, value in values.items():
         kind = attrs[name].type
         enum = ATTR_PROTO[kind]
         setter, spell = _PROTO_SETTER[kind]
-        var = f"{name}_attribute"
+        var = Local.node_attribute(name)
         statements.append(f"auto* {var} = {node}->add_attribute();")
         statements.append(f"{var}->set_name({string_literal(name)});")
         statements.append(f"{var}->set_type(ONNX_NAMESPACE::AttributeProto::{enum});")

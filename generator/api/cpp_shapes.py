@@ -4,6 +4,7 @@ ONNX C++ schema's inference function)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from generator.api.cpp import int_literal, schema_default, string_literal
@@ -31,6 +32,7 @@ from generator.model.shapes import (
 )
 from generator.model.types import AttrType
 from generator.shapes.spell import (
+    PartSpelling,
     SpelledCheck,
     Test,
     fold,
@@ -181,16 +183,35 @@ def concrete_checks(op: OpDef) -> list[SpelledCheck]:
     )
 
 
-def concrete_output_shapes(op: OpDef) -> list[dict[str, str | list[str]]]:
-    return [
-        {
-            "name": out.output,
-            "statements": spell_parts(
-                out, ConcreteShapes(op.optional_inputs, f"shapes.{out.output}")
-            ),
-        }
+@dataclass(frozen=True)
+class OutputStatements:
+    """The statements that build one output's shape, in order."""
+
+    name: str
+    index: int
+    target: str  # what they build
+    statements: tuple[str, ...]
+
+
+def _output_statements(
+    op: OpDef, spelling: Callable[[str], PartSpelling[str]], target: Callable[[str], str]
+) -> tuple[OutputStatements, ...]:
+    index = {o.name: i for i, o in enumerate(op.outputs)}
+    return tuple(
+        OutputStatements(
+            out.output,
+            index[out.output],
+            target(out.output),
+            tuple(spell_parts(out, spelling(target(out.output)))),
+        )
         for out in op.shape_rule.outputs
-    ]
+    )
+
+
+def concrete_output_shapes(op: OpDef) -> tuple[OutputStatements, ...]:
+    return _output_statements(
+        op, lambda target: ConcreteShapes(op.optional_inputs, target), Local.output_shape_member
+    )
 
 
 @dataclass(frozen=True)
@@ -331,26 +352,40 @@ _SCHEMA_ATTRIBUTE = {
 }
 
 
-def schema_attributes(op: OpDef) -> list[dict[str, str | None]]:
+@dataclass(frozen=True)
+class SchemaAttributeRead:
+    """An attribute the inference function reads, and how."""
+
+    variable: str
+    proto: str  # the AttributeProto* it is read from
+    name_literal: str
+    cpp_type: str
+    getter: str
+    default: str | None  # None: required
+    missing_message: str
+
+
+def schema_attributes(op: OpDef) -> tuple[SchemaAttributeRead, ...]:
     """The attributes the inference function reads: allowed-value checks and the shape rule."""
     attrs = {a.name: a for a in op.attributes}
-    result: list[dict[str, str | None]] = []
+    result = []
     for name in op.shape_rule.attributes:
         attr = attrs[name]
         cpp_type, getter = _SCHEMA_ATTRIBUTE[attr.type]
         result.append(
-            {
-                "variable": Local.schema_attribute(name),
-                "name_literal": string_literal(name),
-                "cpp_type": cpp_type,
-                "getter": getter,
-                "default": None if attr.required else schema_default(attr),
-                "missing_message": string_literal(
+            SchemaAttributeRead(
+                variable=Local.schema_attribute(name),
+                proto=Local.attribute_proto(name),
+                name_literal=string_literal(name),
+                cpp_type=cpp_type,
+                getter=getter,
+                default=None if attr.required else schema_default(attr),
+                missing_message=string_literal(
                     f"{op.op_type}: required attribute '{name}' is missing"
                 ),
-            }
+            )
         )
-    return result
+    return tuple(result)
 
 
 def symbolic_attribute_checks(op: OpDef) -> list[SpelledCheck]:
@@ -364,15 +399,7 @@ def symbolic_checks(op: OpDef) -> list[SpelledCheck]:
     return spell_input_checks(op.shape_rule, spelling, op.optional_inputs)
 
 
-def symbolic_output_shapes(op: OpDef) -> list[dict[str, str | int | list[str]]]:
-    index = {o.name: i for i, o in enumerate(op.outputs)}
-    return [
-        {
-            "name": out.output,
-            "index": index[out.output],
-            "statements": spell_parts(
-                out, SymbolicShapes(op.optional_inputs, Local.output_shape(out.output))
-            ),
-        }
-        for out in op.shape_rule.outputs
-    ]
+def symbolic_output_shapes(op: OpDef) -> tuple[OutputStatements, ...]:
+    return _output_statements(
+        op, lambda target: SymbolicShapes(op.optional_inputs, target), Local.output_shape
+    )

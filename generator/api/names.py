@@ -18,6 +18,11 @@ class Local:
         return f"{tensor}_present"
 
     @staticmethod
+    def output_shape_member(tensor: str) -> str:
+        """An output's shape in the kernel wrappers: a member of infer_shapes' result."""
+        return f"shapes.{tensor}"
+
+    @staticmethod
     def output_shape(tensor: str) -> str:
         """The TensorShapeProto* an ONNX C++ inference function fills for an output."""
         return f"{tensor}_out"
@@ -31,6 +36,51 @@ class Local:
     def kernel_attribute(name: str) -> str:
         """An attribute's value in the kernel wrappers (the Attributes struct's member)."""
         return f"attrs.{name}"
+
+    @staticmethod
+    def runtime_value(tensor: str) -> str:
+        """The ONNX Runtime value (Ort::ConstValue / UnownedValue) of a tensor."""
+        return f"{tensor}_value"
+
+    @staticmethod
+    def optional_view(tensor: str) -> str:
+        """The opgen::Input an optional input's pointer points to when it is present."""
+        return f"{tensor}_view"
+
+    @staticmethod
+    def array(tensor: str) -> str:
+        """The numpy array (py::array) of a tensor in the pybind11 binding."""
+        return f"{tensor}_array"
+
+    @staticmethod
+    def dtype_name(tensor: str) -> str:
+        """An input's numpy dtype name, for the pybind11 binding's unsupported-dtype message."""
+        return f"{tensor}_dtype"
+
+    @staticmethod
+    def attribute_proto(name: str) -> str:
+        """The AttributeProto* an ONNX C++ inference function reads an attribute from."""
+        return f"{Local.schema_attribute(name)}_proto"
+
+    @staticmethod
+    def absent_shape(tensor: str) -> str:
+        """The empty TensorShapeProto an absent optional input's shape refers to."""
+        return f"{tensor}_absent"
+
+    @staticmethod
+    def value_info(tensor: str) -> str:
+        """The ValueInfoProto* of a tensor in the C++ schema test's model."""
+        return f"{tensor}_info"
+
+    @staticmethod
+    def inferred_type(tensor: str) -> str:
+        """An output's inferred type, as text, in the C++ schema test."""
+        return f"got_{tensor}"
+
+    @staticmethod
+    def node_attribute(name: str) -> str:
+        """The AttributeProto* the C++ schema test adds to its node."""
+        return f"{name}_attribute"
 
     # Python (the ONNX OpSchema's inference function)
     @staticmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from generator.api import cpp
@@ -23,18 +24,26 @@ def sources(op: OpDef) -> list[str]:
     return names
 
 
-def shaped_inputs(op: OpDef) -> list[dict]:
+@dataclass(frozen=True)
+class ShapedInput:
+    name: str
+    index: int
+    optional: bool
+
+
+def shaped_inputs(op: OpDef) -> tuple[ShapedInput, ...]:
     """Inputs whose shape the shape rule reads (schema inference needs all of them known)."""
     used = op.shape_rule.shaped_inputs
-    return [
-        {"name": t.name, "index": i, "optional": t.optional}
-        for i, t in enumerate(op.inputs)
-        if t.name in used
-    ]
+    return tuple(
+        ShapedInput(t.name, i, t.optional) for i, t in enumerate(op.inputs) if t.name in used
+    )
 
 
 def tensor_cpp_type(tensor: TensorParam) -> str:
-    return tensor.type_var if tensor.type_var else cpp.KERNEL_TYPE[tensor.dtype]
+    if tensor.type_var is not None:
+        return tensor.type_var
+    assert tensor.dtype is not None  # TensorParam's invariant
+    return cpp.KERNEL_TYPE[tensor.dtype]
 
 
 def template_decl(op: OpDef) -> str:

@@ -120,7 +120,7 @@ def _autograd_context(op: OpDef) -> dict:
 
 def _onnx_schema_context(op: OpDef) -> dict:
     shaped = common.shaped_inputs(op)
-    used = {s["name"] for s in shaped}
+    used = {s.name for s in shaped}
     function_text = onnx_api.function_text(op) if op.function else None
     return {
         "inputs": [
@@ -156,9 +156,9 @@ def _onnx_schema_context(op: OpDef) -> dict:
         "shaped_inputs": shaped,
         "shapes_known": " and ".join(
             (
-                f'({s["name"]}_type is None or {s["name"]}_type.tensor_type.HasField("shape"))'
-                if s["name"] in op.optional_inputs
-                else f'{s["name"]}_type.tensor_type.HasField("shape")'
+                f'({s.name}_type is None or {s.name}_type.tensor_type.HasField("shape"))'
+                if s.name in op.optional_inputs
+                else f'{s.name}_type.tensor_type.HasField("shape")'
             )
             for s in shaped
         )
