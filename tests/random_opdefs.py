@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import yaml
 from hypothesis import strategies as st
 
+from generator.api.names import Local
 from generator.model.names import OP_NAMESPACE_NAMES, OPGEN_NAMESPACE_NAMES, is_reserved
 from generator.model.types import AttrType, DType
 
@@ -147,6 +148,11 @@ def _free(name: str) -> bool:
     return not is_reserved(name)
 
 
+def _no_local_of_another(names: list[str]) -> bool:
+    """No name is one the generated code gives a local of another (`X` and `X_shape`)."""
+    return not any(a != b and a in Local.derived_from(b) for a in names for b in names)
+
+
 IDENTIFIERS = st.one_of(
     st.sampled_from([name for name in NEAR_MISSES if _free(name)]),
     st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True).filter(_free),
@@ -196,7 +202,9 @@ def attributes(draw, name: str) -> dict:
 def definitions(draw) -> tuple[str, dict]:
     """(file stem, definition as plain data) of a valid identity op."""
     stem = draw(st.from_regex(r"[a-z][a-z0-9_]{0,12}", fullmatch=True).filter(_free))
-    type_var, *names = draw(st.lists(IDENTIFIERS, min_size=3, max_size=9, unique=True))
+    type_var, *names = draw(
+        st.lists(IDENTIFIERS, min_size=3, max_size=9, unique=True).filter(_no_local_of_another)
+    )
     n_inputs = draw(st.integers(1, max(1, min(3, len(names) - 1))))
     n_outputs = draw(st.integers(1, min(2, len(names) - n_inputs)))
     inputs, outputs = names[:n_inputs], names[n_inputs : n_inputs + n_outputs]

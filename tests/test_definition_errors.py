@@ -194,6 +194,13 @@ CASES = [
         "tests.tolerances",
         "missing ['float16']",
     ),
+    (
+        "a name that is another name's generated local",
+        "  - name: Y",
+        "  - name: X_shape",
+        "outputs[0].name",
+        "'X_shape' is the name of a local the generated code declares for 'X' (its shape)",
+    ),
 ]
 
 
@@ -507,3 +514,34 @@ def test_reserved_names_cover_each_ops_cpp_namespace():
     declared = {name for name in declared if not re.fullmatch(r"Register_\w+_Schemas", name)}
     assert {"Attributes", "OrtKernel", "compute", "infer_shapes"} <= declared  # the parse works
     assert declared == OP_NAMESPACE_NAMES, declared ^ OP_NAMESPACE_NAMES
+
+
+def test_every_local_named_after_a_user_name_has_one_naming_rule():
+    """The generated code names locals after the user's names (`X_shape`, `attr_k`); the parser
+    refuses a user name that is another's local, so every such local must come from a rule of
+    api/names.Local. Any identifier in the generated C++ and Python that extends a tensor or
+    attribute name of its op must be one of that name's locals (or the name itself)."""
+    from generator.api.names import Local
+    from generator.parse.op import parse_opdef
+
+    found = 0
+    for definition in sorted((ROOT / "opdefs").glob("*.yaml")):
+        op = parse_opdef(definition, f"opdefs/{definition.name}")
+        names = [t.name for t in op.inputs + op.outputs] + [a.name for a in op.attributes]
+        # The values a definition's own nodes name (`alpha_cast = CastLike(...)`) are its own.
+        chosen = {value for node in op.nodes_used for value in node.outputs + node.inputs}
+        for path in sorted((ROOT / "generated" / op.op_id).iterdir()):
+            if path.suffix not in (".cc", ".h", ".py"):
+                continue
+            identifiers = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", path.read_text()))
+            for name in names:
+                pattern = re.compile(
+                    rf"(?:[A-Za-z0-9]+_)+{re.escape(name)}|{re.escape(name)}(?:_[A-Za-z0-9]+)+"
+                )
+                derived = {i for i in identifiers if pattern.fullmatch(i)}
+                found += len(derived)
+                # TorchScript's g.op takes attributes as typed keywords (alpha_f=...), no locals.
+                keywords = {f"{name}_{kind}" for kind in "ifs"}
+                unknown = derived - Local.derived_from(name) - chosen - keywords
+                assert not unknown, f"{path.name}: {sorted(unknown)} named after {name!r}"
+    assert found > 50  # the scan sees the locals

@@ -1,11 +1,35 @@
 """The names generated code gives its locals beside a user's names (a tensor `X` has the locals
 `X_shape`, `X_present`, ...). One owner, because the emitters spell expressions over these
-locals and the templates declare them; the reserved-name checks keep them from clashing."""
+locals, the templates declare them, and the parser refuses a user name that is another's local
+(`derived_from`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class Local:
+    """Each static method is one naming rule: the local it names for a user's name."""
+
+    @classmethod
+    def rules(cls) -> dict[str, Callable[[str], str]]:
+        return {
+            rule: method.__func__
+            for rule, method in vars(cls).items()
+            if isinstance(method, staticmethod)
+        }
+
+    @classmethod
+    def derived_from(cls, name: str) -> frozenset[str]:
+        """Every local the generated code may declare for the user's name `name`."""
+        return frozenset(rule(name) for rule in cls.rules().values())
+
+    @classmethod
+    def describe(cls, local: str, name: str) -> str:
+        """What the local `local` of `name` holds, in words: "its shape"."""
+        rules = [rule for rule, spell in cls.rules().items() if spell(name) == local]
+        return " or ".join("its " + rule.replace("_", " ") for rule in rules)
+
     # C++ wrappers (ONNX Runtime, pybind11, ONNX schema inference)
     @staticmethod
     def shape(tensor: str) -> str:
@@ -82,11 +106,22 @@ class Local:
         """The AttributeProto* the C++ schema test adds to its node."""
         return f"{name}_attribute"
 
+    # Python
+    @staticmethod
+    def incoming_gradient(output: str) -> str:
+        """The gradient flowing into an output, as backward formulas name it."""
+        return f"grad_{output}"
+
     # Python (the ONNX OpSchema's inference function)
     @staticmethod
     def onnx_dims(tensor: str) -> str:
         """The tensor's list of TensorShapeProto.Dimension (None when absent or unknown)."""
         return f"{tensor}_dims"
+
+    @staticmethod
+    def onnx_type(tensor: str) -> str:
+        """The tensor's TypeProto (None when an optional input is absent)."""
+        return f"{tensor}_type"
 
     @staticmethod
     def onnx_attribute(name: str) -> str:

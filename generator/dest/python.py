@@ -5,6 +5,7 @@ from __future__ import annotations
 from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.api import python_shapes
+from generator.api.names import Local
 from generator.dest import common
 from generator.model.op import OpDef
 from generator.model.shapes import OutputShape, SlicePart
@@ -112,7 +113,7 @@ def _autograd_context(op: OpDef) -> dict:
         "output_count": len(op.outputs),
         "tensor_names": ", ".join(tensors),
         "attribute_names_tuple": "".join(f"{name}, " for name in attributes).rstrip(" "),
-        "grad_params": ", ".join(f"grad_{t.name}" for t in op.outputs),
+        "grad_params": ", ".join(Local.incoming_gradient(t.name) for t in op.outputs),
         "gradient_exprs": [op.gradients.get(t.name, "None") for t in op.inputs]
         + ["None"] * len(attributes),
     }

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from generator.api.names import Local
 from generator.errors import ErrorCollector
 from generator.model.names import (
     ATEN_OVERLOAD,
@@ -117,7 +118,7 @@ def _parse_gradients(
     `grad_<output>` (the incoming gradient of each output)."""
     by_name = {t.name: t for t in inputs}
     names = set(by_name) | {a.name for a in attributes} | {o.name for o in outputs}
-    names |= {f"grad_{o.name}" for o in outputs}
+    names |= {Local.incoming_gradient(o.name) for o in outputs}
     result = {}
     for name, child in read.mapping(node, set(by_name), set()).items():
         tensor = by_name[name]
@@ -659,6 +660,22 @@ def _check_unique_names(fields: dict[str, Node], errors: ErrorCollector) -> None
                         "names in the kernel's C++ signature)"
                     )
                 )
+    _check_derived_names(seen, errors)
+
+
+def _check_derived_names(names: dict[str, Node], errors: ErrorCollector) -> None:
+    """The generated code declares locals named after the user's names (`X_shape`, `attr_k`,
+    ...): a name that is one of another name's locals would be declared twice."""
+    for name, node in names.items():
+        for other in names:
+            if other != name and name in Local.derived_from(other):
+                errors.add(
+                    node.error(
+                        f"'{name}' is the name of a local the generated code declares for "
+                        f"'{other}' ({Local.describe(name, other)}); choose another name"
+                    )
+                )
+                break
 
 
 def _override_reference(
