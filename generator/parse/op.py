@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import keyword
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,11 +11,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 from generator.api.names import Local
 from generator.errors import ErrorCollector
 from generator.model.names import (
-    ATEN_OVERLOAD,
     DOMAIN,
     MAX_NAME_LENGTH,
-    TORCH_NAME,
-    TORCH_NAMESPACES,
 )
 from generator.model.nodes import ExportRule
 from generator.model.op import (
@@ -25,7 +21,6 @@ from generator.model.op import (
     OpDef,
     ProvidedBy,
     Runtime,
-    TorchApi,
     TorchBinding,
 )
 from generator.model.shapes import ShapeRule
@@ -37,64 +32,10 @@ from generator.parse.expressions import parse_reference
 from generator.parse.nodes import default_export, parse_export, parse_function
 from generator.parse.tensors import parse_attribute, parse_tensor, parse_type_constraints
 from generator.parse.tests import MAX_TEST_ELEMENTS, parse_tests
+from generator.parse.torch import override_reference, parse_gradients, parse_torch
 from generator.shapes.compile import compile_shape_rule
 from generator.shapes.evaluate import evaluate_output_shapes
 from generator.source import Node, load_definition_file
-
-
-def _parse_torch(node: Node) -> TorchBinding:
-    fields = read.mapping(node, {"name", "api", "overrides"}, set())
-    if ("name" in fields) == ("overrides" in fields):
-        raise node.error(
-            "give exactly one of 'name' (a new PyTorch op 'namespace::name') or 'overrides' "
-            "(an existing overload such as 'aten::add.Tensor')"
-        )
-    if "overrides" in fields:
-        if "api" in fields:
-            raise fields["api"].error("'api' applies to new ops only, not to 'overrides'")
-        text = read.string(fields["overrides"])
-        match = ATEN_OVERLOAD.fullmatch(text)
-        if not match:
-            raise fields["overrides"].error(
-                f"'{text}' is not a PyTorch overload 'namespace::name.overload' "
-                "(e.g. aten::add.Tensor; the overload defaults to 'default')"
-            )
-        return TorchBinding(
-            match.group(1), match.group(2), TorchApi.library, match.group(3) or "default", True
-        )
-    qualified = read.string(fields["name"])
-    match = TORCH_NAME.fullmatch(qualified)
-    if not match:
-        raise fields["name"].error(
-            f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
-        )
-    if match.group(1) in TORCH_NAMESPACES:
-        raise fields["name"].error(
-            f"'{qualified}': namespace '{match.group(1)}' belongs to PyTorch, so a new op there "
-            f"would clash with its ops; did you mean 'overrides: {qualified}' (change how an "
-            "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
-            f"'my_ops::{match.group(2)}'"
-        )
-    api = TorchApi.library
-    if "api" in fields:
-        api_name = read.string(fields["api"])
-        if api_name not in TorchApi.__members__:
-            raise fields["api"].error(
-                f"expected one of {list(TorchApi.__members__)}, found '{api_name}'"
-            )
-        api = TorchApi[api_name]
-    for part in (match.group(1), match.group(2)):
-        if keyword.iskeyword(part):
-            raise fields["name"].error(
-                f"'{qualified}': '{part}' is a Python keyword, so torch.ops.{match.group(1)}."
-                f"{match.group(2)} cannot be written in Python; choose another name"
-            )
-    if match.group(2).endswith("_"):
-        raise fields["name"].error(
-            f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "
-            "TorchScript exporter looks the op up without it); choose a name without"
-        )
-    return TorchBinding(match.group(1), match.group(2), api)
 
 
 def _parse_versions(node: Node) -> tuple[int, ...]:
@@ -105,37 +46,6 @@ def _parse_versions(node: Node) -> tuple[int, ...]:
     if not versions or list(versions) != sorted(set(versions)):
         raise node.error(f"expected increasing versions such as [1, 2], found {list(versions)}")
     return versions
-
-
-def _parse_gradients(
-    node: Node,
-    inputs: tuple[TensorParam, ...],
-    outputs: tuple[TensorParam, ...],
-    attributes: tuple[Attribute, ...],
-    constraints: tuple[TypeConstraint, ...],
-) -> dict[str, str]:
-    """input -> a PyTorch expression of its gradient, over the inputs, attributes, outputs and
-    `grad_<output>` (the incoming gradient of each output)."""
-    by_name = {t.name: t for t in inputs}
-    names = set(by_name) | {a.name for a in attributes} | {o.name for o in outputs}
-    names |= {Local.incoming_gradient(o.name) for o in outputs}
-    result = {}
-    for name, child in read.mapping(node, set(by_name), set()).items():
-        tensor = by_name[name]
-        dtypes = (
-            next((tc.dtypes for tc in constraints if tc.name == tensor.type_var), None)
-            if tensor.type_var
-            else (tensor.dtype,)
-        )
-        if dtypes is not None and DType.float64 not in dtypes:  # None: reported elsewhere
-            raise child.error(
-                f"input '{name}' has a gradient, so float64 must be among its dtypes "
-                "(torch.autograd.gradcheck runs in float64)"
-            )
-        result[name] = parse_reference(child, names)
-    if not result:
-        raise node.error("give the gradient of at least one input")
-    return result
 
 
 def _parse_kernel(node: Node, definition_dir: Path) -> Kernel:
@@ -238,7 +148,7 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
     op_id = errors.attempt(read.op_id_field, Node(path.stem, d.root.location, "<file name>"))
     op_type, domain, versions = _read_onnx_name(d)
     doc = d.get("doc", read.string) or ""
-    torch_binding = d.get("torch", _parse_torch)
+    torch_binding = d.get("torch", parse_torch)
     signature = _read_signature(d)
     _check_signature(d, signature, versions)
     implementation_key = _implementation_key(d, versions)
@@ -266,7 +176,7 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
     )
     errors.raise_if_any()
     if reference is None:  # an override: the overload itself is the oracle
-        reference = _override_reference(
+        reference = override_reference(
             _given(torch_binding), signature.inputs, signature.attributes
         )
     op = OpDef(
@@ -529,7 +439,7 @@ def _read_gradients(
     gradients = (
         d.get(
             "gradients",
-            _parse_gradients,
+            parse_gradients,
             signature.inputs,
             signature.outputs,
             signature.attributes,
@@ -676,10 +586,3 @@ def _check_derived_names(names: dict[str, Node], errors: ErrorCollector) -> None
                     )
                 )
                 break
-
-
-def _override_reference(
-    binding: TorchBinding, inputs: tuple[TensorParam, ...], attributes: tuple[Attribute, ...]
-) -> str:
-    args = [t.name for t in inputs] + [f"{a.name}={a.name}" for a in attributes]
-    return f"torch.ops.{binding.namespace}.{binding.name}.{binding.overload}({', '.join(args)})"

@@ -1,0 +1,108 @@
+"""The `torch` section (a new PyTorch op, or an override of an existing overload) and the
+gradient formulas of a new op."""
+
+from __future__ import annotations
+
+import keyword
+
+from generator.api.names import Local
+from generator.model.names import ATEN_OVERLOAD, TORCH_NAME, TORCH_NAMESPACES
+from generator.model.op import TorchApi, TorchBinding
+from generator.model.tensors import Attribute, TensorParam
+from generator.model.types import DType, TypeConstraint
+from generator.parse import read
+from generator.parse.expressions import parse_reference
+from generator.source import Node
+
+
+def parse_torch(node: Node) -> TorchBinding:
+    fields = read.mapping(node, {"name", "api", "overrides"}, set())
+    if ("name" in fields) == ("overrides" in fields):
+        raise node.error(
+            "give exactly one of 'name' (a new PyTorch op 'namespace::name') or 'overrides' "
+            "(an existing overload such as 'aten::add.Tensor')"
+        )
+    if "overrides" in fields:
+        if "api" in fields:
+            raise fields["api"].error("'api' applies to new ops only, not to 'overrides'")
+        text = read.string(fields["overrides"])
+        match = ATEN_OVERLOAD.fullmatch(text)
+        if not match:
+            raise fields["overrides"].error(
+                f"'{text}' is not a PyTorch overload 'namespace::name.overload' "
+                "(e.g. aten::add.Tensor; the overload defaults to 'default')"
+            )
+        return TorchBinding(
+            match.group(1), match.group(2), TorchApi.library, match.group(3) or "default", True
+        )
+    qualified = read.string(fields["name"])
+    match = TORCH_NAME.fullmatch(qualified)
+    if not match:
+        raise fields["name"].error(
+            f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
+        )
+    if match.group(1) in TORCH_NAMESPACES:
+        raise fields["name"].error(
+            f"'{qualified}': namespace '{match.group(1)}' belongs to PyTorch, so a new op there "
+            f"would clash with its ops; did you mean 'overrides: {qualified}' (change how an "
+            "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
+            f"'my_ops::{match.group(2)}'"
+        )
+    api = TorchApi.library
+    if "api" in fields:
+        api_name = read.string(fields["api"])
+        if api_name not in TorchApi.__members__:
+            raise fields["api"].error(
+                f"expected one of {list(TorchApi.__members__)}, found '{api_name}'"
+            )
+        api = TorchApi[api_name]
+    for part in (match.group(1), match.group(2)):
+        if keyword.iskeyword(part):
+            raise fields["name"].error(
+                f"'{qualified}': '{part}' is a Python keyword, so torch.ops.{match.group(1)}."
+                f"{match.group(2)} cannot be written in Python; choose another name"
+            )
+    if match.group(2).endswith("_"):
+        raise fields["name"].error(
+            f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "
+            "TorchScript exporter looks the op up without it); choose a name without"
+        )
+    return TorchBinding(match.group(1), match.group(2), api)
+
+
+def parse_gradients(
+    node: Node,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attributes: tuple[Attribute, ...],
+    constraints: tuple[TypeConstraint, ...],
+) -> dict[str, str]:
+    """input -> a PyTorch expression of its gradient, over the inputs, attributes, outputs and
+    `grad_<output>` (the incoming gradient of each output)."""
+    by_name = {t.name: t for t in inputs}
+    names = set(by_name) | {a.name for a in attributes} | {o.name for o in outputs}
+    names |= {Local.incoming_gradient(o.name) for o in outputs}
+    result = {}
+    for name, child in read.mapping(node, set(by_name), set()).items():
+        tensor = by_name[name]
+        dtypes = (
+            next((tc.dtypes for tc in constraints if tc.name == tensor.type_var), None)
+            if tensor.type_var
+            else (tensor.dtype,)
+        )
+        if dtypes is not None and DType.float64 not in dtypes:  # None: reported elsewhere
+            raise child.error(
+                f"input '{name}' has a gradient, so float64 must be among its dtypes "
+                "(torch.autograd.gradcheck runs in float64)"
+            )
+        result[name] = parse_reference(child, names)
+    if not result:
+        raise node.error("give the gradient of at least one input")
+    return result
+
+
+def override_reference(
+    binding: TorchBinding, inputs: tuple[TensorParam, ...], attributes: tuple[Attribute, ...]
+) -> str:
+    args = [t.name for t in inputs] + [f"{a.name}={a.name}" for a in attributes]
+    return f"torch.ops.{binding.namespace}.{binding.name}.{binding.overload}({', '.join(args)})"
