@@ -4,7 +4,6 @@ target shares and how messages spell values."""
 from __future__ import annotations
 
 import builtins
-
 import json
 import math
 import struct
