@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TypeAlias
 
 from generator.model.nodes import AttrRef, NodeAttribute, OnnxNode
 from generator.model.op import OpDef
@@ -74,7 +75,14 @@ _TEXT_ATTR_TYPE = {
 }
 
 
-def text_value(value) -> str:
+# A literal value of a node attribute or an attribute default: a number (bools are ints), a
+# string, a dtype (an int attribute given by a dtype's name), or a list of them.
+_TextLiteral: TypeAlias = (
+    "int | float | str | DType | tuple[_TextLiteral, ...] | list[_TextLiteral]"
+)
+
+
+def text_value(value: _TextLiteral) -> str:
     """A literal in ONNX's text syntax. Its strings know only two escapes, \\ and \" (a
     backslash before anything else is dropped), so every other character stays as it is."""
     if isinstance(value, DType):
@@ -105,7 +113,10 @@ def node_text(node: OnnxNode) -> str:
 
 def function_text(op: OpDef) -> str:
     """The whole function, for onnx.parser.parse_function."""
-    opsets = f'"": {op.function.opset}'  # bodies use standard ops only (generator/parse/nodes.py)
+    function = op.function
+    if function is None:
+        raise ValueError(f"{op.op_id} is not an ONNX function")
+    opsets = f'"": {function.opset}'  # bodies use standard ops only (generator/parse/nodes.py)
     attrs = ", ".join(
         f"{a.name}: {_TEXT_ATTR_TYPE[a.type]}"
         + ("" if a.required else f" = {text_value(a.default)}")
@@ -116,7 +127,7 @@ def function_text(op: OpDef) -> str:
         + (f" <{attrs}>" if attrs else "")
         + f" ({', '.join(t.name for t in op.inputs)}) => ({', '.join(t.name for t in op.outputs)})"
     )
-    body = "\n".join(f"  {node_text(n)}" for n in op.function.nodes)
+    body = "\n".join(f"  {node_text(n)}" for n in function.nodes)
     return (
         f"<\n  domain: {json.dumps(op.domain)},\n  opset_import: [{opsets}]\n>\n"
         f"{signature}\n{{\n{body}\n}}\n"

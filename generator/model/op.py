@@ -105,6 +105,12 @@ class OpDef:
     # As messages on the terminal name it: relative to the working directory (or absolute).
     display_path: str = field(default="", compare=False)
 
+    def __post_init__(self) -> None:
+        # The parser rejects an ONNX name given in part; code that tests one of these fields
+        # (defines_onnx_op tests op_type) relies on the other two being there as well.
+        if len({self.op_type is None, self.domain is None, self.version is None}) > 1:
+            raise ValueError(f"{self.op_id}: give op_type, domain and version together, or none")
+
     def located(self, field_path: str, message: str) -> DefinitionError:
         root = Location(self.display_path, 1, 1)
         return DefinitionError(self.locations.get(field_path, root), field_path, message)

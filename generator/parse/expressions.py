@@ -25,7 +25,7 @@ def parse_expression(text: str) -> ast.Expression:
         tree = ast.parse(text, mode="eval")
     except (RecursionError, MemoryError, ValueError):  # last resort; the length bounds these
         raise SyntaxError("nested too deeply") from None
-    level = [tree]  # breadth first, level by level: no recursion
+    level: list[ast.AST] = [tree]  # breadth first, level by level: no recursion
     for _ in range(MAX_EXPRESSION_DEPTH):
         level = [child for parent in level for child in ast.iter_child_nodes(parent)]
         if not level:

@@ -27,7 +27,10 @@ NODE_SYNTAX = "'Y = Op(X)', 'Y = domain::Op<attr=value, other=@attribute>(X, Z)'
 
 def _split_top_level(text: str) -> list[str]:
     """Splits on commas outside brackets and quotes."""
-    parts, depth, quote, current = [], 0, None, []
+    parts: list[str] = []
+    current: list[str] = []  # characters of the part being read
+    depth = 0
+    quote: str | None = None
     for char in text:
         if quote:
             quote = None if char == quote else quote
@@ -188,8 +191,8 @@ def parse_export(
     outputs: tuple[TensorParam, ...],
     attrs: dict[str, Attribute],
 ) -> tuple[ExportRule, ...]:
-    rules = []
-    seen_when: set[tuple] = set()
+    rules: list[ExportRule] = []
+    seen_when: set[tuple[tuple[str, Any], ...]] = set()
     for item in read.sequence(node):
         fields = read.mapping(item, {"when", "nodes"}, {"nodes"})
         when = []
@@ -209,7 +212,12 @@ def parse_export(
 
 
 def default_export(
-    op_type: str, domain: str, inputs, outputs, attributes, location: Location
+    op_type: str,
+    domain: str,
+    inputs: tuple[TensorParam, ...],
+    outputs: tuple[TensorParam, ...],
+    attributes: tuple[Attribute, ...],
+    location: Location,
 ) -> tuple[ExportRule, ...]:
     """One node of the op itself, every attribute passed through."""
     node = OnnxNode(

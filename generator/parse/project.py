@@ -6,10 +6,19 @@ from generator.errors import DefinitionError, ErrorCollector
 from generator.model.nodes import EAGER_STANDARD_OPS
 from generator.model.op import OpDef
 
+# What a definition defines (a file name, an ONNX op, a PyTorch overload), then the parts of
+# its name: no two definitions may share one.
+_Key = tuple[str | int | None, ...]
+
 
 def onnx_op_index(ops: list[OpDef]) -> dict[tuple[str, str], OpDef]:
     """(domain, op type) -> the definition of that ONNX op."""
-    return {(op.domain, op.op_type): op for op in ops if op.defines_onnx_op}
+    # op.defines_onnx_op, spelled so that mypy narrows (OpDef.__post_init__: both or neither).
+    return {
+        (op.domain, op.op_type): op
+        for op in ops
+        if op.domain is not None and op.op_type is not None
+    }
 
 
 def export_targets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[OpDef]:
@@ -21,11 +30,13 @@ def check_project(ops: list[OpDef]) -> None:
     """Cross-definition rules: unique op ids, ONNX names and PyTorch names; every custom op a
     node calls is defined in the project."""
     errors = ErrorCollector()
-    seen: dict[tuple, OpDef] = {}
+    seen: dict[_Key, OpDef] = {}
     by_domain_ident: dict[str, OpDef] = {}
     for op in ops:
         # The op id names output files; some file systems ignore case, so compare without it.
-        keys = [(("file name (ignoring case)", op.op_id.lower()), "<file name>")]
+        keys: list[tuple[_Key, str]] = [
+            (("file name (ignoring case)", op.op_id.lower()), "<file name>")
+        ]
         if op.defines_onnx_op:
             keys.append(
                 (("ONNX op (domain, type, version)", op.domain, op.op_type, op.version), "op")

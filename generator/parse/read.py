@@ -148,7 +148,7 @@ def boolean(node: Node) -> bool:
 
 
 def sequence(node: Node) -> list[Node]:
-    if not node.is_sequence:
+    if not isinstance(node.value, list):  # node.is_sequence, spelled so that mypy narrows
         raise node.error(f"expected a list, found {kind_of(node)}")
     return node.value
 

@@ -47,7 +47,9 @@ def parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeCons
     for name, child in node.value.items():
         key_node = Node(name, child.key_location or child.location, child.path)
 
-        def parse_one(name=name, child=child, key_node=key_node) -> TypeConstraint:
+        def parse_one(
+            name: str = name, child: Node = child, key_node: Node = key_node
+        ) -> TypeConstraint:
             read.identifier(key_node, "type variable")
             doc = ""
             types_node = child
@@ -184,7 +186,7 @@ def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
             f"unknown attribute type '{type_name}'; expected one of {[t.value for t in AttrType]}"
         ) from None
     required = "default" not in fields
-    default = None
+    default: Any = None  # YAML data of the attribute's type (checked by attr_value)
     if not required:
         # A bad default is reported without dropping the attribute: its absence would cascade
         # into errors wherever it is used. (The definition fails anyway.)

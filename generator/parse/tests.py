@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from generator.errors import ErrorCollector
@@ -24,7 +25,7 @@ from generator.source import Node
 
 
 def _tensor_literal(node: Node) -> Any:
-    def check(value, where: Node):
+    def check(value: object, where: Node) -> None:
         if isinstance(value, list):
             for v in value:
                 check(v, where)
@@ -99,10 +100,10 @@ def parse_tests(
             )
         return values
 
-    known = []
+    known: list[KnownCase] = []
     for item in read.sequence(fields["known"]) if "known" in fields else []:
 
-        def parse_known(item=item) -> KnownCase:
+        def parse_known(item: Node = item) -> KnownCase:
             kf = read.mapping(
                 item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"}
             )
@@ -117,19 +118,19 @@ def parse_tests(
             )
             return KnownCase(ins, outs, _parse_case_attributes(kf, attrs, item), only)
 
-        case = errors.attempt(parse_known)
-        if case:
-            known.append(case)
+        known_case = errors.attempt(parse_known)
+        if known_case:
+            known.append(known_case)
 
-    random = []
+    random: list[RandomCase] = []
     for item in read.sequence(fields["random"]) if "random" in fields else []:
 
-        def parse_random(item=item) -> RandomCase:
+        def parse_random(item: Node = item) -> RandomCase:
             rf = read.mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
-            shapes = {}
+            shapes: dict[str, tuple[int | str, ...]] = {}  # a str: a dynamic dim's symbol
             shape_nodes = tensor_map(rf["shapes"], input_names)
             for name, shape_node in shape_nodes.items():
-                dims = []
+                dims: list[int | str] = []
                 for d in read.sequence(shape_node):
                     if isinstance(d.value, int) and not isinstance(d.value, bool):
                         dims.append(read.integer(d, minimum=0))
@@ -140,7 +141,7 @@ def parse_tests(
                             f"expected a size or a dynamic dim name, found {read.kind_of(d)}"
                         )
                 shapes[name] = tuple(dims)
-            dynamic = {}
+            dynamic: dict[str, tuple[int, ...]] = {}
             if "dynamic" in rf:
                 for sym, sizes in read.mapping(rf["dynamic"], set(_symbols(shapes)), set()).items():
                     values = tuple(_dynamic_size(s) for s in read.sequence(sizes))
@@ -156,46 +157,45 @@ def parse_tests(
             unbound = set(_symbols(shapes)) - dynamic.keys()
             if unbound:
                 raise item.error(f"dynamic dims {sorted(unbound)} need sizes under 'dynamic'")
-            for name, dims in shapes.items():
-                _check_test_tensor_size(shape_nodes[name], f"input '{name}'", dims, dynamic)
-            samples = {}
+            for name, shape in shapes.items():
+                _check_test_tensor_size(shape_nodes[name], f"input '{name}'", shape, dynamic)
+            samples: dict[str, str] = {}
             if "sample" in rf:
                 for name, expr in read.mapping(rf["sample"], set(shapes), set()).items():
                     samples[name] = parse_reference(expr, {"shape", "gen"})
             return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, attrs, item))
 
-        case = errors.attempt(parse_random)
-        if case:
-            random.append(case)
+        random_case = errors.attempt(parse_random)
+        if random_case:
+            random.append(random_case)
 
     if "random" not in fields or not fields["random"].value:
         errors.add(node.error("give at least one case under 'random' (it drives the export tests)"))
-    error_cases = []
+    error_cases: list[ErrorCase] = []
     for item in read.sequence(fields["errors"]) if "errors" in fields else []:
 
-        def parse_error(item=item) -> ErrorCase:
+        def parse_error(item: Node = item) -> ErrorCase:
             ef = read.mapping(item, {"shapes", "inputs", "message", "attributes"}, {"message"})
             if ("shapes" in ef) == ("inputs" in ef):
                 raise item.error(
                     "give exactly one of 'shapes' (a shape error) or 'inputs' (values)"
                 )
-            values = None
+            values: dict[str, Any] | None = None
+            shapes: dict[str, tuple[int, ...]] = {}
             if "inputs" in ef:
                 values = {
                     k: _tensor_literal(v) for k, v in tensor_map(ef["inputs"], input_names).items()
                 }
-                shapes = {}
             else:
-                shapes = {}
                 for name, s in tensor_map(ef["shapes"], input_names).items():
                     shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
                     _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
             message = read.string(ef["message"])
             return ErrorCase(shapes, values, message, _parse_case_attributes(ef, attrs, item))
 
-        case = errors.attempt(parse_error)
-        if case:
-            error_cases.append(case)
+        error_case = errors.attempt(parse_error)
+        if error_case:
+            error_cases.append(error_case)
 
     builtins = []
     for item in (
@@ -227,7 +227,7 @@ def _dynamic_size(node: Node) -> int:
 
 
 def _check_test_tensor_size(
-    node: Node, what: str, dims: tuple[int | str, ...], dynamic: dict[str, tuple[int, ...]]
+    node: Node, what: str, dims: tuple[int | str, ...], dynamic: Mapping[str, tuple[int, ...]]
 ) -> None:
     """A test tensor must stay below MAX_TEST_ELEMENTS at each of the case's sizes."""
     for index in range(max((len(sizes) for sizes in dynamic.values()), default=1)):
@@ -239,5 +239,5 @@ def _check_test_tensor_size(
             )
 
 
-def _symbols(shapes: dict[str, tuple[int | str, ...]]) -> list[str]:
+def _symbols(shapes: Mapping[str, tuple[int | str, ...]]) -> list[str]:
     return [d for dims in shapes.values() for d in dims if isinstance(d, str)]

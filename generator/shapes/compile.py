@@ -368,8 +368,10 @@ def _range_message(op_type: str, attr: Attribute) -> str:
     lo, hi = attr.minimum, attr.maximum
     if lo is not None and hi is not None:
         bound = f"between {message_value(lo)} and {message_value(hi)}"
-    else:
-        bound = (
-            f"at least {message_value(lo)}" if lo is not None else f"at most {message_value(hi)}"
-        )
+    elif lo is not None:
+        bound = f"at least {message_value(lo)}"
+    elif hi is not None:
+        bound = f"at most {message_value(hi)}"
+    else:  # _attribute_checks makes a RangeCheck only for an attribute with a bound
+        raise ValueError(f"attribute {attr.name!r} has no min or max")
     return f"{op_type}: attribute '{attr.name}' must be {bound}"

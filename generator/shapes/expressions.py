@@ -50,15 +50,10 @@ def dim_expression_tree(text: str, node: Node) -> ast.expr:
     except SyntaxError as exc:
         raise node.error(f"{_shown(text)} is not a valid dim expression: {exc.msg}") from None
     for sub in ast.walk(tree):
-        allowed = (
-            isinstance(sub, ast.Name | ast.Load | ast.BinOp)
-            or type(sub) in _BINARY_OPS
-            or (isinstance(sub, ast.Constant) and type(sub.value) is int)
-        )
-        if not allowed:
-            raise node.error(f"'{text}': a dim expression uses {DIM_EXPRESSION_SYNTAX}")
-        if isinstance(sub, ast.Constant):
+        if isinstance(sub, ast.Constant) and type(sub.value) is int:  # not bool, str or float
             read.in_int64(sub.value, node)
+        elif not (isinstance(sub, ast.Name | ast.Load | ast.BinOp) or type(sub) in _BINARY_OPS):
+            raise node.error(f"'{text}': a dim expression uses {DIM_EXPRESSION_SYNTAX}")
     return tree
 
 
@@ -69,7 +64,7 @@ def dim_expression(
     its constant parts are checked here (a divisor must be positive, values fit in int64)."""
 
     def build(sub: ast.expr) -> DimExpr:
-        if isinstance(sub, ast.Constant):
+        if isinstance(sub, ast.Constant) and type(sub.value) is int:  # the only constants allowed
             return Constant(sub.value, text=str(sub.value))
         if isinstance(sub, ast.Name):
             if sub.id in bound:
