@@ -36,6 +36,7 @@ from generator.shapes.spell import (
     SpelledCheck,
     Test,
     fold,
+    spell_all_checks,
     spell_attribute_checks,
     spell_input_checks,
     spell_parts,
@@ -177,10 +178,7 @@ class ConcreteShapes(_CppSyntax):
 
 def concrete_checks(op: OpDef) -> list[SpelledCheck]:
     """Each check: a C++ condition that must hold, the message, and the values to report."""
-    spelling = ConcreteShapes(op.optional_inputs)
-    return spell_attribute_checks(op.shape_rule, spelling) + spell_input_checks(
-        op.shape_rule, spelling, op.optional_inputs
-    )
+    return spell_all_checks(op.shape_rule, ConcreteShapes(op.optional_inputs), op.optional_inputs)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from generator.shapes.spell import (
     SpelledCheck,
     Test,
     fold,
+    spell_all_checks,
     spell_attribute_checks,
     spell_input_checks,
     spell_parts,
@@ -156,10 +157,7 @@ class TorchShapes(_PythonSyntax):
 
 
 def torch_checks(op: OpDef) -> list[SpelledCheck]:
-    spelling = TorchShapes(op.optional_inputs)
-    return spell_attribute_checks(op.shape_rule, spelling) + spell_input_checks(
-        op.shape_rule, spelling, op.optional_inputs
-    )
+    return spell_all_checks(op.shape_rule, TorchShapes(op.optional_inputs), op.optional_inputs)
 
 
 def torch_output_shapes(op: OpDef) -> list[dict[str, str]]:

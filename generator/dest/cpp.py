@@ -260,15 +260,13 @@ class InferredOutput:
 
 
 @dataclass(frozen=True)
-class OrtOpView:
-    """ort_op.cc: the ONNX Runtime custom op (kernel, shape inference, registration)."""
+class KernelWrapperView:
+    """What both kernel wrappers (ONNX Runtime, pybind11) read: they check the shapes, make
+    the views and outputs, and call compute."""
 
     op_id: str
     op_type: str
     domain: str
-    version: int
-    versions_text: str
-    first_version: int
     template_decl: str
     template_args: str
     attributes: tuple[CppAttribute, ...]
@@ -276,12 +274,42 @@ class OrtOpView:
     outputs: tuple[KernelOutput, ...]
     shape_args: str
     compute_args: str
+    instantiations: tuple[KernelInstantiation, ...]
+
+
+def _kernel_wrapper_view(
+    op: OpDef, data: Callable[[TensorParam], str], context: str
+) -> KernelWrapperView:
+    """`data` spells where the wrapper finds an input's elements, `context` is what it passes
+    compute as its opgen::Context."""
+    assert op.op_type is not None and op.domain is not None
+    return KernelWrapperView(
+        op_id=op.op_id,
+        op_type=op.op_type,
+        domain=op.domain,
+        template_decl=common.template_decl(op),
+        template_args=common.template_args(op),
+        attributes=tuple(CppAttribute.of(a) for a in op.attributes),
+        inputs=_inputs(op, data),
+        outputs=_outputs(op),
+        shape_args=_shape_args(op),
+        compute_args=_compute_args(op, context),
+        instantiations=_instantiations(op),
+    )
+
+
+@dataclass(frozen=True)
+class OrtOpView(KernelWrapperView):
+    """ort_op.cc: the ONNX Runtime custom op (kernel, shape inference, registration)."""
+
+    version: int
+    versions_text: str
+    first_version: int
     rank_ambiguous_indices: str  # inputs whose rank 0 could mean "unknown rank" (not scalars)
     rule_attributes: tuple[RuleAttribute, ...]
     inferred_outputs: tuple[InferredOutput, ...]
     has_optional_inputs: bool
     optional_flags: str
-    instantiations: tuple[KernelInstantiation, ...]
 
 
 def ort_op_view(op: OpDef) -> OrtOpView:
@@ -296,19 +324,10 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         return f"context.element_type({input_index[source]})"
 
     return OrtOpView(
-        op_id=op.op_id,
-        op_type=op.op_type,
-        domain=op.domain,
+        **vars(_kernel_wrapper_view(op, _ort_data, "pool")),
         version=op.version,
         versions_text=", ".join(str(v) for v in op.versions),
         first_version=op.versions[0],
-        template_decl=common.template_decl(op),
-        template_args=common.template_args(op),
-        attributes=tuple(CppAttribute.of(a) for a in op.attributes),
-        inputs=_inputs(op, _ort_data),
-        outputs=_outputs(op),
-        shape_args=_shape_args(op),
-        compute_args=_compute_args(op, "pool"),
         rank_ambiguous_indices=", ".join(
             str(i.index)
             for i in common.shaped_inputs(op)
@@ -324,24 +343,13 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         ),
         has_optional_inputs=any(t.optional for t in op.inputs),
         optional_flags=", ".join(cpp.bool_literal(t.optional) for t in op.inputs),
-        instantiations=_instantiations(op),
     )
 
 
 @dataclass(frozen=True)
-class PybindOpView:
+class PybindOpView(KernelWrapperView):
     """pybind_op.cc: the kernel bound for numpy arrays."""
 
-    op_id: str
-    op_type: str
-    domain: str
-    template_decl: str
-    template_args: str
-    attributes: tuple[CppAttribute, ...]
-    inputs: tuple[KernelInput, ...]
-    outputs: tuple[KernelOutput, ...]
-    shape_args: str
-    compute_args: str
     pybind_params: str
     binding_params: str
     binding_arg_specs: tuple[str, ...]
@@ -350,7 +358,6 @@ class PybindOpView:
     dtype_list_expr: str
     supported_dtypes: str
     doc_literal: str
-    instantiations: tuple[KernelInstantiation, ...]
 
 
 def pybind_op_view(op: OpDef) -> PybindOpView:
@@ -372,16 +379,7 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
         for t in op.inputs
     )
     return PybindOpView(
-        op_id=op.op_id,
-        op_type=op.op_type,
-        domain=op.domain,
-        template_decl=common.template_decl(op),
-        template_args=common.template_args(op),
-        attributes=tuple(CppAttribute.of(a) for a in op.attributes),
-        inputs=_inputs(op, _numpy_data),
-        outputs=_outputs(op),
-        shape_args=_shape_args(op),
-        compute_args=_compute_args(op, "serial"),
+        **vars(_kernel_wrapper_view(op, _numpy_data, "serial")),
         pybind_params=", ".join(array_params),
         binding_params=", ".join(array_params + attr_params),
         binding_arg_specs=tuple(
@@ -393,7 +391,6 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
         dtype_list_expr=' + ", " + '.join(Local.dtype_name(t.name) for t in op.inputs),
         supported_dtypes=supported,
         doc_literal=cpp.string_literal(op.doc),
-        instantiations=_instantiations(op),
     )
 
 

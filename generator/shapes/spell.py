@@ -165,6 +165,15 @@ def spell_input_checks(
     return result
 
 
+def spell_all_checks(
+    rule: ShapeRule, spelling: CheckSpelling, optional_inputs: frozenset[str]
+) -> list[SpelledCheck]:
+    """The attribute checks, then the input checks: what a kernel runs before it computes."""
+    return spell_attribute_checks(rule, spelling) + spell_input_checks(
+        rule, spelling, optional_inputs
+    )
+
+
 class PartSpelling(Protocol[T_co]):
     """What each part of an output shape is in one target."""
 
