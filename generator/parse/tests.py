@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from generator.errors import ErrorCollector
 from generator.model.names import IDENTIFIER
@@ -56,6 +57,39 @@ def _parse_case_attributes(
     return {name: attr_value(child, attrs[name].type) for name, child in values.items()}
 
 
+@dataclass(frozen=True)
+class _Signature:
+    """What the test cases of an op name: its inputs, outputs and attributes."""
+
+    inputs: tuple[TensorParam, ...]
+    outputs: tuple[TensorParam, ...]
+    attrs: dict[str, Attribute]
+
+    @property
+    def input_names(self) -> set[str]:
+        return {t.name for t in self.inputs}
+
+    @property
+    def output_names(self) -> set[str]:
+        return {t.name for t in self.outputs}
+
+    def tensor_map(self, node: Node, names: set[str]) -> dict[str, Node]:
+        """Every required input (or output) by name; optional inputs may be left out (absent),
+        but only trailing ones, as ONNX omits them."""
+        optional = [t.name for t in self.inputs if t.optional]
+        values = read.mapping(node, names, names - set(optional)) if names else {}
+        given = [name in values for name in optional]
+        if names == self.input_names and given != sorted(given, reverse=True):
+            raise node.error(
+                f"optional inputs {optional} may be left out only from the end (ONNX omits "
+                "trailing optional inputs)"
+            )
+        return values
+
+
+Case = TypeVar("Case")
+
+
 def parse_tests(
     node: Node,
     inputs: tuple[TensorParam, ...],
@@ -67,12 +101,34 @@ def parse_tests(
     fields = read.mapping(
         node, {"tolerances", "known", "random", "errors", "builtin_equivalents"}, set()
     )
-    input_names = {t.name for t in inputs}
-    output_names = {t.name for t in outputs}
+    signature = _Signature(inputs, outputs, attrs)
+    tolerances = _parse_tolerances(node, fields.get("tolerances"), dtypes, errors)
 
-    # Required only where an output is floating (integer and bool outputs compare exactly).
+    def cases(key: str, parse: Callable[[Node, _Signature], Case]) -> tuple[Case, ...]:
+        """Each case of a list, parsed on its own: one bad case does not hide the others."""
+        items = read.sequence(fields[key]) if key in fields else []
+        parsed = [errors.attempt(parse, item, signature) for item in items]
+        return tuple(case for case in parsed if case)
+
+    known = cases("known", _parse_known)
+    random = cases("random", _parse_random)
+    if "random" not in fields or not fields["random"].value:
+        errors.add(node.error("give at least one case under 'random' (it drives the export tests)"))
+    error_cases = cases("errors", _parse_error)
+    builtins = [
+        _parse_builtin(item)
+        for item in (
+            read.sequence(fields["builtin_equivalents"]) if "builtin_equivalents" in fields else []
+        )
+    ]
+    return Tests(tolerances, known, random, error_cases, tuple(builtins))
+
+
+def _parse_tolerances(
+    node: Node, tol_node: Node | None, dtypes: tuple[DType, ...], errors: ErrorCollector
+) -> dict[DType, Tolerance]:
+    """Required only where an output is floating (integer and bool outputs compare exactly)."""
     tolerances: dict[DType, Tolerance] = {}
-    tol_node = fields.get("tolerances")
     for name, child in (
         read.mapping(tol_node, {d.value for d in DType}, set()).items() if tol_node else ()
     ):
@@ -85,129 +141,92 @@ def parse_tests(
                 f"declare tolerances for every floating output dtype; missing {missing}"
             )
         )
+    return tolerances
 
-    optional = [t.name for t in inputs if t.optional]
 
-    def tensor_map(n: Node, names: set[str]) -> dict[str, Node]:
-        """Every required input (or output) by name; optional inputs may be left out (absent),
-        but only trailing ones, as ONNX omits them."""
-        values = read.mapping(n, names, names - set(optional)) if names else {}
-        given = [name in values for name in optional]
-        if names is input_names and given != sorted(given, reverse=True):
-            raise n.error(
-                f"optional inputs {optional} may be left out only from the end (ONNX omits "
-                "trailing optional inputs)"
-            )
-        return values
+def _parse_known(item: Node, signature: _Signature) -> KnownCase:
+    kf = read.mapping(item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"})
+    ins = {
+        k: _tensor_literal(v)
+        for k, v in signature.tensor_map(kf["inputs"], signature.input_names).items()
+    }
+    outs = {
+        k: _tensor_literal(v)
+        for k, v in signature.tensor_map(kf["outputs"], signature.output_names).items()
+    }
+    only = tuple(read.dtype(d) for d in read.sequence(kf["dtypes"])) if "dtypes" in kf else None
+    return KnownCase(ins, outs, _parse_case_attributes(kf, signature.attrs, item), only)
 
-    known: list[KnownCase] = []
-    for item in read.sequence(fields["known"]) if "known" in fields else []:
 
-        def parse_known(item: Node = item) -> KnownCase:
-            kf = read.mapping(
-                item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"}
-            )
-            ins = {k: _tensor_literal(v) for k, v in tensor_map(kf["inputs"], input_names).items()}
-            outs = {
-                k: _tensor_literal(v) for k, v in tensor_map(kf["outputs"], output_names).items()
-            }
-            only = (
-                tuple(read.dtype(d) for d in read.sequence(kf["dtypes"]))
-                if "dtypes" in kf
-                else None
-            )
-            return KnownCase(ins, outs, _parse_case_attributes(kf, attrs, item), only)
+def _parse_random(item: Node, signature: _Signature) -> RandomCase:
+    rf = read.mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
+    shapes: dict[str, tuple[int | str, ...]] = {}  # a str: a dynamic dim's symbol
+    shape_nodes = signature.tensor_map(rf["shapes"], signature.input_names)
+    for name, shape_node in shape_nodes.items():
+        shapes[name] = tuple(_random_dim(d) for d in read.sequence(shape_node))
+    dynamic = _parse_dynamic(rf["dynamic"], shapes) if "dynamic" in rf else {}
+    unbound = set(_symbols(shapes)) - dynamic.keys()
+    if unbound:
+        raise item.error(f"dynamic dims {sorted(unbound)} need sizes under 'dynamic'")
+    for name, shape in shapes.items():
+        _check_test_tensor_size(shape_nodes[name], f"input '{name}'", shape, dynamic)
+    samples: dict[str, str] = {}
+    if "sample" in rf:
+        for name, expr in read.mapping(rf["sample"], set(shapes), set()).items():
+            samples[name] = parse_reference(expr, {"shape", "gen"})
+    return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, signature.attrs, item))
 
-        known_case = errors.attempt(parse_known)
-        if known_case:
-            known.append(known_case)
 
-    random: list[RandomCase] = []
-    for item in read.sequence(fields["random"]) if "random" in fields else []:
+def _random_dim(node: Node) -> int | str:
+    if isinstance(node.value, int) and not isinstance(node.value, bool):
+        return read.integer(node, minimum=0)
+    if isinstance(node.value, str) and IDENTIFIER.fullmatch(node.value):
+        return node.value
+    raise node.error(f"expected a size or a dynamic dim name, found {read.kind_of(node)}")
 
-        def parse_random(item: Node = item) -> RandomCase:
-            rf = read.mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
-            shapes: dict[str, tuple[int | str, ...]] = {}  # a str: a dynamic dim's symbol
-            shape_nodes = tensor_map(rf["shapes"], input_names)
-            for name, shape_node in shape_nodes.items():
-                dims: list[int | str] = []
-                for d in read.sequence(shape_node):
-                    if isinstance(d.value, int) and not isinstance(d.value, bool):
-                        dims.append(read.integer(d, minimum=0))
-                    elif isinstance(d.value, str) and IDENTIFIER.fullmatch(d.value):
-                        dims.append(d.value)
-                    else:
-                        raise d.error(
-                            f"expected a size or a dynamic dim name, found {read.kind_of(d)}"
-                        )
-                shapes[name] = tuple(dims)
-            dynamic: dict[str, tuple[int, ...]] = {}
-            if "dynamic" in rf:
-                for sym, sizes in read.mapping(rf["dynamic"], set(_symbols(shapes)), set()).items():
-                    values = tuple(_dynamic_size(s) for s in read.sequence(sizes))
-                    if len(values) < 2:
-                        raise sizes.error("give at least two sizes so the dynamic dim is exercised")
-                    dynamic[sym] = values
-                if len({len(sizes) for sizes in dynamic.values()}) > 1:
-                    counts = {sym: len(sizes) for sym, sizes in dynamic.items()}
-                    raise rf["dynamic"].error(
-                        "every dynamic dim of a case needs the same number of sizes (the tests "
-                        f"run the first sizes together, then the second, ...); found {counts}"
-                    )
-            unbound = set(_symbols(shapes)) - dynamic.keys()
-            if unbound:
-                raise item.error(f"dynamic dims {sorted(unbound)} need sizes under 'dynamic'")
-            for name, shape in shapes.items():
-                _check_test_tensor_size(shape_nodes[name], f"input '{name}'", shape, dynamic)
-            samples: dict[str, str] = {}
-            if "sample" in rf:
-                for name, expr in read.mapping(rf["sample"], set(shapes), set()).items():
-                    samples[name] = parse_reference(expr, {"shape", "gen"})
-            return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, attrs, item))
 
-        random_case = errors.attempt(parse_random)
-        if random_case:
-            random.append(random_case)
-
-    if "random" not in fields or not fields["random"].value:
-        errors.add(node.error("give at least one case under 'random' (it drives the export tests)"))
-    error_cases: list[ErrorCase] = []
-    for item in read.sequence(fields["errors"]) if "errors" in fields else []:
-
-        def parse_error(item: Node = item) -> ErrorCase:
-            ef = read.mapping(item, {"shapes", "inputs", "message", "attributes"}, {"message"})
-            if ("shapes" in ef) == ("inputs" in ef):
-                raise item.error(
-                    "give exactly one of 'shapes' (a shape error) or 'inputs' (values)"
-                )
-            values: dict[str, Any] | None = None
-            shapes: dict[str, tuple[int, ...]] = {}
-            if "inputs" in ef:
-                values = {
-                    k: _tensor_literal(v) for k, v in tensor_map(ef["inputs"], input_names).items()
-                }
-            else:
-                for name, s in tensor_map(ef["shapes"], input_names).items():
-                    shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
-                    _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
-            message = read.string(ef["message"])
-            return ErrorCase(shapes, values, message, _parse_case_attributes(ef, attrs, item))
-
-        error_case = errors.attempt(parse_error)
-        if error_case:
-            error_cases.append(error_case)
-
-    builtins = []
-    for item in (
-        read.sequence(fields["builtin_equivalents"]) if "builtin_equivalents" in fields else []
-    ):
-        bf = read.mapping(item, {"domain", "op", "version"}, {"domain", "op", "version"})
-        builtins.append(
-            BuiltinEquivalent(
-                read.string(bf["domain"]), read.string(bf["op"]), read.version_number(bf["version"])
-            )
+def _parse_dynamic(
+    node: Node, shapes: Mapping[str, tuple[int | str, ...]]
+) -> dict[str, tuple[int, ...]]:
+    dynamic: dict[str, tuple[int, ...]] = {}
+    for sym, sizes in read.mapping(node, set(_symbols(shapes)), set()).items():
+        values = tuple(_dynamic_size(s) for s in read.sequence(sizes))
+        if len(values) < 2:
+            raise sizes.error("give at least two sizes so the dynamic dim is exercised")
+        dynamic[sym] = values
+    if len({len(sizes) for sizes in dynamic.values()}) > 1:
+        counts = {sym: len(sizes) for sym, sizes in dynamic.items()}
+        raise node.error(
+            "every dynamic dim of a case needs the same number of sizes (the tests "
+            f"run the first sizes together, then the second, ...); found {counts}"
         )
-    return Tests(tolerances, tuple(known), tuple(random), tuple(error_cases), tuple(builtins))
+    return dynamic
+
+
+def _parse_error(item: Node, signature: _Signature) -> ErrorCase:
+    ef = read.mapping(item, {"shapes", "inputs", "message", "attributes"}, {"message"})
+    if ("shapes" in ef) == ("inputs" in ef):
+        raise item.error("give exactly one of 'shapes' (a shape error) or 'inputs' (values)")
+    values: dict[str, Any] | None = None
+    shapes: dict[str, tuple[int, ...]] = {}
+    if "inputs" in ef:
+        values = {
+            k: _tensor_literal(v)
+            for k, v in signature.tensor_map(ef["inputs"], signature.input_names).items()
+        }
+    else:
+        for name, s in signature.tensor_map(ef["shapes"], signature.input_names).items():
+            shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
+            _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
+    message = read.string(ef["message"])
+    return ErrorCase(shapes, values, message, _parse_case_attributes(ef, signature.attrs, item))
+
+
+def _parse_builtin(item: Node) -> BuiltinEquivalent:
+    bf = read.mapping(item, {"domain", "op", "version"}, {"domain", "op", "version"})
+    return BuiltinEquivalent(
+        read.string(bf["domain"]), read.string(bf["op"]), read.version_number(bf["version"])
+    )
 
 
 # A generated test allocates every random (or error) case's tensors, in several dtypes, copies
