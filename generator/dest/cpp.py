@@ -3,7 +3,7 @@ binding, ONNX C++ schema and its test. Each template reads one view, built here 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from generator.dest import common
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
 from generator.model.tensors import Attribute, TensorParam
+from generator.model.tests import ErrorCase, RandomCase
 from generator.model.types import DType
 from generator.render import render_view
 from generator.shapes.evaluate import evaluate_output_shapes
@@ -600,71 +601,68 @@ def _dims_literal(dims: list[int | str]) -> str:
     return "{" + ", ".join(entries) + "}"
 
 
+def _test_dtype(op: OpDef, tensor: TensorParam) -> DType:
+    """The tensor's dtype in the first instantiation (what the C++ test models use)."""
+    return tensor.dtype_in(op.instantiations[0])
+
+
+def _input_shapes_literal(op: OpDef, shapes: Mapping[str, Sequence[int | str]]) -> str:
+    """The shapes of the inputs a case gives, in order, as make_model's argument."""
+    return (
+        "{"
+        + ", ".join(_dims_literal(list(shapes[t.name])) for t in op.inputs if t.name in shapes)
+        + "}"
+    )
+
+
+def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:
+    named = {name: list(dims) for name, dims in case.shapes.items()}
+    expected = evaluate_output_shapes(op, named, case.attributes)  # outputs with a rule
+    outputs = []
+    for i, t in enumerate(op.outputs):
+        prefix = f"{TENSOR_PROTO_NUMBER[_test_dtype(op, t)]} ["
+        whole = None
+        if t.name in expected:
+            whole = cpp.string_literal(prefix + ", ".join(str(d) for d in expected[t.name]) + "]")
+        outputs.append(
+            ExpectedOutput(
+                t.name, i, Local.inferred_type(t.name), whole, cpp.string_literal(prefix)
+            )
+        )
+    attributes = _explicit_attributes(op, case.attributes)
+    return ValidCase(
+        attribute_statements=tuple(
+            cpp.node_attribute_statements("node", op.attributes_by_name, attributes)
+        ),
+        label=f"random case {index} {named}".replace('"', "'"),
+        input_shapes=_input_shapes_literal(op, named),
+        outputs=tuple(outputs),
+    )
+
+
+def _error_case(op: OpDef, index: int, case: ErrorCase) -> ErrorCaseView:
+    return ErrorCaseView(
+        attribute_statements=tuple(
+            cpp.node_attribute_statements("node", op.attributes_by_name, case.attributes)
+        ),
+        label=f"error case {index} {dict(case.shapes)}".replace('"', "'"),
+        input_shapes=_input_shapes_literal(op, case.shapes),
+        message_literal=cpp.string_literal(case.message),
+    )
+
+
 def schema_test_view(op: OpDef) -> SchemaTestView:
     assert op.op_type is not None and op.domain is not None and op.version is not None
-    first = op.instantiations[0]
-
-    def tensor_dtype(t: TensorParam) -> DType:
-        """The tensor's dtype in the first instantiation (what the C++ test models use)."""
-        return t.dtype_in(first)
 
     def test_tensor(t: TensorParam, i: int) -> TestTensor:
         return TestTensor(
             t.name,
             i,
             cpp.string_literal(t.name),
-            cpp.onnx_proto_enum(tensor_dtype(t)),
+            cpp.onnx_proto_enum(_test_dtype(op, t)),
             Local.value_info(t.name),
         )
 
-    attrs = {a.name: a for a in op.attributes}
-    valid = []
-    for index, case in enumerate(op.tests.random):
-        named = {name: list(dims) for name, dims in case.shapes.items()}
-        expected = evaluate_output_shapes(op, named, case.attributes)  # outputs with a rule
-        outputs = []
-        for i, t in enumerate(op.outputs):
-            prefix = f"{TENSOR_PROTO_NUMBER[tensor_dtype(t)]} ["
-            whole = None
-            if t.name in expected:
-                whole = cpp.string_literal(
-                    prefix + ", ".join(str(d) for d in expected[t.name]) + "]"
-                )
-            outputs.append(
-                ExpectedOutput(
-                    t.name, i, Local.inferred_type(t.name), whole, cpp.string_literal(prefix)
-                )
-            )
-        valid.append(
-            ValidCase(
-                attribute_statements=tuple(
-                    cpp.node_attribute_statements(
-                        "node", attrs, _explicit_attributes(op, case.attributes)
-                    )
-                ),
-                label=f"random case {index} {named}".replace('"', "'"),
-                input_shapes="{"
-                + ", ".join(_dims_literal(named[t.name]) for t in op.inputs if t.name in named)
-                + "}",
-                outputs=tuple(outputs),
-            )
-        )
-    errors = tuple(
-        ErrorCaseView(
-            attribute_statements=tuple(
-                cpp.node_attribute_statements("node", attrs, case.attributes)
-            ),
-            label=f"error case {index} {dict(case.shapes)}".replace('"', "'"),
-            input_shapes="{"
-            + ", ".join(
-                _dims_literal(list(case.shapes[t.name])) for t in op.inputs if t.name in case.shapes
-            )
-            + "}",
-            message_literal=cpp.string_literal(case.message),
-        )
-        for index, case in enumerate(op.error_cases)
-        if case.values is None
-    )
     return SchemaTestView(
         op_id=op.op_id,
         op_type=op.op_type,
@@ -676,8 +674,12 @@ def schema_test_view(op: OpDef) -> SchemaTestView:
         earlier_versions=op.earlier_versions,
         inputs=tuple(test_tensor(t, i) for i, t in enumerate(op.inputs)),
         outputs=tuple(test_tensor(t, i) for i, t in enumerate(op.outputs)),
-        valid_cases=tuple(valid),
-        error_cases=errors,
+        valid_cases=tuple(_valid_case(op, i, case) for i, case in enumerate(op.tests.random)),
+        error_cases=tuple(
+            _error_case(op, i, case)
+            for i, case in enumerate(op.error_cases)
+            if case.values is None  # a shape error; value errors show only when a kernel runs
+        ),
     )
 
 

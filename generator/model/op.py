@@ -221,6 +221,10 @@ class OpDef:
         return self.versions[:-1]
 
     @property
+    def attributes_by_name(self) -> dict[str, Attribute]:
+        return {a.name: a for a in self.attributes}
+
+    @property
     def optional_inputs(self) -> frozenset[str]:
         return frozenset(t.name for t in self.inputs if t.optional)
 
