@@ -4,10 +4,11 @@ ONNX shapes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 
 from generator.api.onnx import TENSOR_PROTO
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchBinding
 from generator.model.tensors import Attribute
 from generator.model.types import AttrType, DType
 
@@ -32,7 +33,7 @@ ANNOTATION = {
 }
 
 
-def literal(value) -> str:
+def literal(value: object) -> str:
     """A Python literal (tuples become lists, which is what PyTorch schemas accept)."""
     if isinstance(value, tuple | list):
         return "[" + ", ".join(literal(v) for v in value) + "]"
@@ -44,8 +45,15 @@ def literal(value) -> str:
     return repr(value)
 
 
-def literal_dict(values: dict) -> str:
+def literal_dict(values: Mapping[str, object]) -> str:
     return "{" + ", ".join(f"{k!r}: {literal(v)}" for k, v in values.items()) + "}"
+
+
+def torch_binding(op: OpDef) -> TorchBinding:
+    """The op's PyTorch side, where only an op that has one can be (its messages, its calls)."""
+    if op.torch is None:
+        raise ValueError(f"{op.op_id} has no PyTorch op")
+    return op.torch
 
 
 def defaults_via_none(attr: Attribute) -> bool:
@@ -63,7 +71,7 @@ def optional_input_default(op: OpDef) -> bool:
 _SCHEMA_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t"}
 
 
-def schema_value(value) -> str:
+def schema_value(value: object) -> str:
     """A default as PyTorch's schema parser reads it: its strings take \\n-style and octal
     escapes but no \\u ones, so non-ASCII text stays as UTF-8."""
     if isinstance(value, str):
@@ -183,13 +191,15 @@ def _eager_node(node: OnnxNode, index: dict[tuple[str, str], OpDef]) -> str:
         }
         expr = _EAGER_STANDARD[node.op_type].format(*node.inputs, **attrs)
     else:
-        target = index[(node.domain, node.op_type)].torch
+        target = torch_binding(index[(node.domain, node.op_type)])
         args = list(node.inputs) + [f"{a.name}={_value(a)}" for a in node.attributes]
         expr = f"torch.ops.{target.namespace}.{target.name}.default({', '.join(args)})"
     return f"{', '.join(node.outputs)} = {expr}"
 
 
-def _rules(op: OpDef, spell, before_return: list[str] = ()) -> list[str]:
+def _rules(
+    op: OpDef, spell: Callable[[OnnxNode], str], before_return: Sequence[str] = ()
+) -> list[str]:
     """Statements choosing the export rule by attribute values, then running its nodes
     (and `before_return` ahead of each return)."""
     returns = ", ".join(t.name for t in op.outputs)
@@ -211,7 +221,7 @@ def _rules(op: OpDef, spell, before_return: list[str] = ()) -> list[str]:
     )
     got = ", ".join(f"{name}={{{name}!r}}" for name in names)
     lines.append(
-        f"raise ValueError(f{json.dumps(f'{op_title(op)}: no ONNX export for {got}; supported: {supported}')})"
+        f"raise ValueError(f{json.dumps(f'{op.title}: no ONNX export for {got}; supported: {supported}')})"
     )
     return lines
 
@@ -231,7 +241,7 @@ def eager_statements(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[str
 def no_gradient_message(op: OpDef) -> str:
     """What backward through a new PyTorch op without gradient formulas raises."""
     return (
-        f"{op.torch.qualified_name} has no gradient formula: give one under 'gradients' in "
+        f"{torch_binding(op).qualified_name} has no gradient formula: give one under 'gradients' in "
         f"{op.definition_path}"
     )
 
@@ -240,14 +250,7 @@ def forward_mode_message(op: OpDef) -> str:
     """What forward-mode AD through a new PyTorch op raises (definitions give reverse-mode
     formulas only; a silently zero tangent would be a wrong answer)."""
     return (
-        f"{op.torch.qualified_name} does not support forward-mode AD (torch.func.jvp, jacfwd, "
+        f"{torch_binding(op).qualified_name} does not support forward-mode AD (torch.func.jvp, jacfwd, "
         f"hessian, torch.autograd.forward_ad): {op.definition_path} gives reverse-mode "
         "gradient formulas only"
     )
-
-
-def op_title(op: OpDef) -> str:
-    """How messages name the op: its ONNX name, or the PyTorch overload it exports."""
-    if op.defines_onnx_op:
-        return f"{op.domain}::{op.op_type}"
-    return op.torch.overload_name

@@ -19,9 +19,9 @@ def _cell(text: str) -> str:
 
 
 def _title(op: OpDef) -> str:
-    if op.op_type:
-        return f"{op.domain or 'ai.onnx'}::{op.op_type}"
-    return op.torch.qualified_name if op.torch else op.op_id
+    """op.title, but a page of an export-only op is titled by its PyTorch op without the
+    overload (`aten::gelu`, where code and messages say `aten::gelu.default`)."""
+    return op.title if op.defines_onnx_op else py_api.torch_binding(op).qualified_name
 
 
 def _type(tensor: TensorParam) -> str:

@@ -285,7 +285,7 @@ def base_context(op: OpDef) -> dict:
         "domain": op.domain,
         "domain_ident": op.domain_ident if op.defines_onnx_op else None,
         "version": op.version,
-        "title": py.op_title(op),
+        "title": op.title,
         "torch_namespace": torch.namespace if torch else None,
         "torch_name": torch.name if torch else None,
         "qualified_name": torch.qualified_name if torch else None,
