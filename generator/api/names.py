@@ -41,3 +41,19 @@ class Local:
     @staticmethod
     def onnx_attribute(name: str) -> str:
         return f"attr_{name}"
+
+    @staticmethod
+    def onnx_type(tensor: str) -> str:
+        """The tensor's onnx.TypeProto (None when an optional input is absent)."""
+        return f"{tensor}_type"
+
+    # Python (the PyTorch op and the parity tests)
+    @staticmethod
+    def output_gradient(output: str) -> str:
+        """The gradient of an output, a parameter of the autograd backward."""
+        return f"grad_{output}"
+
+    @staticmethod
+    def random_sampler(case_index: int, tensor: str) -> str:
+        """The parity tests' function drawing a tensor's values for one random case."""
+        return f"_sample_{case_index}_{tensor}"

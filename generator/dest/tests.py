@@ -7,12 +7,32 @@ import re
 from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.dest import common
-from generator.dest.python import base_context
 from generator.model.op import OpDef, TorchApi
 from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
+
+
+def base_context(op: OpDef) -> dict:
+    """The op's names (moved here from dest/python.py until the test view replaces it)."""
+    torch = op.torch
+    return {
+        "op_id": op.op_id,
+        "op_type": op.op_type,
+        "domain": op.domain,
+        "version": op.version,
+        "title": op.title,
+        "torch_namespace": torch.namespace if torch else None,
+        "torch_name": torch.name if torch else None,
+        "overload_expr": (
+            f"torch.ops.{torch.namespace}.{torch.name}.{torch.overload}" if torch else None
+        ),
+        "is_override": bool(torch and torch.is_override),
+        "new_torch_op": op.new_torch_op,
+        "defines_onnx_op": op.defines_onnx_op,
+        "has_export": bool(op.export),
+    }
 
 
 def _dtype_list(dtypes) -> str | None:
