@@ -83,8 +83,7 @@ def render(template: str, output_path: str, sources: list[str], **context: objec
     except Exception as exc:
         # Jinja's messages ("'title' is undefined") name neither the template nor the output;
         # the caller (project.generate) names the op.
-        line = _template_line(compiled, exc)
-        where = f"{template}, line {line}" if line else template
+        where = _where(template, compiled, exc)
         exc.add_note(f"while rendering {output_path} from template {where}")
         raise
     return GeneratedFile(output_path, text)
@@ -108,19 +107,26 @@ def copy_runtime(output_path: str) -> GeneratedFile:
     return GeneratedFile(output_path, f"{header(output_path, [origin])}\n{text}")
 
 
-def _template_line(compiled: jinja2.Template | None, exc: BaseException) -> int | None:
-    """The line of the template being rendered where the exception arose: Jinja rewrites the
-    traceback so that the template's frames carry its file name and line."""
+def _where(template: str, compiled: jinja2.Template | None, exc: BaseException) -> str:
+    """The template and line where the exception arose: Jinja rewrites the traceback so that
+    the template's frames carry its file name and line. The innermost template frame wins, so
+    that an error in an {% include %}d part names that part, not the include."""
     if compiled is None:  # the template did not load: Jinja's error says where, if anywhere
-        return None
+        return template
     filename = compiled.filename or "<template>"  # Jinja's name for a template without a file
-    line = None
+    found = None
     frame = exc.__traceback__
     while frame is not None:
-        if frame.tb_frame.f_code.co_filename == filename:
-            line = frame.tb_lineno
+        code_file = frame.tb_frame.f_code.co_filename
+        if code_file == filename:
+            found = (template, frame.tb_lineno)
+        elif code_file.endswith(".j2") and Path(code_file).is_relative_to(TEMPLATES_DIR):
+            found = (Path(code_file).relative_to(TEMPLATES_DIR).as_posix(), frame.tb_lineno)
         frame = frame.tb_next
-    return line
+    if found is None:
+        return template
+    name, line = found
+    return f"{name}, line {line}" + ("" if name == template else f" (included by {template})")
 
 
 @cache

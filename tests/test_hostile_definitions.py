@@ -361,6 +361,35 @@ def test_an_exception_while_rendering_names_the_template_its_line_and_the_file()
     ]
 
 
+def test_an_exception_in_an_included_part_names_the_part_and_its_line():
+    """The parity tests' template includes its parts: an error in one names the part (where
+    the line is), not the include."""
+    import dataclasses
+
+    from generator import project as proj
+    from generator.dest import tests as tests_dest
+    from generator.parse.project import onnx_op_index
+    from generator.render import render
+
+    project = proj.Project(ROOT, ROOT / "opdefs", ROOT / "generated")
+    ops = proj.load(project, [ROOT / "opdefs" / "inverse.yaml"])
+    view = tests_dest.parity_test_view(ops[0], onnx_op_index(ops))
+    # op_id: read by parts only, first by the export test
+    context = {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != "op_id"}
+    with pytest.raises(Exception, match="'op_id' is undefined") as raised:
+        render("python/test_parity.py.j2", "inverse/test_inverse.py", [], **context)
+    part = "python/test_parity/test_export_and_parity.py.j2"
+    line = next(
+        number
+        for number, text in enumerate((ROOT / "templates" / part).read_text().split("\n"), 1)
+        if "op_id" in text
+    )
+    assert raised.value.__notes__ == [
+        f"while rendering inverse/test_inverse.py from template {part}, line {line} "
+        "(included by python/test_parity.py.j2)"
+    ]
+
+
 @pytest.mark.parametrize("count", [3, 40], ids=["one process", "forked workers"])
 def test_a_template_bug_names_the_op_and_the_template(tmp_path, monkeypatch, capsys, count):
     """A template reading a key its context lacks (a bug in opgen): the message names the op,

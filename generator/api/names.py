@@ -5,6 +5,7 @@ locals, the templates declare them, and the parser refuses a user name that is a
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 
@@ -13,10 +14,14 @@ class Local:
 
     @classmethod
     def rules(cls) -> dict[str, Callable[[str], str]]:
+        """The rules that name a local after one user name. (random_sampler's names carry a
+        case index too; they are module-level functions of the parity tests, where no user
+        name is a global, and no two of them can be equal.)"""
         return {
             rule: method.__func__
             for rule, method in vars(cls).items()
             if isinstance(method, staticmethod)
+            and len(inspect.signature(method.__func__).parameters) == 1
         }
 
     @classmethod
@@ -106,12 +111,6 @@ class Local:
         """The AttributeProto* the C++ schema test adds to its node."""
         return f"{name}_attribute"
 
-    # Python
-    @staticmethod
-    def incoming_gradient(output: str) -> str:
-        """The gradient flowing into an output, as backward formulas name it."""
-        return f"grad_{output}"
-
     # Python (the ONNX OpSchema's inference function)
     @staticmethod
     def onnx_dims(tensor: str) -> str:
@@ -126,3 +125,15 @@ class Local:
     @staticmethod
     def onnx_attribute(name: str) -> str:
         return f"attr_{name}"
+
+    # Python (the PyTorch op and the parity tests)
+    @staticmethod
+    def incoming_gradient(output: str) -> str:
+        """The gradient flowing into an output: a parameter of the autograd backward, as the
+        gradient formulas name it."""
+        return f"grad_{output}"
+
+    @staticmethod
+    def random_sampler(case_index: int, tensor: str) -> str:
+        """The parity tests' function drawing a tensor's values for one random case."""
+        return f"_sample_{case_index}_{tensor}"

@@ -4,12 +4,11 @@ ONNX shapes."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 from generator.api.onnx import TENSOR_PROTO
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchBinding
 from generator.model.tensors import Attribute
 from generator.model.types import AttrType, DType
 
@@ -46,8 +45,15 @@ def literal(value: object) -> str:
     return repr(value)
 
 
-def literal_dict(values: dict[str, Any]) -> str:
+def literal_dict(values: Mapping[str, object]) -> str:
     return "{" + ", ".join(f"{k!r}: {literal(v)}" for k, v in values.items()) + "}"
+
+
+def torch_binding(op: OpDef) -> TorchBinding:
+    """The op's PyTorch side, where only an op that has one can be (its messages, its calls)."""
+    if op.torch is None:
+        raise ValueError(f"{op.op_id} has no PyTorch op")
+    return op.torch
 
 
 def defaults_via_none(attr: Attribute) -> bool:
@@ -185,8 +191,7 @@ def _eager_node(node: OnnxNode, index: dict[tuple[str, str], OpDef]) -> str:
         }
         expr = _EAGER_STANDARD[node.op_type].format(*node.inputs, **attrs)
     else:
-        target = index[(node.domain, node.op_type)].torch
-        assert target is not None  # parse/project.py: an eager node's op has a PyTorch side
+        target = torch_binding(index[(node.domain, node.op_type)])
         args = list(node.inputs) + [f"{a.name}={_value(a)}" for a in node.attributes]
         expr = f"torch.ops.{target.namespace}.{target.name}.default({', '.join(args)})"
     return f"{', '.join(node.outputs)} = {expr}"
@@ -216,7 +221,7 @@ def _rules(
     )
     got = ", ".join(f"{name}={{{name}!r}}" for name in names)
     lines.append(
-        f"raise ValueError(f{json.dumps(f'{op_title(op)}: no ONNX export for {got}; supported: {supported}')})"
+        f"raise ValueError(f{json.dumps(f'{op.title}: no ONNX export for {got}; supported: {supported}')})"
     )
     return lines
 
@@ -235,9 +240,8 @@ def eager_statements(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[str
 
 def no_gradient_message(op: OpDef) -> str:
     """What backward through a new PyTorch op without gradient formulas raises."""
-    assert op.torch is not None
     return (
-        f"{op.torch.qualified_name} has no gradient formula: give one under 'gradients' in "
+        f"{torch_binding(op).qualified_name} has no gradient formula: give one under 'gradients' in "
         f"{op.definition_path}"
     )
 
@@ -245,17 +249,8 @@ def no_gradient_message(op: OpDef) -> str:
 def forward_mode_message(op: OpDef) -> str:
     """What forward-mode AD through a new PyTorch op raises (definitions give reverse-mode
     formulas only; a silently zero tangent would be a wrong answer)."""
-    assert op.torch is not None
     return (
-        f"{op.torch.qualified_name} does not support forward-mode AD (torch.func.jvp, jacfwd, "
+        f"{torch_binding(op).qualified_name} does not support forward-mode AD (torch.func.jvp, jacfwd, "
         f"hessian, torch.autograd.forward_ad): {op.definition_path} gives reverse-mode "
         "gradient formulas only"
     )
-
-
-def op_title(op: OpDef) -> str:
-    """How messages name the op: its ONNX name, or the PyTorch overload it exports."""
-    if op.defines_onnx_op:
-        return f"{op.domain}::{op.op_type}"
-    assert op.torch is not None  # an export-only definition has a PyTorch side
-    return op.torch.overload_name

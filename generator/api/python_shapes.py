@@ -160,11 +160,19 @@ def torch_checks(op: OpDef) -> list[SpelledCheck]:
     return spell_all_checks(op.shape_rule, TorchShapes(op.optional_inputs), op.optional_inputs)
 
 
-def torch_output_shapes(op: OpDef) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class ShapeExpression:
+    """An output's shape as a Python list expression."""
+
+    output: str
+    expr: str
+
+
+def torch_output_shapes(op: OpDef) -> list[ShapeExpression]:
     """Each output's shape as a Python list expression over the (fake) input tensors."""
     spelling = TorchShapes(op.optional_inputs)
     return [
-        {"name": out.output, "expr": "[" + ", ".join(spell_parts(out, spelling)) + "]"}
+        ShapeExpression(out.output, "[" + ", ".join(spell_parts(out, spelling)) + "]")
         for out in op.shape_rule.outputs
     ]
 
@@ -275,32 +283,39 @@ def onnx_attribute_checks(op: OpDef) -> list[SpelledCheck]:
     return spell_attribute_checks(op.shape_rule, OnnxShapes())
 
 
-def onnx_inference_attributes(op: OpDef) -> list[dict[str, str]]:
+@dataclass(frozen=True)
+class InferenceAttribute:
+    """An attribute the inference function reads: `variable = _support.attribute(ctx, name,
+    default{missing_message})`."""
+
+    variable: str
+    name: str
+    default: str  # a Python literal; "None" for a required attribute
+    missing_message: str  # ", <message literal>" for a required attribute, else ""
+
+
+def onnx_inference_attributes(op: OpDef) -> list[InferenceAttribute]:
     """The attributes the inference function reads, with their defaults (None: required)."""
     attrs = {a.name: a for a in op.attributes}
     return [
-        {
-            "variable": Local.onnx_attribute(name),
-            "name": name,
-            "default": "None" if attrs[name].required else literal(attrs[name].default),
-            "missing_message": (
+        InferenceAttribute(
+            variable=Local.onnx_attribute(name),
+            name=name,
+            default="None" if attrs[name].required else literal(attrs[name].default),
+            missing_message=(
                 f", {literal(f'{op.op_type}: required attribute {name!r} is missing')}"
                 if attrs[name].required
                 else ""
             ),
-        }
+        )
         for name in op.shape_rule.attributes
     ]
 
 
-def onnx_output_shapes(op: OpDef) -> list[dict[str, str | int]]:
-    index = {o.name: i for i, o in enumerate(op.outputs)}
+def onnx_output_shapes(op: OpDef) -> list[ShapeExpression]:
+    """Each output's shape as a Python list expression over the inputs' `<input>_dims`."""
     spelling = OnnxShapes()
     return [
-        {
-            "name": out.output,
-            "index": index[out.output],
-            "expr": "[" + ", ".join(spell_parts(out, spelling)) + "]",
-        }
+        ShapeExpression(out.output, "[" + ", ".join(spell_parts(out, spelling)) + "]")
         for out in op.shape_rule.outputs
     ]

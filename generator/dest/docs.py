@@ -4,13 +4,81 @@ generated file."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from generator.api import onnx as onnx_api
 from generator.api import python as py_api
 from generator.dest import common
 from generator.model.op import OpDef
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.types import AttrType, message_value
-from generator.render import GeneratedFile, render
+from generator.render import GeneratedFile, render_view
+
+# Every text in a view below is Markdown, ready for the page (table cells already one line
+# with their pipes escaped).
+
+
+@dataclass(frozen=True)
+class FactView:
+    """A row of the table under the page's title."""
+
+    label: str
+    value: str
+
+
+@dataclass(frozen=True)
+class TensorRowView:
+    name: str
+    type: str
+    shape: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class AttributeRowView:
+    name: str
+    type: str
+    default: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class TypeConstraintRowView:
+    name: str
+    types: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class OpPageView:
+    """docs/<op>.md: the op's reference page."""
+
+    title: str
+    doc: str
+    facts: tuple[FactView, ...]
+    inputs: tuple[TensorRowView, ...]
+    outputs: tuple[TensorRowView, ...]
+    attributes: tuple[AttributeRowView, ...]
+    type_constraints: tuple[TypeConstraintRowView, ...]
+    checks: tuple[str, ...]  # the shape rule's messages
+    export_nodes: tuple[str, ...]  # one line per export rule
+    example: str  # Python
+
+
+@dataclass(frozen=True)
+class IndexRowView:
+    title: str
+    file: str
+    onnx: str
+    torch: str
+    summary: str  # the doc's first sentence
+
+
+@dataclass(frozen=True)
+class IndexView:
+    """docs/index.md: a table of every op's page."""
+
+    ops: tuple[IndexRowView, ...]
 
 
 def _cell(text: str) -> str:
@@ -19,13 +87,16 @@ def _cell(text: str) -> str:
 
 
 def _title(op: OpDef) -> str:
-    if op.op_type:
-        return f"{op.domain or 'ai.onnx'}::{op.op_type}"
-    return op.torch.qualified_name if op.torch else op.op_id
+    """op.title, but a page of an export-only op is titled by its PyTorch op without the
+    overload (`aten::gelu`, where code and messages say `aten::gelu.default`)."""
+    return op.title if op.defines_onnx_op else py_api.torch_binding(op).qualified_name
 
 
 def _type(tensor: TensorParam) -> str:
-    return f"`{tensor.type_var}`" if tensor.type_var else onnx_api.onnx_type_string(tensor.dtype)
+    if tensor.type_var:
+        return f"`{tensor.type_var}`"
+    assert tensor.dtype is not None  # TensorParam: a type variable or a dtype
+    return onnx_api.onnx_type_string(tensor.dtype)
 
 
 def _shape(tensor: TensorParam, is_output: bool) -> str:
@@ -39,14 +110,9 @@ def _shape(tensor: TensorParam, is_output: bool) -> str:
     return "through the function body" if is_output else "any"
 
 
-def _tensor(tensor: TensorParam, is_output: bool) -> dict:
+def _tensor(tensor: TensorParam, is_output: bool) -> TensorRowView:
     doc = ("optional. " if tensor.optional else "") + tensor.doc
-    return {
-        "name": tensor.name,
-        "type": _type(tensor),
-        "shape": _shape(tensor, is_output),
-        "doc": _cell(doc),
-    }
+    return TensorRowView(tensor.name, _type(tensor), _shape(tensor, is_output), _cell(doc))
 
 
 # ONNX float attributes are float32; PyTorch's are float64 and are rounded on the way to the
@@ -57,7 +123,7 @@ FLOAT32_NOTE = (
 )
 
 
-def _attribute(attr: Attribute) -> dict:
+def _attribute(attr: Attribute) -> AttributeRowView:
     notes = []
     if attr.allowed:
         notes.append("one of " + ", ".join(f"`{_cell(message_value(v))}`" for v in attr.allowed))
@@ -69,23 +135,23 @@ def _attribute(attr: Attribute) -> dict:
         notes.append(f"since version {attr.since_version}")
     if attr.type in (AttrType.float, AttrType.floats):
         notes.append(FLOAT32_NOTE)
-    return {
-        "name": attr.name,
-        "type": attr.type.value,
-        "default": "required" if attr.required else f"`{_cell(repr(attr.default))}`",
-        "doc": _cell(
+    return AttributeRowView(
+        name=attr.name,
+        type=attr.type.value,
+        default="required" if attr.required else f"`{_cell(repr(attr.default))}`",
+        doc=_cell(
             ". ".join([attr.doc.rstrip(".")] + notes) + "."
             if notes and attr.doc
             else attr.doc or "; ".join(notes)
         ),
-    }
+    )
 
 
 def _facts(op: OpDef) -> list[tuple[str, str]]:
     facts = []
     if op.op_type:
         versions = ", ".join(str(v) for v in op.versions)
-        facts.append(("ONNX", f"`{op.domain}::{op.op_type}`, version {versions}"))
+        facts.append(("ONNX", f"`{op.title}`, version {versions}"))
     if op.provided_by:
         facts.append(("runs in", "ONNX Runtime's own kernel (no library of ours)"))
     elif op.kernel:
@@ -136,54 +202,50 @@ def _example(op: OpDef) -> str:
     return "\n".join(lines)
 
 
-def emit_op(op: OpDef) -> GeneratedFile:
-    """The op's reference page."""
+def op_page_view(op: OpDef) -> OpPageView:
     rule = op.shape_rule
-    checks = [_cell(c.message) for c in rule.attribute_checks + rule.input_checks]
-    export_nodes = [
-        ("when " + ", ".join(f"`{k}={v!r}`" for k, v in r.when) + ": " if r.when else "")
-        + "; ".join(f"`{onnx_api.node_text(n)}`" for n in r.nodes)
-        for r in op.export
-    ]
-    return render(
-        "docs/op.md.j2",
-        f"docs/{op.op_id}.md",
-        common.sources(op),
+    return OpPageView(
         title=_title(op),
         doc=op.doc.strip(),
-        facts=[(k, _cell(v)) for k, v in _facts(op)],
-        inputs=[_tensor(t, False) for t in op.inputs],
-        outputs=[_tensor(t, True) for t in op.outputs],
-        attributes=[_attribute(a) for a in op.attributes],
-        type_constraints=[
-            {
-                "name": tc.name,
-                "types": ", ".join(d.value for d in tc.dtypes),
-                "doc": _cell(tc.doc),
-            }
+        facts=tuple(FactView(label, _cell(value)) for label, value in _facts(op)),
+        inputs=tuple(_tensor(t, False) for t in op.inputs),
+        outputs=tuple(_tensor(t, True) for t in op.outputs),
+        attributes=tuple(_attribute(a) for a in op.attributes),
+        type_constraints=tuple(
+            TypeConstraintRowView(tc.name, ", ".join(d.value for d in tc.dtypes), _cell(tc.doc))
             for tc in op.type_constraints
-        ],
-        checks=checks,
-        export_nodes=export_nodes,
+        ),
+        checks=tuple(_cell(c.message) for c in rule.attribute_checks + rule.input_checks),
+        export_nodes=tuple(
+            ("when " + ", ".join(f"`{k}={v!r}`" for k, v in r.when) + ": " if r.when else "")
+            + "; ".join(f"`{onnx_api.node_text(n)}`" for n in r.nodes)
+            for r in op.export
+        ),
         example=_example(op),
+    )
+
+
+def emit_op(op: OpDef) -> GeneratedFile:
+    """The op's reference page."""
+    return render_view("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), op_page_view(op))
+
+
+def index_view(ops: list[OpDef]) -> IndexView:
+    return IndexView(
+        tuple(
+            IndexRowView(
+                title=_cell(_title(op)),
+                file=f"{op.op_id}.md",
+                onnx=f"`{op.title}`" if op.defines_onnx_op else "export only",
+                torch=f"`{op.torch.overload_name}`" if op.torch else "",
+                summary=_cell(op.doc.strip().split(". ")[0].rstrip(".") + "."),
+            )
+            for op in sorted(ops, key=lambda op: op.op_id)
+        )
     )
 
 
 def emit_index(ops: list[OpDef]) -> GeneratedFile:
     """The table of every op's page."""
-    ordered = sorted(ops, key=lambda op: op.op_id)
-    return render(
-        "docs/index.md.j2",
-        "docs/index.md",
-        sorted(op.definition_path for op in ops),
-        ops=[
-            {
-                "title": _cell(_title(op)),
-                "file": f"{op.op_id}.md",
-                "onnx": f"`{op.domain}::{op.op_type}`" if op.op_type else "export only",
-                "torch": f"`{op.torch.overload_name}`" if op.torch else "",
-                "summary": _cell(op.doc.strip().split(". ")[0].rstrip(".") + "."),
-            }
-            for op in ordered
-        ],
-    )
+    sources = sorted(op.definition_path for op in ops)
+    return render_view("docs/index.md.j2", "docs/index.md", sources, index_view(ops))

@@ -1,42 +1,93 @@
 """Files shared by all ops: the C++ runtime headers, per-domain libraries, CMake, and the
-generated Python package's entry points."""
+generated Python package's entry points. Each template reads one frozen view built here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import groupby
 
 from generator.api import cpp
 from generator.dest import common
 from generator.model.op import OpDef
-from generator.render import GeneratedFile, copy_runtime, render
+from generator.render import GeneratedFile, copy_runtime, render_view
 
 
-def _domains(ops: list[OpDef]) -> list[dict]:
-    """Domains with C++ artifacts: kernel ops (libraries) or C++ schemas."""
+@dataclass(frozen=True)
+class DomainView:
+    """A domain with C++ artifacts (kernel ops or C++ schemas): the view of its files in
+    domains/<ident>/ (ort_library.cc, pybind_module.cc, schemas.cc) and of its section of
+    CMakeLists.txt."""
+
+    domain: str
+    domain_literal: str  # C++
+    ident: str  # the domain as an identifier: names its directory and targets
+    has_kernels: bool  # it gets a custom-op library and a pybind11 module
+    kernel_op_ids: tuple[str, ...]
+    schema_op_ids: tuple[str, ...]  # every op of the domain
+    library_name: str
+    module_name: str
+    module_doc_literal: str  # C++
+    register_function: str  # registers every C++ schema of the domain
+    max_version: int  # of its ops
+
+
+@dataclass(frozen=True)
+class CMakeView:
+    """CMakeLists.txt."""
+
+    domains: tuple[DomainView, ...]
+
+
+@dataclass(frozen=True)
+class DomainLibraryView:
+    domain: str
+    library_ident: str
+
+
+@dataclass(frozen=True)
+class PackageInitView:
+    """generated/__init__.py: every op's module and the libraries serving their domains."""
+
+    op_ids: tuple[str, ...]
+    domain_libraries: tuple[DomainLibraryView, ...]  # domains with kernels only
+
+
+def _domains(ops: list[OpDef]) -> list[tuple[DomainView, list[str]]]:
+    """Domains with C++ artifacts (kernel ops or C++ schemas), each with its definitions."""
     ordered = sorted((op for op in ops if op.has_cpp_schema), key=lambda op: (op.domain, op.op_id))
     domains = []
-    for domain, members in groupby(ordered, key=lambda op: op.domain):
-        members = list(members)
+    for domain, group in groupby(ordered, key=lambda op: op.domain):
+        assert domain is not None  # an op with a C++ schema defines an ONNX op (and a version)
+        members = list(group)
         ident = members[0].domain_ident
-        domains.append(
-            {
-                "domain": domain,
-                "ident": ident,
-                "kernel_ops": [{"op_id": op.op_id} for op in members if op.kernel],
-                "schema_ops": [{"op_id": op.op_id} for op in members],
-                "library_name": common.library_name(ident),
-                "module_name": common.module_name(ident),
-                "max_version": max(op.version for op in members),
-                "sources": sorted(op.definition_path for op in members),
-            }
+        kernel_op_ids = tuple(op.op_id for op in members if op.kernel)
+        view = DomainView(
+            domain=domain,
+            domain_literal=cpp.string_literal(domain),
+            ident=ident,
+            has_kernels=bool(kernel_op_ids),
+            kernel_op_ids=kernel_op_ids,
+            schema_op_ids=tuple(op.op_id for op in members),
+            library_name=common.library_name(ident),
+            module_name=common.module_name(ident),
+            module_doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain}"),
+            register_function=f"Register_{ident}_Schemas",
+            max_version=max(op.version or 0 for op in members),
         )
+        domains.append((view, sorted(op.definition_path for op in members)))
     return domains
 
 
 def emit(ops: list[OpDef]) -> list[GeneratedFile]:
     all_sources = sorted(op.definition_path for op in ops)
     domains = _domains(ops)
-    ordered_ops = [{"op_id": op.op_id} for op in sorted(ops, key=lambda op: op.op_id)]
+    views = tuple(view for view, _ in domains)
+    package = PackageInitView(
+        op_ids=tuple(sorted(op.op_id for op in ops)),
+        domain_libraries=tuple(
+            DomainLibraryView(view.domain, view.ident) for view in views if view.has_kernels
+        ),
+    )
     files = [
         *(
             copy_runtime(f"include/opgen/{name}.h")
@@ -48,52 +99,18 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
                 "pybind_support",
             )
         ),
-        render("cmake/CMakeLists.txt.j2", "CMakeLists.txt", all_sources, domains=domains),
-        render(
-            "python/package_init.py.j2",
-            "__init__.py",
-            all_sources,
-            ops=ordered_ops,
-            domains=domains,
-        ),
+        render_view("cmake/CMakeLists.txt.j2", "CMakeLists.txt", all_sources, CMakeView(views)),
+        render_view("python/package_init.py.j2", "__init__.py", all_sources, package),
         copy_runtime("_names.py"),
         copy_runtime("_support.py"),
         copy_runtime("_testing.py"),
     ]
-    for domain in domains:
-        base = f"domains/{domain['ident']}"
-        literal = cpp.string_literal(domain["domain"])
-        if domain["kernel_ops"]:
+    for view, sources in domains:
+        base = f"domains/{view.ident}"
+        if view.has_kernels:
             files += [
-                render(
-                    "cpp/ort_library.cc.j2",
-                    f"{base}/ort_library.cc",
-                    domain["sources"],
-                    ops=domain["kernel_ops"],
-                    domain=domain["domain"],
-                    domain_literal=literal,
-                    library_name=domain["library_name"],
-                ),
-                render(
-                    "cpp/pybind_module.cc.j2",
-                    f"{base}/pybind_module.cc",
-                    domain["sources"],
-                    ops=domain["kernel_ops"],
-                    domain=domain["domain"],
-                    module_name=domain["module_name"],
-                    doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain['domain']}"),
-                ),
+                render_view("cpp/ort_library.cc.j2", f"{base}/ort_library.cc", sources, view),
+                render_view("cpp/pybind_module.cc.j2", f"{base}/pybind_module.cc", sources, view),
             ]
-        files += [
-            render(
-                "cpp/schemas.cc.j2",
-                f"{base}/schemas.cc",
-                domain["sources"],
-                ops=domain["schema_ops"],
-                domain=domain["domain"],
-                domain_literal=literal,
-                register_function=f"Register_{domain['ident']}_Schemas",
-                max_version=domain["max_version"],
-            ),
-        ]
+        files.append(render_view("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, view))
     return files

@@ -1,85 +1,237 @@
-"""Python per op: the PyTorch custom op, the ONNX schema, the exporters' translations."""
+"""Python per op: the PyTorch custom op, the ONNX schema, the exporters' translations. Each
+template reads one view (a frozen dataclass) built here from the op."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.api import python_shapes
 from generator.api.names import Local
+from generator.api.python_shapes import InferenceAttribute
 from generator.dest import common
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchApi
 from generator.model.shapes import OutputShape, SlicePart
 from generator.model.tensors import TensorParam
+from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
-from generator.render import GeneratedFile, render
+from generator.render import GeneratedFile, render_view
+from generator.shapes.spell import SpelledCheck
 
 
-def output_dtype_expr(op: OpDef, output) -> str:
+def title_and_torch_op(op: OpDef) -> str:
+    """The op's title and the PyTorch op it defines, if any (how docstrings introduce it)."""
+    if not op.new_torch_op:
+        return op.title
+    torch = py.torch_binding(op)
+    return f"{op.title} <-> torch.ops.{torch.namespace}.{torch.name}"
+
+
+def torch_overload_expr(op: OpDef) -> str:
+    """The PyTorch overload the op defines or overrides, as a Python expression."""
+    torch = py.torch_binding(op)
+    return f"torch.ops.{torch.namespace}.{torch.name}.{torch.overload}"
+
+
+def output_dtype_expr(op: OpDef, output: TensorParam) -> str:
     source = op.dtype_source(output)
-    return f"{source}.dtype" if source else py.TORCH_DTYPE[output.dtype]
+    return f"{source}.dtype" if source else py.TORCH_DTYPE[_fixed_dtype(output)]
 
 
-def _torch_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
+def _fixed_dtype(tensor: TensorParam) -> DType:
+    """The dtype of a tensor that has no type variable."""
+    assert tensor.dtype is not None, tensor.name  # TensorParam: a type variable or a dtype
+    return tensor.dtype
+
+
+def _onnx_type(tensor: TensorParam) -> str:
+    """The tensor's type as an ONNX schema names it: its type variable or a fixed type."""
+    return tensor.type_var or onnx_api.onnx_type_string(_fixed_dtype(tensor))
+
+
+# ---- the op's package: op_init.py.j2
+
+
+@dataclass(frozen=True)
+class OpInitView:
+    """generated/<op>/__init__.py: the facts the generated package reads of every op."""
+
+    summary: str  # the module's docstring, without its final period
+    submodules: str  # the op's modules that exist, comma-separated
+    imports_torch_op: bool  # importing torch_op registers the PyTorch op
+    defines_onnx_op: bool
+    op_type: str | None
+    domain: str | None
+    version: int | None
+    has_function: bool
+    has_export: bool
+    torch_qualified_name: str | None
+    is_override: bool
+    overload_expr: str | None
+
+
+def op_init_view(op: OpDef) -> OpInitView:
+    summary = title_and_torch_op(op)
+    if op.torch is not None and op.torch.is_override:
+        summary += f": the ONNX export of {op.torch.qualified_name}"
+    present = (
+        ("onnx_export", bool(op.export)),
+        ("onnx_schema", op.defines_onnx_op),
+        ("torch_op", op.new_torch_op),
+    )
+    return OpInitView(
+        summary=summary,
+        submodules=", ".join(module for module, exists in present if exists),
+        imports_torch_op=op.new_torch_op,
+        defines_onnx_op=op.defines_onnx_op,
+        op_type=op.op_type,
+        domain=op.domain,
+        version=op.version,
+        has_function=op.function is not None,
+        has_export=bool(op.export),
+        torch_qualified_name=op.torch.qualified_name if op.torch else None,
+        is_override=bool(op.torch and op.torch.is_override),
+        overload_expr=torch_overload_expr(op) if op.torch else None,
+    )
+
+
+# ---- the PyTorch op: torch_op.py.j2
+
+
+@dataclass(frozen=True)
+class TorchOutputView:
+    name: str
+    shape_expr: str  # a list of sizes over the (fake) inputs
+    dtype_expr: str
+
+
+@dataclass(frozen=True)
+class KernelCallView:
+    """How the CPU implementation calls the C++ kernel in the domain's pybind11 module."""
+
+    domain: str
+    module_ident: str  # the domain as an identifier: names the module
+    function: str
+    args: str  # the inputs as numpy arrays, then the attributes
+    name_the_op_args: str  # for _support.name_the_op, when the kernel call fails
+    result_expr: str  # the outputs back as torch tensors
+
+
+@dataclass(frozen=True)
+class GradientFormulasView:
+    """The definition's gradient formulas as the autograd Function's context and backward."""
+
+    argument_targets: str  # unpacks `inputs`: the inputs, then the attributes
+    unpacked_output: str  # `output` as a tuple of the outputs
+    tensor_names: str  # inputs and outputs, saved for backward
+    saves_attributes: bool
+    attribute_names_tuple: str  # `a, b,`
+    output_gradient_params: str
+    returned_gradients: str  # one per input and attribute: a formula or None
+
+
+@dataclass(frozen=True)
+class TorchOpView:
+    """generated/<op>/torch_op.py: the PyTorch op, its fake kernel and its autograd."""
+
+    title: str
+    torch_namespace: str
+    torch_name: str
+    qualified_name: str
+    uses_legacy_api: bool  # torch._custom_op: no autograd
+    uses_custom_op_api: bool  # torch.library.custom_op
+    uses_library_api: bool  # torch.library.Library with our own Autograd kernel
+    schema_literal: str
+    python_params: str  # annotated, with defaults
+    plain_params: str  # not annotated, with defaults
+    return_annotation: str
+    doc_escaped: str  # the definition's doc, inside a """ string
+    checks: tuple[SpelledCheck, ...]
+    data_dependent_sizes: tuple[str, ...]
+    outputs: tuple[TorchOutputView, ...]
+    first_input: str
+    return_expr: str
+    output_names_tuple: str  # the outputs as assignment targets
+    fill_defaults: tuple[str, ...]
+    kernel_call: KernelCallView | None  # None: the export nodes run eagerly
+    eager_statements: tuple[str, ...]
+    call_args: str
+    needs_autograd: str  # the condition for going through the autograd Function
+    gradient_formulas: GradientFormulasView | None
+    no_gradient_message: str | None  # a literal: backward without formulas raises it
+    forward_mode_message: str
+
+
+def torch_op_view(op: OpDef, index: dict[tuple[str, str], OpDef]) -> TorchOpView:
+    torch = py.torch_binding(op)
     names = [t.name for t in op.outputs]
     single = len(names) == 1
-    return {
-        # An export-only op runs its export nodes eagerly; others call their kernel.
-        "eager_statements": None if op.kernel else py.eager_statements(op, index),
-        "api": op.torch.api.value,
-        "call_args": ", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
-        "needs_autograd": _needs_autograd(op),
-        "no_gradient_message": (
-            py.literal(py.no_gradient_message(op)) if op.raises_without_gradients else None
-        ),
-        "forward_mode_message": py.literal(py.forward_mode_message(op)),
-        "schema_literal": py.literal(py.torch_schema(op)),
-        "fill_defaults": py.fill_defaults(op),
-        "python_params": py.python_params(op, annotate=True),
-        "plain_params": py.python_params(op, annotate=False),
-        "return_annotation": (
+    shapes = python_shapes.torch_output_shapes(op)
+    return TorchOpView(
+        title=op.title,
+        torch_namespace=torch.namespace,
+        torch_name=torch.name,
+        qualified_name=torch.qualified_name,
+        uses_legacy_api=torch.api is TorchApi.legacy,
+        uses_custom_op_api=torch.api is TorchApi.custom_op,
+        uses_library_api=torch.api is TorchApi.library,
+        schema_literal=py.literal(py.torch_schema(op)),
+        python_params=py.python_params(op, annotate=True),
+        plain_params=py.python_params(op, annotate=False),
+        return_annotation=(
             " -> torch.Tensor"
             if single
             else f" -> tuple[{', '.join(['torch.Tensor'] * len(names))}]"
         ),
-        "checks": python_shapes.torch_checks(op),
-        "data_dependent_sizes": list(op.shape_rule.data_dependent_sizes),
-        "outputs": [
-            {
-                "name": o.name,
-                "shape_expr": shape["expr"],
-                "dtype_expr": output_dtype_expr(op, o),
-            }
-            for o, shape in zip(op.outputs, python_shapes.torch_output_shapes(op), strict=True)
-        ],
-        "first_input": op.inputs[0].name,
-        "return_expr": names[0] if single else "(" + ", ".join(names) + ")",
-        "output_names_tuple": ", ".join(names) + ("," if single else ""),
-        "kernel_call_args": ", ".join(
-            [
-                (
-                    f"None if {t.name} is None else _support.to_numpy({t.name})"
-                    if t.optional
-                    else f"_support.to_numpy({t.name})"
-                )
-                for t in op.inputs
-            ]
-            + [a.name for a in op.attributes]
+        doc_escaped=op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
+        checks=tuple(python_shapes.torch_checks(op)),
+        data_dependent_sizes=tuple(op.shape_rule.data_dependent_sizes),
+        outputs=tuple(
+            TorchOutputView(o.name, shape.expr, output_dtype_expr(op, o))
+            for o, shape in zip(op.outputs, shapes, strict=True)
         ),
-        # For _support.name_the_op: the op's name and its inputs, when the kernel call fails.
-        "name_the_op_args": (
-            f"{py.literal(op.op_type or '')}, error, "
-            + "{"
-            + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs)
-            + "}"
+        first_input=op.inputs[0].name,
+        return_expr=names[0] if single else "(" + ", ".join(names) + ")",
+        output_names_tuple=", ".join(names) + ("," if single else ""),
+        fill_defaults=tuple(py.fill_defaults(op)),
+        # An export-only op runs its export nodes eagerly; others call their kernel.
+        kernel_call=_kernel_call(op) if op.kernel else None,
+        eager_statements=() if op.kernel else tuple(py.eager_statements(op, index)),
+        call_args=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
+        needs_autograd=_needs_autograd(op),
+        gradient_formulas=_gradient_formulas(op) if op.gradients else None,
+        no_gradient_message=(
+            py.literal(py.no_gradient_message(op)) if op.raises_without_gradients else None
         ),
-        "torch_return_expr": (
+        forward_mode_message=py.literal(py.forward_mode_message(op)),
+    )
+
+
+def _kernel_call(op: OpDef) -> KernelCallView:
+    assert op.domain is not None  # a kernel op defines an ONNX op
+    names = [t.name for t in op.outputs]
+    arrays = [
+        (
+            f"None if {t.name} is None else _support.to_numpy({t.name})"
+            if t.optional
+            else f"_support.to_numpy({t.name})"
+        )
+        for t in op.inputs
+    ]
+    inputs_by_name = "{" + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs) + "}"
+    return KernelCallView(
+        domain=op.domain,
+        module_ident=op.domain_ident,
+        function=op.op_id,
+        args=", ".join(arrays + [a.name for a in op.attributes]),
+        name_the_op_args=f"{py.literal(op.op_type or '')}, error, {inputs_by_name}",
+        result_expr=(
             f"_support.from_numpy({names[0]})"
-            if single
+            if len(names) == 1
             else "(" + ", ".join(f"_support.from_numpy({n})" for n in names) + ")"
         ),
-        "doc_escaped": op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
-        **_autograd_context(op),
-    }
+    )
 
 
 def _needs_autograd(op: OpDef) -> str:
@@ -101,126 +253,293 @@ def _needs_autograd(op: OpDef) -> str:
     return f"(torch.is_grad_enabled() and {any_requires_grad}) or _support.has_tangent({tensors})"
 
 
-def _autograd_context(op: OpDef) -> dict:
-    if not op.gradients:
-        return {"gradients": False}
+def _gradient_formulas(op: OpDef) -> GradientFormulasView:
     attributes = [a.name for a in op.attributes]
     tensors = [t.name for t in op.inputs] + [t.name for t in op.outputs]  # at least two
-    return {
-        "gradients": True,
-        "argument_targets": ", ".join([t.name for t in op.inputs] + attributes)
+    gradients = [op.gradients.get(t.name, "None") for t in op.inputs] + ["None"] * len(attributes)
+    return GradientFormulasView(
+        argument_targets=", ".join([t.name for t in op.inputs] + attributes)
         + ("," if len(op.inputs) + len(attributes) == 1 else ""),
-        "output_count": len(op.outputs),
-        "tensor_names": ", ".join(tensors),
-        "attribute_names_tuple": "".join(f"{name}, " for name in attributes).rstrip(" "),
-        "grad_params": ", ".join(Local.incoming_gradient(t.name) for t in op.outputs),
-        "gradient_exprs": [op.gradients.get(t.name, "None") for t in op.inputs]
-        + ["None"] * len(attributes),
-    }
+        unpacked_output="(output,)" if len(op.outputs) == 1 else "output",
+        tensor_names=", ".join(tensors),
+        saves_attributes=bool(attributes),
+        attribute_names_tuple="".join(f"{name}, " for name in attributes).rstrip(" "),
+        output_gradient_params=", ".join(Local.incoming_gradient(t.name) for t in op.outputs),
+        returned_gradients="(" + "".join(f"{gradient}, " for gradient in gradients) + ")",
+    )
 
 
-def _onnx_schema_context(op: OpDef) -> dict:
+# ---- the ONNX schema: onnx_schema.py.j2
+
+
+@dataclass(frozen=True)
+class SchemaInputView:
+    name: str
+    type_str: str
+    doc_literal: str
+    optional: bool
+
+
+@dataclass(frozen=True)
+class SchemaOutputView:
+    name: str
+    index: int
+    type_str: str
+    doc_literal: str
+    type_variable: str  # its TypeProto in the inference function
+    elem_type_expr: str
+
+
+@dataclass(frozen=True)
+class ReadInputView:
+    """An input whose type the inference function reads (for its shape or its dtype)."""
+
+    index: int
+    optional: bool
+    type_variable: str
+
+
+@dataclass(frozen=True)
+class ShapedInputView:
+    """An input whose dims the shape rule reads."""
+
+    optional: bool
+    type_variable: str
+    dims_variable: str
+
+
+@dataclass(frozen=True)
+class InferredShapeView:
+    type_variable: str  # the output's TypeProto
+    expr: str  # its dims, over the inputs' dims
+
+
+@dataclass(frozen=True)
+class SchemaAttributeView:
+    name: str
+    required: bool
+    onnx_enum: str
+    doc_literal: str
+    python_default: str | None  # None: required
+    since: int  # the op version that added it
+
+
+@dataclass(frozen=True)
+class TypeConstraintView:
+    name: str
+    types: str  # a list literal
+    doc_literal: str
+
+
+@dataclass(frozen=True)
+class OnnxSchemaView:
+    """generated/<op>/onnx_schema.py: the op's ONNX schemas and shape inference in Python."""
+
+    title: str
+    domain: str
+    op_type: str
+    version: int
+    provided_by: str | None  # the runtime that implements the op, if not us
+    infers_through_function: bool
+    input_names: str  # a list literal
+    output_names: str  # a list literal
+    inference_attributes: tuple[InferenceAttribute, ...]
+    attribute_checks: tuple[SpelledCheck, ...]
+    read_inputs: tuple[ReadInputView, ...]
+    infers_shapes: bool  # the shape rule checks or gives some output's shape
+    shapes_known: str  # the condition that every shape the rule reads is known
+    shaped_inputs: tuple[ShapedInputView, ...]
+    checks: tuple[SpelledCheck, ...]
+    output_shapes: tuple[InferredShapeView, ...]
+    inputs: tuple[SchemaInputView, ...]
+    outputs: tuple[SchemaOutputView, ...]
+    attributes: tuple[SchemaAttributeView, ...]
+    type_constraints: tuple[TypeConstraintView, ...]
+    doc_literal: str
+    versions: str  # a list literal
+    has_function: bool
+    function_text_literal: str | None
+    function_opset: int | None
+
+
+def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
+    assert op.op_type is not None and op.domain is not None and op.version is not None
     shaped = common.shaped_inputs(op)
-    used = {s.name for s in shaped}
+    shaped_names = {s.name for s in shaped}
+    dtype_sources = {op.dtype_source(o) for o in op.outputs}
+    checks = python_shapes.onnx_checks(op)
+    output_shapes = python_shapes.onnx_output_shapes(op)
     function_text = onnx_api.function_text(op) if op.function else None
-    return {
-        "inputs": [
-            {
-                "name": t.name,
-                "index": i,
-                "type_str": t.type_var or onnx_api.onnx_type_string(t.dtype),
-                "doc_literal": py.literal(t.doc),
-                "optional": t.optional,
-            }
+    return OnnxSchemaView(
+        title=op.title,
+        domain=op.domain,
+        op_type=op.op_type,
+        version=op.version,
+        provided_by=op.provided_by.value if op.provided_by else None,
+        infers_through_function=op.infers_through_function,
+        input_names=py.literal([t.name for t in op.inputs]),
+        output_names=py.literal([t.name for t in op.outputs]),
+        inference_attributes=tuple(python_shapes.onnx_inference_attributes(op)),
+        attribute_checks=tuple(python_shapes.onnx_attribute_checks(op)),
+        read_inputs=tuple(
+            ReadInputView(i, t.optional, Local.onnx_type(t.name))
             for i, t in enumerate(op.inputs)
-        ],
-        # Inputs whose type the inference function reads: shapes, or an output's dtype.
-        "read_inputs": [
-            {"name": t.name, "index": i, "optional": t.optional}
-            for i, t in enumerate(op.inputs)
-            if t.name in used or t.name in {op.dtype_source(o) for o in op.outputs}
-        ],
-        "outputs": [
-            {
-                "name": t.name,
-                "index": i,
-                "type_str": t.type_var or onnx_api.onnx_type_string(t.dtype),
-                "doc_literal": py.literal(t.doc),
-                "elem_type_expr": (
-                    f"{op.dtype_source(t)}_type.tensor_type.elem_type"
-                    if op.dtype_source(t)
-                    else f"onnx.TensorProto.{onnx_api.TENSOR_PROTO[t.dtype]}"
-                ),
-            }
-            for i, t in enumerate(op.outputs)
-        ],
-        "shaped_inputs": shaped,
-        "shapes_known": " and ".join(
-            (
-                f'({s.name}_type is None or {s.name}_type.tensor_type.HasField("shape"))'
-                if s.name in op.optional_inputs
-                else f'{s.name}_type.tensor_type.HasField("shape")'
-            )
+            if t.name in shaped_names or t.name in dtype_sources
+        ),
+        infers_shapes=bool(checks or output_shapes),
+        shapes_known=" and ".join(_shape_known(s.name, s.optional) for s in shaped) or "True",
+        shaped_inputs=tuple(
+            ShapedInputView(s.optional, Local.onnx_type(s.name), Local.onnx_dims(s.name))
             for s in shaped
-        )
-        or "True",
-        "inference_attributes": python_shapes.onnx_inference_attributes(op),
-        "attribute_checks": python_shapes.onnx_attribute_checks(op),
-        "checks": python_shapes.onnx_checks(op),
-        "output_shapes": python_shapes.onnx_output_shapes(op),
-        "function_text": function_text,
-        "function_text_literal": py.literal(function_text) if function_text else None,
-        "function_opset": op.function.opset if op.function else None,
-        "infer_through_body": op.infers_through_function,
-        "input_names": py.literal([t.name for t in op.inputs]),
-        "output_names": py.literal([t.name for t in op.outputs]),
-        "provided_by": op.provided_by.value if op.provided_by else None,
-        "type_constraints": [
-            {
-                "name": tc.name,
-                "types": py.literal([onnx_api.onnx_type_string(d) for d in tc.dtypes]),
-                "doc_literal": py.literal(tc.doc),
-            }
-            for tc in op.type_constraints
-        ],
-        "attributes": [
-            {
-                "name": a.name,
-                "required": a.required,
-                "onnx_enum": onnx_api.ATTR_TYPE[a.type],
-                "doc_literal": py.literal(a.doc),
-                "python_default": None if a.required else py.literal(_onnx_value(a.default)),
-                "since": a.since_version or op.versions[0],
-            }
+        ),
+        checks=tuple(checks),
+        output_shapes=tuple(
+            InferredShapeView(Local.onnx_type(shape.output), shape.expr) for shape in output_shapes
+        ),
+        inputs=tuple(
+            SchemaInputView(t.name, _onnx_type(t), py.literal(t.doc), t.optional) for t in op.inputs
+        ),
+        outputs=tuple(
+            SchemaOutputView(
+                name=t.name,
+                index=i,
+                type_str=_onnx_type(t),
+                doc_literal=py.literal(t.doc),
+                type_variable=Local.onnx_type(t.name),
+                elem_type_expr=_elem_type(op, t),
+            )
+            for i, t in enumerate(op.outputs)
+        ),
+        attributes=tuple(
+            SchemaAttributeView(
+                name=a.name,
+                required=a.required,
+                onnx_enum=onnx_api.ATTR_TYPE[a.type],
+                doc_literal=py.literal(a.doc),
+                python_default=None if a.required else py.literal(_onnx_value(a.default)),
+                since=a.since_version or op.versions[0],
+            )
             for a in op.attributes
-        ],
-        "doc_literal": py.literal(op.doc),
-        "versions": py.literal(list(op.versions)),
-    }
+        ),
+        type_constraints=tuple(
+            TypeConstraintView(
+                tc.name,
+                py.literal([onnx_api.onnx_type_string(d) for d in tc.dtypes]),
+                py.literal(tc.doc),
+            )
+            for tc in op.type_constraints
+        ),
+        doc_literal=py.literal(op.doc),
+        versions=py.literal(list(op.versions)),
+        has_function=function_text is not None,
+        function_text_literal=py.literal(function_text) if function_text else None,
+        function_opset=op.function.opset if op.function else None,
+    )
 
 
-def _onnx_value(value):
+def _shape_known(tensor: str, optional: bool) -> str:
+    """The condition that an input's shape is known to the inference function (an absent
+    optional input's counts as known)."""
+    has_shape = f'{Local.onnx_type(tensor)}.tensor_type.HasField("shape")'
+    return f"({Local.onnx_type(tensor)} is None or {has_shape})" if optional else has_shape
+
+
+def _elem_type(op: OpDef, output: TensorParam) -> str:
+    """The output's element type in the inference function: its dtype source's, or fixed."""
+    source = op.dtype_source(output)
+    if source:
+        return f"{Local.onnx_type(source)}.tensor_type.elem_type"
+    return f"onnx.TensorProto.{onnx_api.TENSOR_PROTO[_fixed_dtype(output)]}"
+
+
+def _onnx_value(value: object) -> object:
     """ONNX has no bool attributes: a PyTorch bool is an int 0/1."""
     return int(value) if isinstance(value, bool) else value
 
 
+# ---- the exporters' translations: onnx_export.py.j2
+
+
 _PARSE_ARG = {
-    "bool": "b",
-    "int": "i",
-    "float": "f",
-    "string": "s",
-    "ints": "is",
-    "floats": "fs",
-    "strings": "ss",
+    AttrType.bool: "b",
+    AttrType.int: "i",
+    AttrType.float: "f",
+    AttrType.string: "s",
+    AttrType.ints: "is",
+    AttrType.floats: "fs",
+    AttrType.strings: "ss",
 }
+
+
+@dataclass(frozen=True)
+class OpsetView:
+    """A custom domain the export nodes call, as an onnxscript Opset."""
+
+    variable: str
+    domain: str
+    version: int
+
+
+@dataclass(frozen=True)
+class StringListConstantView:
+    """A list-of-strings attribute, which the TorchScript exporter passes as a constant."""
+
+    name: str
+    default: str  # a literal; "None" for a required attribute
+
+
+@dataclass(frozen=True)
+class OnnxExportView:
+    """generated/<op>/onnx_export.py: the dynamo translation and the TorchScript symbolic."""
+
+    overload_name: str
+    is_override: bool
+    op_id: str
+    uses_standard_opset: bool
+    opsets: tuple[OpsetView, ...]
+    opsets_literal: str
+    translation_params: str
+    fill_defaults: tuple[str, ...]
+    translation_statements: tuple[str, ...]
+    parse_args: str
+    symbolic_params: str
+    string_list_constants: tuple[StringListConstantView, ...]
+    symbolic_statements: tuple[str, ...]
 
 
 def export_opsets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict[str, int]:
     """Custom domain -> version, for every custom op the export nodes call."""
     opsets: dict[str, int] = {}
     for target in export_targets(op, index):
+        assert target.domain is not None and target.version is not None  # it defines an ONNX op
         opsets[target.domain] = max(opsets.get(target.domain, 0), target.version)
     return dict(sorted(opsets.items()))
+
+
+def onnx_export_view(op: OpDef, index: dict[tuple[str, str], OpDef]) -> OnnxExportView:
+    torch = py.torch_binding(op)
+    opsets = export_opsets(op, index)
+    return OnnxExportView(
+        overload_name=torch.overload_name,
+        is_override=torch.is_override,
+        op_id=op.op_id,
+        uses_standard_opset=any(not n.domain for rule in op.export for n in rule.nodes),
+        opsets=tuple(OpsetView(py.opset_variable(d), d, v) for d, v in opsets.items()),
+        opsets_literal=py.literal_dict(opsets),
+        translation_params=py.python_params(op, annotate=False),
+        fill_defaults=tuple(py.fill_defaults(op)),
+        translation_statements=tuple(py.translation_statements(op)),
+        parse_args=", ".join(
+            ['"v"'] * len(op.inputs) + [f'"{_PARSE_ARG[a.type]}"' for a in op.attributes]
+        ),
+        symbolic_params=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
+        string_list_constants=tuple(
+            StringListConstantView(a.name, "None" if a.required else py.literal(a.default))
+            for a in op.attributes
+            if a.type is AttrType.strings
+        ),
+        symbolic_statements=tuple(py.symbolic_statements(op, _set_types(op))),
+    )
 
 
 def _set_types(op: OpDef) -> list[str]:
@@ -229,44 +548,18 @@ def _set_types(op: OpDef) -> list[str]:
     statements = []
     rules = {shape.output: shape for shape in op.shape_rule.outputs}
     for output in op.outputs:
-        dtype = "" if op.dtype_source(output) else f".with_dtype({py.TORCH_DTYPE[output.dtype]})"
+        source = op.dtype_source(output)
+        dtype = "" if source else f".with_dtype({py.TORCH_DTYPE[_fixed_dtype(output)]})"
         shape = rules.get(output.name)
         if shape is None:  # no shape rule: the dtype, and sizes left to ONNX inference
-            source = op.dtype_source(output) or op.inputs[0].name
-            statements.append(f"{output.name}.setType({source}.type(){dtype}.with_sizes(None))")
+            typed_like = source or op.inputs[0].name
+            statements.append(f"{output.name}.setType({typed_like}.type(){dtype}.with_sizes(None))")
             continue
         same_shape = next((t.name for t in op.inputs if _same_shape(shape, t, op)), None)
         if same_shape is None:
             continue
         statements.append(f"{output.name}.setType({same_shape}.type(){dtype})")
     return statements
-
-
-def _export_context(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
-    input_names = [t.name for t in op.inputs]
-    opsets = export_opsets(op, index)
-    uses_standard = any(not n.domain for rule in op.export for n in rule.nodes)
-    return {
-        "overload_name": op.torch.overload_name,
-        "opsets": [
-            {"domain": d, "version": v, "variable": py.opset_variable(d)} for d, v in opsets.items()
-        ],
-        "opsets_literal": py.literal_dict(opsets),
-        "uses_standard": uses_standard,
-        "translation_params": py.python_params(op, annotate=False),
-        "fill_defaults": py.fill_defaults(op),
-        "translation_statements": py.translation_statements(op),
-        "string_list_constants": [
-            {"name": a.name, "default": py.literal(a.default) if not a.required else "None"}
-            for a in op.attributes
-            if a.type.value == "strings"
-        ],
-        "parse_args": ", ".join(
-            ['"v"'] * len(op.inputs) + [f'"{_PARSE_ARG[a.type.value]}"' for a in op.attributes]
-        ),
-        "symbolic_params": ", ".join(input_names + [a.name for a in op.attributes]),
-        "symbolic_statements": py.symbolic_statements(op, _set_types(op)),
-    }
 
 
 def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
@@ -278,70 +571,18 @@ def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
     return output.shape is not None and tensor.shape is not None and output.shape == tensor.shape
 
 
-def base_context(op: OpDef) -> dict:
-    torch = op.torch
-    return {
-        "op_id": op.op_id,
-        "op_type": op.op_type,
-        "domain": op.domain,
-        "domain_ident": op.domain_ident if op.defines_onnx_op else None,
-        "version": op.version,
-        "title": py.op_title(op),
-        "torch_namespace": torch.namespace if torch else None,
-        "torch_name": torch.name if torch else None,
-        "qualified_name": torch.qualified_name if torch else None,
-        "overload_expr": (
-            f"torch.ops.{torch.namespace}.{torch.name}.{torch.overload}" if torch else None
-        ),
-        "is_override": bool(torch and torch.is_override),
-        "new_torch_op": op.new_torch_op,
-        "defines_onnx_op": op.defines_onnx_op,
-        "has_function": op.function is not None,
-        "has_export": bool(op.export),
-        "modules": [
-            module
-            for module, present in (
-                ("onnx_export", bool(op.export)),
-                ("onnx_schema", op.defines_onnx_op),
-                ("torch_op", op.new_torch_op),
-            )
-            if present
-        ],
-    }
-
-
 def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     srcs = common.sources(op)
-    base = base_context(op)
-    files = [render("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, **base)]
+    files = [render_view("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, op_init_view(op))]
     if op.new_torch_op:
-        files.append(
-            render(
-                "python/torch_op.py.j2",
-                f"{op.op_id}/torch_op.py",
-                srcs,
-                **base,
-                **_torch_context(op, index),
-            )
-        )
+        view = torch_op_view(op, index)
+        files.append(render_view("python/torch_op.py.j2", f"{op.op_id}/torch_op.py", srcs, view))
     if op.defines_onnx_op:
-        files.append(
-            render(
-                "python/onnx_schema.py.j2",
-                f"{op.op_id}/onnx_schema.py",
-                srcs,
-                **base,
-                **_onnx_schema_context(op),
-            )
-        )
+        schema = onnx_schema_view(op)
+        path = f"{op.op_id}/onnx_schema.py"
+        files.append(render_view("python/onnx_schema.py.j2", path, srcs, schema))
     if op.export:
-        files.append(
-            render(
-                "python/onnx_export.py.j2",
-                f"{op.op_id}/onnx_export.py",
-                srcs,
-                **base,
-                **_export_context(op, index),
-            )
-        )
+        export = onnx_export_view(op, index)
+        path = f"{op.op_id}/onnx_export.py"
+        files.append(render_view("python/onnx_export.py.j2", path, srcs, export))
     return files

@@ -1,28 +1,365 @@
-"""The generated parity tests of an op."""
+"""The generated parity tests of an op: templates/python/test_parity.py.j2 and the parts it
+includes (templates/python/test_parity/), all reading one ParityTestView."""
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
+from generator.api.names import Local
 from generator.dest import common
-from generator.dest.python import base_context
+from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.op import OpDef, TorchApi
+from generator.model.tensors import TensorParam
+from generator.model.tests import RandomCase
 from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
-from generator.render import GeneratedFile, render
+from generator.render import GeneratedFile, render_view
 from generator.shapes.evaluate import evaluate_output_shapes
 
-
-def _dtype_list(dtypes) -> str | None:
-    if dtypes is None:
-        return "None"
-    return "(" + "".join(f"{py.TORCH_DTYPE[d]}, " for d in dtypes) + ")"
+# Every value below that ends in a Python literal (a list, dict or tuple the test module
+# holds) is that literal's text: the template substitutes it as it is.
 
 
-def _export_facts(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
+@dataclass(frozen=True)
+class ExportFactsView:
     """What the export must produce: nodes per rule, the libraries and functions they need."""
+
+    torch_op: str  # the PyTorch overload the model calls
+    overrides: str  # the override definitions the export asks for
+    libraries: str
+    rules: str  # [(attribute values, [(domain, op type), ...]), ...]
+    function_bodies: str  # {(domain, function): [(domain, op type), ...]}
+
+
+@dataclass(frozen=True)
+class ToleranceView:
+    dtype: str
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class KnownCaseView:
+    inputs: str
+    outputs: str
+    attributes: str
+    dtypes: str  # the first type variable's dtypes it runs at; "None": all
+
+
+@dataclass(frozen=True)
+class SamplerView:
+    """A function drawing one input of one random case."""
+
+    function: str
+    expr: str  # of `shape` and `gen`
+
+
+@dataclass(frozen=True)
+class RandomCaseView:
+    shapes: str
+    dynamic: str
+    samplers: str  # {input: sampler function}
+    attributes: str
+    # Each output's dims as ONNX infers them from the case's named input dims: numbers,
+    # names, "?" (unknown), "?M" (data-dependent size M); None: the output has no shape rule
+    # (shapes come through a function body).
+    output_dims: str
+
+
+@dataclass(frozen=True)
+class ErrorCaseView:
+    """Inputs of these shapes (filled with ones) make every runtime fail with `message`."""
+
+    shapes: str
+    attributes: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ValueErrorCaseView:
+    """These input values make the kernel fail with `message`."""
+
+    inputs: str
+    attributes: str
+    message: str
+
+
+@dataclass(frozen=True)
+class BuiltinEquivalentView:
+    """An op ONNX Runtime has built in that must compute the same."""
+
+    test_name: str
+    domain: str
+    op_type: str
+    version: int
+
+
+@dataclass(frozen=True)
+class ParityTestView:
+    """generated/<op>/test_<op>.py."""
+
+    # The parts of templates/python/test_parity/ this op's tests have, in file order.
+    parts: tuple[str, ...]
+    title_and_torch_op: str
+    what_is_compared: str  # the docstring's list of what runs against the reference
+    imports_warnings: bool
+    title: str
+    domain: str | None
+    op_type: str | None
+    version: int | None
+    op_id: str
+    library: str | None  # the custom-op library serving the op (None: none needed)
+    export: ExportFactsView | None  # None: the op has no export rules
+    defines_onnx_op: bool
+    has_kernel: bool
+    is_function: bool
+    new_torch_op: bool
+    has_cpp_schema: bool
+    # Module constants
+    defaults: str
+    type_combinations: str
+    tolerances: tuple[ToleranceView, ...]
+    exporters: str
+    input_names: str
+    attribute_names: str
+    attribute_types: str
+    input_types: str
+    output_types: str
+    output_names: str
+    data_dependent_outputs: str
+    # The reference expression
+    reference: str
+    reference_params: str
+    reference_upcast: bool
+    reference_precision: str  # how the docstring says where the reference computes
+    # The PyTorch model the export tests export
+    forward_params: str
+    input_params: str
+    # Cases
+    known_cases: tuple[KnownCaseView, ...]
+    first_type_var: str | None
+    samplers: tuple[SamplerView, ...]
+    random_cases: tuple[RandomCaseView, ...]
+    error_cases: tuple[ErrorCaseView, ...]
+    value_error_cases: tuple[ValueErrorCaseView, ...]
+    bad_values_test_name: str
+    # Single tests
+    earlier_versions: str  # {version: [its attributes]}
+    gradient_inputs: str
+    no_gradient_message: str | None  # a regular expression's literal
+    forward_mode_message: str | None  # a regular expression's literal
+    unsupported_dtype: str | None  # a dtype the first input does not accept
+    unsupported_inputs: str  # the inputs that take it
+    unsupported_input_names: str  # the same, as the docstring lists them
+    wrong_dtype_also_fails: str  # who else rejects the wrong dtype, after ONNX's type check
+    torch_op_checks_dtype: bool
+    required_attributes: str
+    missing_attribute_also_fails: str  # who else rejects a missing attribute, after the checker
+    bool_attribute_names: str
+    builtin_equivalents: tuple[BuiltinEquivalentView, ...]
+
+
+def parity_test_view(op: OpDef, index: dict[tuple[str, str], OpDef]) -> ParityTestView:
+    tests = op.tests
+    has_kernel = op.kernel is not None
+    unsupported_inputs = _unsupported_inputs(op)
+    random_cases = [_random_case(op, i, case) for i, case in enumerate(tests.random)]
+    return ParityTestView(
+        parts=_parts(op),
+        title_and_torch_op=title_and_torch_op(op),
+        what_is_compared=_what_is_compared(op),
+        imports_warnings=_tests_torch_func(op),  # torch.func's vmap warns
+        title=op.title,
+        domain=op.domain,
+        op_type=op.op_type,
+        version=op.version,
+        op_id=op.op_id,
+        library=op.domain_ident if has_kernel else None,
+        export=_export_facts(op, index) if op.export else None,
+        defines_onnx_op=op.defines_onnx_op,
+        has_kernel=has_kernel,
+        is_function=op.function is not None,
+        new_torch_op=op.new_torch_op,
+        has_cpp_schema=op.has_cpp_schema,
+        defaults=py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
+        type_combinations=_type_combinations(op),
+        tolerances=tuple(
+            ToleranceView(py.TORCH_DTYPE[dtype], tolerance.rtol, tolerance.atol)
+            for dtype, tolerance in sorted(tests.tolerances.items(), key=lambda i: i[0].value)
+        ),
+        exporters=py.literal(list(op.exporters)),
+        input_names=py.literal([t.name for t in op.inputs]),
+        attribute_names=py.literal([a.name for a in op.attributes]),
+        attribute_types=_attribute_types(op),
+        input_types=_declared_types(op.inputs),
+        output_types=_declared_types(op.outputs),
+        output_names=py.literal([t.name for t in op.outputs]),
+        data_dependent_outputs=py.literal(
+            [t.name for t in op.outputs if t.name in op.shape_rule.kernel_allocated]
+        ),
+        reference=op.reference,
+        reference_params=", ".join(
+            [f"{t.name}=None" if t.optional else t.name for t in op.inputs]
+            + [a.name if a.required else f"{a.name}={py.literal(a.default)}" for a in op.attributes]
+        ),
+        reference_upcast=op.reference_upcast,
+        reference_precision="in float64" if op.reference_upcast else "at the input dtype",
+        forward_params=", ".join(f"{t.name}=None" if t.optional else t.name for t in op.inputs),
+        input_params=", ".join(t.name for t in op.inputs),
+        known_cases=tuple(
+            KnownCaseView(
+                py.literal_dict(case.inputs),
+                py.literal_dict(case.outputs),
+                py.literal_dict(case.attributes),
+                _dtype_tuple(case.dtypes),
+            )
+            for case in tests.known
+        ),
+        first_type_var=op.type_constraints[0].name if op.type_constraints else None,
+        samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
+        random_cases=tuple(case for case, _ in random_cases),
+        error_cases=tuple(
+            ErrorCaseView(
+                py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
+                py.literal_dict(case.attributes),
+                case.message,
+            )
+            for case in op.error_cases
+            if case.values is None
+        ),
+        value_error_cases=tuple(
+            ValueErrorCaseView(
+                py.literal_dict(case.values), py.literal_dict(case.attributes), case.message
+            )
+            for case in op.error_cases
+            if case.values is not None
+        ),
+        bad_values_test_name=(
+            "test_bad_values_raise_in_both_runtimes"
+            if has_kernel
+            else "test_bad_values_raise_in_pytorch"
+        ),
+        earlier_versions=_earlier_versions(op),
+        gradient_inputs=py.literal(list(op.gradients)),
+        no_gradient_message=_no_gradient_message(op),
+        forward_mode_message=_forward_mode_message(op),
+        unsupported_dtype=_unsupported_dtype(op) if op.defines_onnx_op else None,
+        unsupported_inputs=py.literal(unsupported_inputs),
+        unsupported_input_names=", ".join(unsupported_inputs),
+        wrong_dtype_also_fails=(
+            ("" if op.function else ", ONNX Runtime refuses the model")
+            + (", the PyTorch op raises" if has_kernel and op.new_torch_op else "")
+        ),
+        torch_op_checks_dtype=has_kernel and op.new_torch_op,
+        required_attributes=py.literal([a.name for a in op.attributes if a.required]),
+        missing_attribute_also_fails=(
+            (" and ONNX Runtime's session" if has_kernel else "")
+            + ("; the PyTorch op cannot be called without it" if op.new_torch_op else "")
+        ),
+        bool_attribute_names=py.literal(_bool_attributes(op)),
+        builtin_equivalents=tuple(
+            BuiltinEquivalentView(
+                test_name=f"test_matches_builtin_{b.domain.replace('.', '_')}_{b.op_type}".lower(),
+                domain=b.domain,
+                op_type=b.op_type,
+                version=b.version,
+            )
+            for b in tests.builtin_equivalents
+        ),
+    )
+
+
+def _parts(op: OpDef) -> tuple[str, ...]:
+    """The parts of templates/python/test_parity/ that the op's test module has, in file order:
+    each is a test (or the data and helpers of some) that an op has or lacks as a whole."""
+    has_kernel = op.kernel is not None
+    shape_errors = any(case.values is None for case in op.error_cases)
+    value_errors = any(case.values is not None for case in op.error_cases)
+    wanted = (
+        ("export_helpers", bool(op.export)),
+        ("single_node", op.defines_onnx_op),
+        ("known_cases", True),
+        ("test_known_values", bool(op.tests.known)),
+        ("random_cases", True),
+        ("test_export_and_parity", bool(op.export)),
+        ("test_single_node_parity", op.defines_onnx_op),
+        ("test_onnxruntime_infers_output_types_and_shapes", has_kernel),
+        ("test_earlier_version_runs", bool(op.earlier_versions)),
+        ("test_opcheck", op.new_torch_op),
+        ("test_gradients", bool(op.gradients)),
+        ("test_gradients_through_torch_func", _tests_torch_func(op)),
+        ("test_backward_without_gradient_formulas_raises", _no_gradient_message(op) is not None),
+        ("test_forward_mode_ad_raises_naming_the_op", _forward_mode_message(op) is not None),
+        ("test_override", op.torch is not None and op.torch.is_override),
+        ("error_cases", True),
+        ("test_bad_shapes_raise_in_pytorch", shape_errors and op.new_torch_op),
+        ("test_bad_shapes_error_status_in_onnxruntime", shape_errors and has_kernel),
+        ("test_bad_shapes_give_one_message_everywhere", shape_errors),
+        ("test_bad_shapes_fail_onnx_shape_inference", shape_errors and op.defines_onnx_op),
+        ("value_error_cases", True),
+        ("test_bad_values_raise", value_errors),
+        ("test_wrong_dtype_is_rejected", op.defines_onnx_op and _unsupported_dtype(op) is not None),
+        ("test_missing_required_attribute_is_rejected", any(a.required for a in op.attributes)),
+        ("test_attribute_of_the_wrong_type_fails_the_session", has_kernel and bool(op.attributes)),
+        (
+            "test_bool_attribute_other_than_0_or_1_fails_the_session",
+            has_kernel and bool(_bool_attributes(op)),
+        ),
+        ("test_session_without_library_fails_clearly", has_kernel),
+        ("test_cpp_schema_with_onnx_library", op.has_cpp_schema),
+        ("test_matches_builtin", bool(op.tests.builtin_equivalents)),
+    )
+    return tuple(f"python/test_parity/{name}.py.j2" for name, present in wanted if present)
+
+
+def _what_is_compared(op: OpDef) -> str:
+    """What the module docstring says runs against the reference (lines broken as it wraps)."""
+    compared = "Reference expression vs PyTorch"
+    if op.export:
+        compared += (
+            " vs the exported model in ONNX Runtime (both\nexporters, two sizes of every dynamic "
+            "dim, with graph assertions on what was exported)"
+        )
+    if op.defines_onnx_op:
+        compared += " vs\na one-node model of the ONNX op"
+    return compared
+
+
+def _uses_library_api(op: OpDef) -> bool:
+    return op.torch is not None and op.torch.api is TorchApi.library
+
+
+def _tests_torch_func(op: OpDef) -> bool:
+    """torch.func's transforms run the gradient formulas of the default registration only."""
+    return bool(op.gradients) and _uses_library_api(op)
+
+
+def _no_gradient_message(op: OpDef) -> str | None:
+    """What backward raises, as a regular expression's literal; tested where some dtypes let a
+    gradient reach the op."""
+    if not (op.raises_without_gradients and op.differentiable):
+        return None
+    return py.literal(re.escape(py.no_gradient_message(op)))
+
+
+def _forward_mode_message(op: OpDef) -> str | None:
+    """What forward-mode AD raises, as a regular expression's literal: through a
+    differentiable op registered by our own Autograd kernel."""
+    if not (op.new_torch_op and _uses_library_api(op) and op.differentiable):
+        return None
+    return py.literal(re.escape(py.forward_mode_message(op)))
+
+
+def _bool_attributes(op: OpDef) -> list[str]:
+    return [a.name for a in op.attributes if a.type is AttrType.bool]
+
+
+def _export_facts(op: OpDef, index: dict[tuple[str, str], OpDef]) -> ExportFactsView:
     called = export_targets(op, index)
     libraries = sorted({t.domain_ident for t in called if t.kernel})
     bodies = {
@@ -31,150 +368,74 @@ def _export_facts(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict:
         if t.function
     }
     rules = [(dict(rule.when), [(n.domain, n.op_type) for n in rule.nodes]) for rule in op.export]
-    return {
-        "overrides": py.literal([op.op_id] if op.torch.is_override else []),
-        "export_libraries": py.literal(libraries),
-        "export_rules": "[" + ", ".join(f"({py.literal_dict(w)}, {n!r})" for w, n in rules) + "]",
-        "function_bodies": repr(bodies),
-    }
+    return ExportFactsView(
+        torch_op=torch_overload_expr(op),
+        overrides=py.literal([op.op_id] if py.torch_binding(op).is_override else []),
+        libraries=py.literal(libraries),
+        rules="[" + ", ".join(f"({py.literal_dict(w)}, {n!r})" for w, n in rules) + "]",
+        function_bodies=repr(bodies),
+    )
+
+
+def _random_case(
+    op: OpDef, case_index: int, case: RandomCase
+) -> tuple[RandomCaseView, list[SamplerView]]:
+    named = {k: list(v) for k, v in case.shapes.items()}
+    shapes = evaluate_output_shapes(op, named, case.attributes, mark_data_dependent=True)
+    samplers = [
+        SamplerView(Local.random_sampler(case_index, name), expr)
+        for name, expr in case.samples.items()
+    ]
+    by_input = "".join(
+        f"{json.dumps(name)}: {sampler.function}, "
+        for name, sampler in zip(case.samples, samplers, strict=True)
+    )
+    view = RandomCaseView(
+        shapes=py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
+        dynamic=py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
+        samplers="{ " + by_input + " }",
+        attributes=py.literal_dict(case.attributes),
+        output_dims=py.literal([shapes.get(o.name) for o in op.outputs]),
+    )
+    return view, samplers
 
 
 def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
-    tests = op.tests
-    random_cases = []
-    for case_index, case in enumerate(tests.random):
-        named = {k: list(v) for k, v in case.shapes.items()}
-        shapes = evaluate_output_shapes(op, named, case.attributes, mark_data_dependent=True)
-        random_cases.append(
-            {
-                "index": case_index,
-                "shapes": py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
-                "dynamic": py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
-                "samples": [{"input": k, "expr": v} for k, v in case.samples.items()],
-                "attributes": py.literal_dict(case.attributes),
-                # Each output's dims as ONNX infers them from the case's named input dims:
-                # numbers, names, "?" (unknown), "?M" (data-dependent size M); None: the output
-                # has no shape rule (shapes come through a function body).
-                "output_dims": py.literal([shapes.get(o.name) for o in op.outputs]),
-            }
-        )
-    context = {
-        **base_context(op),
-        **(_export_facts(op, index) if op.export else {}),
-        "library": op.domain_ident if op.kernel else None,
-        "has_kernel": op.kernel is not None,
-        "is_function": op.function is not None,
-        "gradients": bool(op.gradients),
-        # Tested where some dtypes let a gradient reach the op.
-        "no_gradient_message": (
-            py.literal(re.escape(py.no_gradient_message(op)))
-            if op.raises_without_gradients and op.differentiable
-            else None
-        ),
-        # Forward-mode AD through a differentiable op registered by our own Autograd kernel.
-        "forward_mode_message": (
-            py.literal(re.escape(py.forward_mode_message(op)))
-            if op.new_torch_op and op.torch.api is TorchApi.library and op.differentiable
-            else None
-        ),
-        "functorch_gradients": bool(op.gradients) and op.torch.api is TorchApi.library,
-        "bool_attribute_names": py.literal(
-            [a.name for a in op.attributes if a.type is AttrType.bool]
-        ),
-        "earlier_versions": (
-            "{"
-            + ", ".join(
-                f"{v}: {py.literal([a.name for a in op.attributes_at(v)])}"
-                for v in op.earlier_versions
-            )
-            + "}"
-            if op.earlier_versions
-            else None
-        ),
-        "gradient_inputs": py.literal(list(op.gradients)),
-        "has_cpp_schema": op.has_cpp_schema,
-        "defaults": py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
-        "attribute_names": py.literal([a.name for a in op.attributes]),
-        "attribute_types": "{"
-        + ", ".join(
-            f"{py.literal(a.name)}: onnx.AttributeProto.{onnx_api.ATTR_TYPE[a.type]}"
-            for a in op.attributes
-        )
-        + "}",
-        "type_combinations": [
-            "{" + ", ".join(f"{var!r}: {py.TORCH_DTYPE[d]}" for var, d in inst.bindings) + "}"
-            for inst in op.instantiations
-        ],
-        "first_type_var": op.type_constraints[0].name if op.type_constraints else None,
-        "tolerances": [
-            {"torch": py.TORCH_DTYPE[d], "rtol": t.rtol, "atol": t.atol}
-            for d, t in sorted(tests.tolerances.items(), key=lambda item: item[0].value)
-        ],
-        "input_names": py.literal([t.name for t in op.inputs]),
-        "input_types": _declared_types(op.inputs),
-        "output_types": _declared_types(op.outputs),
-        "output_names": py.literal([t.name for t in op.outputs]),
-        "data_dependent_outputs": py.literal(
-            [t.name for t in op.outputs if t.name in op.shape_rule.kernel_allocated]
-        ),
-        "input_params": ", ".join(t.name for t in op.inputs),
-        "forward_params": ", ".join(f"{t.name}=None" if t.optional else t.name for t in op.inputs),
-        "reference_params": ", ".join(
-            [f"{t.name}=None" if t.optional else t.name for t in op.inputs]
-            + [a.name if a.required else f"{a.name}={py.literal(a.default)}" for a in op.attributes]
-        ),
-        "exporters": py.literal(list(op.exporters)),
-        "reference": op.reference,
-        "reference_upcast": op.reference_upcast,
-        "known_cases": [
-            {
-                "inputs": py.literal_dict(case.inputs),
-                "outputs": py.literal_dict(case.outputs),
-                "attributes": py.literal_dict(case.attributes),
-                "dtypes": _dtype_list(case.dtypes),
-            }
-            for case in tests.known
-        ],
-        "random_cases": random_cases,
-        "error_cases": [
-            {
-                "shapes": py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
-                "attributes": py.literal_dict(case.attributes),
-                "message": case.message,
-            }
-            for case in op.error_cases
-            if case.values is None
-        ],
-        "value_error_cases": [
-            {
-                "inputs": py.literal_dict(case.values),
-                "attributes": py.literal_dict(case.attributes),
-                "message": case.message,
-            }
-            for case in op.error_cases
-            if case.values is not None
-        ],
-        "unsupported_dtype": _unsupported_dtype(op) if op.defines_onnx_op else None,
-        "unsupported_inputs": _unsupported_inputs(op),
-        "required_attributes": [a.name for a in op.attributes if a.required],
-        "builtin_equivalents": [
-            {
-                "domain": b.domain,
-                "op_type": b.op_type,
-                "version": b.version,
-                "ident": f"{b.domain.replace('.', '_')}_{b.op_type}".lower(),
-            }
-            for b in tests.builtin_equivalents
-        ],
-    }
-    return [
-        render(
-            "python/test_parity.py.j2",
-            f"{op.op_id}/test_{op.op_id}.py",
-            common.sources(op),
-            **context,
-        )
-    ]
+    path = f"{op.op_id}/test_{op.op_id}.py"
+    view = parity_test_view(op, index)
+    return [render_view("python/test_parity.py.j2", path, common.sources(op), view)]
+
+
+def _type_combinations(op: OpDef) -> str:
+    """[{type variable: torch dtype}, ...] for every instantiation."""
+    combinations = (
+        "{" + ", ".join(f"{var!r}: {py.TORCH_DTYPE[d]}" for var, d in inst.bindings) + "}"
+        for inst in op.instantiations
+    )
+    return "[" + "".join(f"{combination}, " for combination in combinations) + "]"
+
+
+def _attribute_types(op: OpDef) -> str:
+    """{attribute: its onnx.AttributeProto type}"""
+    types = (
+        f"{py.literal(a.name)}: onnx.AttributeProto.{onnx_api.ATTR_TYPE[a.type]}"
+        for a in op.attributes
+    )
+    return "{" + ", ".join(types) + "}"
+
+
+def _earlier_versions(op: OpDef) -> str:
+    """{earlier version: [the attributes the op had then]}"""
+    versions = (
+        f"{v}: {py.literal([a.name for a in op.attributes_at(v)])}" for v in op.earlier_versions
+    )
+    return "{" + ", ".join(versions) + "}"
+
+
+def _dtype_tuple(dtypes: tuple[DType, ...] | None) -> str:
+    if dtypes is None:
+        return "None"
+    return "(" + "".join(f"{py.TORCH_DTYPE[d]}, " for d in dtypes) + ")"
 
 
 def _unsupported_inputs(op: OpDef) -> list[str]:
@@ -188,24 +449,24 @@ def _unsupported_inputs(op: OpDef) -> list[str]:
 def _unsupported_dtype(op: OpDef) -> str | None:
     """A dtype the first input does not accept, to prove it is rejected (not misread)."""
     first = op.inputs[0]
-    accepted = op.type_var_dtypes[first.type_var] if first.type_var else (first.dtype,)
+    if first.type_var:
+        accepted = op.type_var_dtypes[first.type_var]
+    else:
+        assert first.dtype is not None  # TensorParam: a type variable or a dtype
+        accepted = (first.dtype,)
     for candidate in (DType.int32, DType.float64, DType.float32, DType.int64, DType.uint8):
         if candidate not in accepted:
             return py.TORCH_DTYPE[candidate]
     return None
 
 
-def _declared_types(tensors) -> str:
+def _declared_types(tensors: Sequence[TensorParam]) -> str:
     """{tensor: its type variable's name, or its fixed torch dtype}"""
-    return (
-        "{"
-        + ", ".join(
-            (
-                f"{t.name!r}: {t.type_var!r}"
-                if t.type_var
-                else f"{t.name!r}: {py.TORCH_DTYPE[t.dtype]}"
-            )
-            for t in tensors
-        )
-        + "}"
-    )
+    declared = []
+    for t in tensors:
+        if t.type_var:
+            declared.append(f"{t.name!r}: {t.type_var!r}")
+        else:
+            assert t.dtype is not None  # TensorParam: a type variable or a dtype
+            declared.append(f"{t.name!r}: {py.TORCH_DTYPE[t.dtype]}")
+    return "{" + ", ".join(declared) + "}"

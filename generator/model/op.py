@@ -135,6 +135,15 @@ class OpDef:
         return self.op_type is not None
 
     @property
+    def title(self) -> str:
+        """How generated code, tests and messages name the op: its ONNX op (`ai.opgen::Inverse`),
+        or for an export-only definition the PyTorch overload it exports (`aten::add.Tensor`)."""
+        if self.op_type is not None:
+            return f"{self.domain}::{self.op_type}"
+        assert self.torch is not None  # parse: an export-only definition has a PyTorch op
+        return self.torch.overload_name
+
+    @property
     def has_cpp_schema(self) -> bool:
         """Ops we implement get an ONNX C++ schema; ops a runtime provides do not."""
         return self.kernel is not None or self.function is not None
