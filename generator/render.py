@@ -10,7 +10,7 @@ from functools import cache
 from importlib import resources
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import jinja2
 
@@ -29,21 +29,9 @@ TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
 _COMMENT = {".py": "#", ".txt": "#", ".h": "//", ".cc": "//", ".md": None}
 
 
-class _Environment(jinja2.Environment):
-    """Templates read their contexts, plain dicts, as `x.field`. Jinja tries the attribute first
-    and looks the key up only after an AttributeError: that exception, raised on nearly every
-    lookup, took a sixth of rendering time. Here a dict's key comes first (a key that shadows a
-    dict method, such as `items`, now means the key)."""
-
-    def getattr(self, obj: object, attribute: str) -> Any:  # Any: as Jinja's, a template value
-        if type(obj) is dict and attribute in obj:
-            return obj[attribute]
-        return super().getattr(obj, attribute)
-
-
 @cache
 def environment() -> jinja2.Environment:
-    env = _Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
@@ -73,7 +61,9 @@ def header(output_path: str, sources: list[str]) -> str:
     return "\n".join(f"{mark} {line}" for line in lines)
 
 
-def render(template: str, output_path: str, sources: list[str], **context: object) -> GeneratedFile:
+def _render(
+    template: str, output_path: str, sources: list[str], **context: object
+) -> GeneratedFile:
     """One file as the template writes it; Python is formatted afterwards by format_all. An
     exception while rendering carries a note naming the file, the template and its line."""
     compiled = None
@@ -89,13 +79,15 @@ def render(template: str, output_path: str, sources: list[str], **context: objec
     return GeneratedFile(output_path, text)
 
 
-def render_view(
+def render(
     template: str, output_path: str, sources: list[str], view: DataclassInstance
 ) -> GeneratedFile:
-    """render() with a view, the typed object a template reads: its fields are the template's
-    variables (shallowly: a field holding views or lists of them stays objects)."""
+    """One file as the template writes it from its view, the typed object it reads: the view's
+    fields are the template's variables (shallowly: nested views stay objects). Python is
+    formatted afterwards by format_all. An exception while rendering carries a note naming the
+    file, the template and its line."""
     context = {field.name: getattr(view, field.name) for field in dataclasses.fields(view)}
-    return render(template, output_path, sources, **context)
+    return _render(template, output_path, sources, **context)
 
 
 def copy_runtime(output_path: str) -> GeneratedFile:

@@ -10,6 +10,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
@@ -25,6 +26,15 @@ from generator.project import display
 
 # An attribute's value, as given on the command line or sampled.
 AttributeValue = bool | int | float | str | list[int | float | str]
+
+
+@dataclass(frozen=True)
+class _AttributeLine:
+    """An attribute as the scaffolded definition lists it."""
+
+    name: str
+    type: str
+    default: str | None  # YAML text; None: required
 
 
 class _Attribute(TypedDict):
@@ -187,11 +197,11 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             outputs=outputs,
             first_input=first,
             attributes=[
-                {
-                    "name": a["name"],
-                    "type": a["type"].value,
-                    "default": None if a["default"] is None else _yaml(a["default"]),
-                }
+                _AttributeLine(
+                    a["name"],
+                    a["type"].value,
+                    None if a["default"] is None else _yaml(a["default"]),
+                )
                 for a in attributes
             ],
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),

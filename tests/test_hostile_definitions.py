@@ -347,10 +347,13 @@ def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, c
 
 
 def test_an_exception_while_rendering_names_the_template_its_line_and_the_file():
+    import dataclasses
+
     from generator.render import render
 
+    nothing = dataclasses.make_dataclass("Nothing", [], frozen=True)()  # a view of no fields
     with pytest.raises(Exception, match="'title' is undefined") as raised:
-        render("docs/op.md.j2", "docs/probe.md", ["opdefs/probe.yaml"])  # no context at all
+        render("docs/op.md.j2", "docs/probe.md", ["opdefs/probe.yaml"], nothing)
     line = next(
         number
         for number, text in enumerate((ROOT / "templates/docs/op.md.j2").read_text().split("\n"), 1)
@@ -369,7 +372,7 @@ def test_an_exception_in_an_included_part_names_the_part_and_its_line():
     from generator import project as proj
     from generator.dest import tests as tests_dest
     from generator.parse.project import onnx_op_index
-    from generator.render import render
+    from generator.render import _render
 
     project = proj.Project(ROOT, ROOT / "opdefs", ROOT / "generated")
     ops = proj.load(project, [ROOT / "opdefs" / "inverse.yaml"])
@@ -377,7 +380,7 @@ def test_an_exception_in_an_included_part_names_the_part_and_its_line():
     # op_id: read by parts only, first by the export test
     context = {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != "op_id"}
     with pytest.raises(Exception, match="'op_id' is undefined") as raised:
-        render("python/test_parity.py.j2", "inverse/test_inverse.py", [], **context)
+        _render("python/test_parity.py.j2", "inverse/test_inverse.py", [], **context)
     part = "python/test_parity/test_export_and_parity.py.j2"
     line = next(
         number

@@ -20,7 +20,7 @@ from generator.model.op import OpDef
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.tests import ErrorCase, RandomCase
 from generator.model.types import DType
-from generator.render import render_view
+from generator.render import render
 from generator.shapes.evaluate import evaluate_output_shapes
 from generator.shapes.spell import SpelledCheck
 
@@ -695,12 +695,12 @@ def emit(op: OpDef, output_dir: Path) -> list[GeneratedFile]:
     if op.kernel is not None:
         api = kernel_api_view(op, output_dir)
         files += [
-            render_view("cpp/op.h.j2", f"{base}_op.h", srcs, api),
-            render_view("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
-            render_view("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
-            render_view("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op)),
+            render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
+            render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
+            render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
+            render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op)),
         ]
     return files + [
-        render_view("cpp/onnx_schema.cc.j2", f"{base}_schema.cc", srcs, onnx_schema_view(op)),
-        render_view("cpp/schema_test.cc.j2", f"{base}_schema_test.cc", srcs, schema_test_view(op)),
+        render("cpp/onnx_schema.cc.j2", f"{base}_schema.cc", srcs, onnx_schema_view(op)),
+        render("cpp/schema_test.cc.j2", f"{base}_schema_test.cc", srcs, schema_test_view(op)),
     ]

@@ -12,7 +12,7 @@ from generator.dest import common
 from generator.model.op import OpDef
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.types import AttrType, message_value
-from generator.render import GeneratedFile, render_view
+from generator.render import GeneratedFile, render
 
 # Every text in a view below is Markdown, ready for the page (table cells already one line
 # with their pipes escaped).
@@ -227,7 +227,7 @@ def op_page_view(op: OpDef) -> OpPageView:
 
 def emit_op(op: OpDef) -> GeneratedFile:
     """The op's reference page."""
-    return render_view("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), op_page_view(op))
+    return render("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), op_page_view(op))
 
 
 def index_view(ops: list[OpDef]) -> IndexView:
@@ -248,4 +248,4 @@ def index_view(ops: list[OpDef]) -> IndexView:
 def emit_index(ops: list[OpDef]) -> GeneratedFile:
     """The table of every op's page."""
     sources = sorted(op.definition_path for op in ops)
-    return render_view("docs/index.md.j2", "docs/index.md", sources, index_view(ops))
+    return render("docs/index.md.j2", "docs/index.md", sources, index_view(ops))

@@ -9,7 +9,7 @@ from itertools import groupby
 from generator.api import cpp
 from generator.dest import common
 from generator.model.op import OpDef
-from generator.render import GeneratedFile, copy_runtime, render_view
+from generator.render import GeneratedFile, copy_runtime, render
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,8 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
                 "pybind_support",
             )
         ),
-        render_view("cmake/CMakeLists.txt.j2", "CMakeLists.txt", all_sources, CMakeView(views)),
-        render_view("python/package_init.py.j2", "__init__.py", all_sources, package),
+        render("cmake/CMakeLists.txt.j2", "CMakeLists.txt", all_sources, CMakeView(views)),
+        render("python/package_init.py.j2", "__init__.py", all_sources, package),
         copy_runtime("_names.py"),
         copy_runtime("_support.py"),
         copy_runtime("_testing.py"),
@@ -109,8 +109,8 @@ def emit(ops: list[OpDef]) -> list[GeneratedFile]:
         base = f"domains/{view.ident}"
         if view.has_kernels:
             files += [
-                render_view("cpp/ort_library.cc.j2", f"{base}/ort_library.cc", sources, view),
-                render_view("cpp/pybind_module.cc.j2", f"{base}/pybind_module.cc", sources, view),
+                render("cpp/ort_library.cc.j2", f"{base}/ort_library.cc", sources, view),
+                render("cpp/pybind_module.cc.j2", f"{base}/pybind_module.cc", sources, view),
             ]
-        files.append(render_view("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, view))
+        files.append(render("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, view))
     return files

@@ -16,7 +16,7 @@ from generator.model.shapes import OutputShape, SlicePart
 from generator.model.tensors import TensorParam
 from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
-from generator.render import GeneratedFile, render_view
+from generator.render import GeneratedFile, render
 from generator.shapes.spell import SpelledCheck
 
 
@@ -573,16 +573,16 @@ def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
 
 def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     srcs = common.sources(op)
-    files = [render_view("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, op_init_view(op))]
+    files = [render("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, op_init_view(op))]
     if op.new_torch_op:
         view = torch_op_view(op, index)
-        files.append(render_view("python/torch_op.py.j2", f"{op.op_id}/torch_op.py", srcs, view))
+        files.append(render("python/torch_op.py.j2", f"{op.op_id}/torch_op.py", srcs, view))
     if op.defines_onnx_op:
         schema = onnx_schema_view(op)
         path = f"{op.op_id}/onnx_schema.py"
-        files.append(render_view("python/onnx_schema.py.j2", path, srcs, schema))
+        files.append(render("python/onnx_schema.py.j2", path, srcs, schema))
     if op.export:
         export = onnx_export_view(op, index)
         path = f"{op.op_id}/onnx_export.py"
-        files.append(render_view("python/onnx_export.py.j2", path, srcs, export))
+        files.append(render("python/onnx_export.py.j2", path, srcs, export))
     return files

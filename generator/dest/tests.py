@@ -18,7 +18,7 @@ from generator.model.tensors import TensorParam
 from generator.model.tests import RandomCase
 from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
-from generator.render import GeneratedFile, render_view
+from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
 
 # Every value below that ends in a Python literal (a list, dict or tuple the test module
@@ -403,7 +403,7 @@ def _random_case(
 def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
     path = f"{op.op_id}/test_{op.op_id}.py"
     view = parity_test_view(op, index)
-    return [render_view("python/test_parity.py.j2", path, common.sources(op), view)]
+    return [render("python/test_parity.py.j2", path, common.sources(op), view)]
 
 
 def _type_combinations(op: OpDef) -> str:
