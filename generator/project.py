@@ -9,12 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from generator import parallel
-from generator.dest import cpp as cpp_dest
-from generator.dest import docs as docs_dest
-from generator.dest import project as project_dest
-from generator.dest import python as python_dest
-from generator.dest import tests as tests_dest
+from generator import emitters, parallel
+from generator.dest.emission import Emission
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
@@ -236,16 +232,13 @@ def generate(
     index = onnx_op_index(all_ops)
     ops = sorted(selected, key=lambda op: op.op_id)
 
+    emission = Emission(project.output_dir, index)
+
     def op_files(op: OpDef) -> list[GeneratedFile]:
-        return (
-            python_dest.emit(op, index)
-            + cpp_dest.emit(op, project.output_dir)
-            + tests_dest.emit(op, index)
-            + [docs_dest.emit_op(op)]
-        )
+        return [file for emit in emitters.OP_EMITTERS for file in emit(op, emission)]
 
     def shared_files() -> list[GeneratedFile]:
-        return project_dest.emit(all_ops) + [docs_dest.emit_index(all_ops)]
+        return [file for emit in emitters.PROJECT_EMITTERS for file in emit(all_ops)]
 
     def compare(files: list[GeneratedFile]) -> Output:
         changes = plan_changes(project.output_dir, files)

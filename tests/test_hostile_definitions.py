@@ -309,6 +309,17 @@ def tree(directory: Path) -> dict[str, bytes | None]:
     }
 
 
+def replace_emitter(monkeypatch, registry: str, emitter, replacement) -> None:
+    """Runs `replacement` where emitters.<registry> lists `emitter`."""
+    from generator import emitters
+
+    listed = getattr(emitters, registry)
+    assert emitter in listed
+    monkeypatch.setattr(
+        emitters, registry, tuple(replacement if e is emitter else e for e in listed)
+    )
+
+
 @pytest.mark.parametrize("count", [3, 40], ids=["one process", "forked workers"])
 def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, capsys, count):
     """An exception in an emitter (a bug in opgen) after validation: every op is rendered before
@@ -325,12 +336,12 @@ def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, c
     before = tree(project)
     emit = cpp_dest.emit
 
-    def broken_emit(op, output_dir):
+    def broken_emit(op, emission):
         if op.op_id == "op_02":
             raise ZeroDivisionError("integer division or modulo by zero")
-        return emit(op, output_dir)
+        return emit(op, emission)
 
-    monkeypatch.setattr(cpp_dest, "emit", broken_emit)
+    replace_emitter(monkeypatch, "OP_EMITTERS", emit, broken_emit)
     assert parallel.worker_count(count, proj._MIN_OPS_PER_WORKER) == (2 if count == 40 else 1)
     capsys.readouterr()
     assert cli.main([]) == 2
@@ -437,11 +448,11 @@ def test_two_producers_of_one_path_are_an_internal_error(tmp_path, monkeypatch, 
     before = tree(project)
     emit_op = docs_dest.emit_op
 
-    def misplaced_page(op):
-        page = emit_op(op)
-        return type(page)("docs/op_01.md", page.content) if op.op_id == "op_02" else page
+    def misplaced_page(op, emission):
+        (page,) = emit_op(op, emission)
+        return [type(page)("docs/op_01.md", page.content) if op.op_id == "op_02" else page]
 
-    monkeypatch.setattr(docs_dest, "emit_op", misplaced_page)
+    replace_emitter(monkeypatch, "OP_EMITTERS", emit_op, misplaced_page)
     assert parallel.worker_count(count, proj._MIN_OPS_PER_WORKER) == (2 if count == 40 else 1)
     capsys.readouterr()
     assert cli.main([]) == 2
@@ -465,10 +476,10 @@ def test_one_producer_generating_a_path_twice_is_an_internal_error(tmp_path, mon
     emit_index = docs_dest.emit_index
 
     def index_over_the_package_init(ops):  # the shared files already have an __init__.py
-        page = emit_index(ops)
-        return type(page)("__init__.py", page.content)
+        (page,) = emit_index(ops)
+        return [type(page)("__init__.py", page.content)]
 
-    monkeypatch.setattr(docs_dest, "emit_index", index_over_the_package_init)
+    replace_emitter(monkeypatch, "PROJECT_EMITTERS", emit_index, index_over_the_package_init)
     with pytest.raises(proj.GenerationError) as raised:
         proj.generate(project, ops, ops, write=True)
     (failure,) = raised.value.failures
@@ -492,11 +503,11 @@ def test_each_op_is_emitted_once_per_run(tmp_path, monkeypatch, mode):
     emitted = []
     emit = cpp_dest.emit
 
-    def counted(op, output_dir):
+    def counted(op, emission):
         emitted.append(op.op_id)
-        return emit(op, output_dir)
+        return emit(op, emission)
 
-    monkeypatch.setattr(cpp_dest, "emit", counted)
+    replace_emitter(monkeypatch, "OP_EMITTERS", emit, counted)
     assert cli.main(["-q", *mode]) == (1 if mode else 0)
     assert sorted(emitted) == ["op_00", "op_01", "op_02"]
 

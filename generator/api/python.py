@@ -183,7 +183,7 @@ _EAGER_STANDARD = {
 assert _EAGER_STANDARD.keys() == EAGER_STANDARD_OPS
 
 
-def _eager_node(node: OnnxNode, index: dict[tuple[str, str], OpDef]) -> str:
+def _eager_node(node: OnnxNode, index: Mapping[tuple[str, str], OpDef]) -> str:
     if not node.domain:
         attrs = {
             a.name: TORCH_DTYPE[a.value] if isinstance(a.value, DType) else _value(a)
@@ -234,7 +234,7 @@ def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
     return _rules(op, _symbolic_node, set_types)
 
 
-def eager_statements(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[str]:
+def eager_statements(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> list[str]:
     return _rules(op, lambda node: _eager_node(node, index))
 
 

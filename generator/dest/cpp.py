@@ -15,6 +15,7 @@ from generator.api.names import Local
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
 from generator.dest import common
+from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
 from generator.model.tensors import Attribute, TensorParam
@@ -683,7 +684,7 @@ def schema_test_view(op: OpDef) -> SchemaTestView:
     )
 
 
-def emit(op: OpDef, output_dir: Path) -> list[GeneratedFile]:
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     """Kernel ops: kernel API, instantiations, ONNX Runtime and pybind11 wrappers, C++ schema
     and its test. Function ops: the C++ schema (with its body) and its test. Nothing else has
     C++ (ops ONNX Runtime provides, export-only definitions)."""
@@ -693,7 +694,7 @@ def emit(op: OpDef, output_dir: Path) -> list[GeneratedFile]:
     srcs = common.sources(op)
     files = []
     if op.kernel is not None:
-        api = kernel_api_view(op, output_dir)
+        api = kernel_api_view(op, emission.output_dir)
         files += [
             render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
             render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),

@@ -4,11 +4,13 @@ generated file."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py_api
 from generator.dest import common
+from generator.dest.emission import Emission
 from generator.model.op import OpDef
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.types import AttrType, message_value
@@ -225,12 +227,12 @@ def op_page_view(op: OpDef) -> OpPageView:
     )
 
 
-def emit_op(op: OpDef) -> GeneratedFile:
+def emit_op(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     """The op's reference page."""
-    return render("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), op_page_view(op))
+    return [render("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), op_page_view(op))]
 
 
-def index_view(ops: list[OpDef]) -> IndexView:
+def index_view(ops: Sequence[OpDef]) -> IndexView:
     return IndexView(
         tuple(
             IndexRowView(
@@ -245,7 +247,7 @@ def index_view(ops: list[OpDef]) -> IndexView:
     )
 
 
-def emit_index(ops: list[OpDef]) -> GeneratedFile:
+def emit_index(ops: Sequence[OpDef]) -> list[GeneratedFile]:
     """The table of every op's page."""
     sources = sorted(op.definition_path for op in ops)
-    return render("docs/index.md.j2", "docs/index.md", sources, index_view(ops))
+    return [render("docs/index.md.j2", "docs/index.md", sources, index_view(ops))]

@@ -3,6 +3,7 @@ generated Python package's entry points. Each template reads one frozen view bui
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
@@ -52,7 +53,7 @@ class PackageInitView:
     domain_libraries: tuple[DomainLibraryView, ...]  # domains with kernels only
 
 
-def _domains(ops: list[OpDef]) -> list[tuple[DomainView, list[str]]]:
+def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
     """Domains with C++ artifacts (kernel ops or C++ schemas), each with its definitions."""
     ordered = sorted((op for op in ops if op.has_cpp_schema), key=lambda op: (op.domain, op.op_id))
     domains = []
@@ -78,7 +79,7 @@ def _domains(ops: list[OpDef]) -> list[tuple[DomainView, list[str]]]:
     return domains
 
 
-def emit(ops: list[OpDef]) -> list[GeneratedFile]:
+def emit(ops: Sequence[OpDef]) -> list[GeneratedFile]:
     all_sources = sorted(op.definition_path for op in ops)
     domains = _domains(ops)
     views = tuple(view for view, _ in domains)

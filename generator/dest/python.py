@@ -3,6 +3,7 @@ template reads one view (a frozen dataclass) built here from the op."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
@@ -11,6 +12,7 @@ from generator.api import python_shapes
 from generator.api.names import Local
 from generator.api.python_shapes import InferenceAttribute
 from generator.dest import common
+from generator.dest.emission import Emission
 from generator.model.op import OpDef, TorchApi
 from generator.model.shapes import OutputShape, SlicePart
 from generator.model.tensors import TensorParam
@@ -163,7 +165,7 @@ class TorchOpView:
     forward_mode_message: str
 
 
-def torch_op_view(op: OpDef, index: dict[tuple[str, str], OpDef]) -> TorchOpView:
+def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpView:
     torch = py.torch_binding(op)
     names = [t.name for t in op.outputs]
     single = len(names) == 1
@@ -507,7 +509,7 @@ class OnnxExportView:
     symbolic_statements: tuple[str, ...]
 
 
-def export_opsets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict[str, int]:
+def export_opsets(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> dict[str, int]:
     """Custom domain -> version, for every custom op the export nodes call."""
     opsets: dict[str, int] = {}
     for target in export_targets(op, index):
@@ -516,7 +518,7 @@ def export_opsets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> dict[str, i
     return dict(sorted(opsets.items()))
 
 
-def onnx_export_view(op: OpDef, index: dict[tuple[str, str], OpDef]) -> OnnxExportView:
+def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxExportView:
     torch = py.torch_binding(op)
     opsets = export_opsets(op, index)
     return OnnxExportView(
@@ -571,7 +573,8 @@ def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
     return output.shape is not None and tensor.shape is not None and output.shape == tensor.shape
 
 
-def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    index = emission.onnx_ops
     srcs = common.sources(op)
     files = [render("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, op_init_view(op))]
     if op.new_torch_op:

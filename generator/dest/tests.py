@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.api.names import Local
 from generator.dest import common
+from generator.dest.emission import Emission
 from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import TensorParam
@@ -164,7 +165,7 @@ class ParityTestView:
     builtin_equivalents: tuple[BuiltinEquivalentView, ...]
 
 
-def parity_test_view(op: OpDef, index: dict[tuple[str, str], OpDef]) -> ParityTestView:
+def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ParityTestView:
     tests = op.tests
     has_kernel = op.kernel is not None
     unsupported_inputs = _unsupported_inputs(op)
@@ -359,7 +360,7 @@ def _bool_attributes(op: OpDef) -> list[str]:
     return [a.name for a in op.attributes if a.type is AttrType.bool]
 
 
-def _export_facts(op: OpDef, index: dict[tuple[str, str], OpDef]) -> ExportFactsView:
+def _export_facts(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ExportFactsView:
     called = export_targets(op, index)
     libraries = sorted({t.domain_ident for t in called if t.kernel})
     bodies = {
@@ -400,9 +401,9 @@ def _random_case(
     return view, samplers
 
 
-def emit(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[GeneratedFile]:
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     path = f"{op.op_id}/test_{op.op_id}.py"
-    view = parity_test_view(op, index)
+    view = parity_test_view(op, emission.onnx_ops)
     return [render("python/test_parity.py.j2", path, common.sources(op), view)]
 
 

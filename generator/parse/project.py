@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from generator.errors import DefinitionError, ErrorCollector
 from generator.model.nodes import EAGER_STANDARD_OPS
 from generator.model.op import OpDef
@@ -21,7 +23,7 @@ def onnx_op_index(ops: list[OpDef]) -> dict[tuple[str, str], OpDef]:
     }
 
 
-def export_targets(op: OpDef, index: dict[tuple[str, str], OpDef]) -> list[OpDef]:
+def export_targets(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> list[OpDef]:
     """The project's ops that the export nodes call (validated by check_project)."""
     return [index[(n.domain, n.op_type)] for rule in op.export for n in rule.nodes if n.domain]
 
