@@ -65,7 +65,7 @@ def pre_commit(repo: Path, *args: str) -> subprocess.CompletedProcess:
 def test_project_hooks_pass_then_catch_a_stale_file(repo):
     clean = pre_commit(repo, "run", "--all-files")
     assert clean.returncode == 0, clean.stdout + clean.stderr
-    for hook in ("opgen generated files are in sync", "black", "ruff"):
+    for hook in ("opgen generated files are in sync", "black", "ruff", "mypy --strict"):
         assert any(
             line.startswith(hook) and line.endswith("Passed") for line in clean.stdout.splitlines()
         ), clean.stdout
