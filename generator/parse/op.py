@@ -152,8 +152,9 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
     signature = _read_signature(d)
     _check_signature(d, signature, versions)
     implementation_key = _implementation_key(d, versions)
-    title = op_type or (torch_binding.qualified_name if torch_binding else op_id) or ""
-    shape_rule = _read_shape_rule(d, signature, title, implementation_key, torch_binding)
+    # How the shape rule's messages start: the op type (kOpType in C++), else the PyTorch op.
+    message_prefix = op_type or (torch_binding.qualified_name if torch_binding else op_id) or ""
+    shape_rule = _read_shape_rule(d, signature, message_prefix, implementation_key, torch_binding)
     reference = d.get(
         "reference",
         parse_reference,
@@ -385,7 +386,7 @@ def _implementation_key(d: _Definition, versions: tuple[int, ...]) -> str | None
 def _read_shape_rule(
     d: _Definition,
     signature: _Signature,
-    title: str,
+    message_prefix: str,
     implementation_key: str | None,
     torch_binding: TorchBinding | None,
 ) -> ShapeRule | None:
@@ -399,7 +400,7 @@ def _read_shape_rule(
         return None
     shape_rule = errors.attempt(
         compile_shape_rule,
-        title,
+        message_prefix,
         inputs,
         outputs,
         signature.attrs_by_name,
