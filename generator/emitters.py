@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from generator.dest import cpp, docs, project, python, tests
+from generator.dest import cpp_kernel, cpp_schema, docs, project, python, tests
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
@@ -16,7 +16,8 @@ ProjectEmitter = Callable[[Sequence[OpDef]], list[GeneratedFile]]
 
 OP_EMITTERS: tuple[OpEmitter, ...] = (
     python.emit,  # the PyTorch op, the ONNX schema and export
-    cpp.emit,  # the kernel API, ONNX Runtime and pybind11 wrappers, the C++ schema and its test
+    cpp_kernel.emit,  # the kernel API, its instantiations, ONNX Runtime and pybind11 wrappers
+    cpp_schema.emit,  # the ONNX C++ schema and its test
     tests.emit,  # the parity tests
     docs.emit_op,  # the op's page
 )

@@ -137,7 +137,7 @@ def _component(graph: dict[str, set[str]], start: str) -> set[str]:
 def test_no_module_of_the_generator_imports_another_in_a_cycle():
     graph = import_graph(ROOT)
     # Not vacuous: the graph sees imports at module level and inside functions.
-    assert "generator.dest.cpp" in graph["generator.emitters"]
+    assert "generator.dest.cpp_kernel" in graph["generator.emitters"]
     assert "generator.project" in graph["generator.cli"]  # imported inside functions
     found = cycles(graph)
     assert not found, "import cycles in generator/:\n" + "\n".join(

@@ -326,7 +326,7 @@ def test_an_emitter_bug_writes_nothing_and_names_the_op(tmp_path, monkeypatch, c
     any file is written, so the output stays as it was, and the message names the op."""
     from generator import cli, parallel
     from generator import project as proj
-    from generator.dest import cpp as cpp_dest
+    from generator.dest import cpp_kernel as cpp_dest
 
     project = many_ops(tmp_path, count)
     monkeypatch.chdir(project)
@@ -496,7 +496,7 @@ def test_each_op_is_emitted_once_per_run(tmp_path, monkeypatch, mode):
     """The output paths are checked on the files the run generates: a writing run used to
     emit every op a second time beforehand, for its paths alone."""
     from generator import cli
-    from generator.dest import cpp as cpp_dest
+    from generator.dest import cpp_kernel as cpp_dest
 
     project = many_ops(tmp_path, 3)
     monkeypatch.chdir(project)

@@ -1,0 +1,373 @@
+"""C++ per kernel op: the kernel's API header, its instantiations, the ONNX Runtime custom op and
+the pybind11 binding. Each template reads one view, built here from the op."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.api import cpp, cpp_shapes
+from generator.api.cpp_shapes import OutputStatements
+from generator.api.names import Local
+from generator.dest import common
+from generator.dest.cpp import CppAttribute, concrete_dtype
+from generator.dest.emission import Emission
+from generator.generated_file import GeneratedFile
+from generator.model.op import OpDef
+from generator.model.tensors import TensorParam
+from generator.render import render
+from generator.shapes.spell import SpelledCheck
+
+
+@dataclass(frozen=True)
+class KernelInput:
+    """An input as the kernel wrappers hold it: its shape, its view, where its data is."""
+
+    name: str
+    index: int
+    cpp_type: str
+    optional: bool
+    shape: str
+    present: str
+    optional_view: str
+    runtime_value: str  # ONNX Runtime
+    array: str  # pybind11
+    dtype_name: str  # pybind11
+    data: str  # where the wrapper at hand finds its elements
+
+    @classmethod
+    def of(cls, tensor: TensorParam, index: int, data: str) -> KernelInput:
+        name = tensor.name
+        return cls(
+            name=name,
+            index=index,
+            cpp_type=common.tensor_cpp_type(tensor),
+            optional=tensor.optional,
+            shape=Local.shape(name),
+            present=Local.present(name),
+            optional_view=Local.optional_view(name),
+            runtime_value=Local.runtime_value(name),
+            array=Local.array(name),
+            dtype_name=Local.dtype_name(name),
+            data=data,
+        )
+
+
+@dataclass(frozen=True)
+class KernelOutput:
+    name: str
+    index: int
+    cpp_type: str
+    kernel_allocated: bool  # a data-dependent size: the kernel allocates it
+    runtime_value: str
+    array: str
+    shape: str  # in infer_shapes' result
+
+    @classmethod
+    def of(cls, op: OpDef, tensor: TensorParam, index: int) -> KernelOutput:
+        return cls(
+            name=tensor.name,
+            index=index,
+            cpp_type=common.tensor_cpp_type(tensor),
+            kernel_allocated=tensor.name in op.shape_rule.kernel_allocated,
+            runtime_value=Local.runtime_value(tensor.name),
+            array=Local.array(tensor.name),
+            shape=Local.output_shape_member(tensor.name),
+        )
+
+
+@dataclass(frozen=True)
+class KernelInstantiation:
+    """compute<...> for one binding of the type variables."""
+
+    suffix: str
+    template_args: str
+    compute_params: str
+    numpy_condition: str  # the pybind11 binding takes this kernel when it holds
+
+
+def _inputs(
+    op: OpDef, data: Callable[[TensorParam], str] = lambda tensor: ""
+) -> tuple[KernelInput, ...]:
+    return tuple(KernelInput.of(t, i, data(t)) for i, t in enumerate(op.inputs))
+
+
+def _ort_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    return f"opgen::ort::data<{cpp_type}>({Local.runtime_value(tensor.name)}, aligned)"
+
+
+def _numpy_data(tensor: TensorParam) -> str:
+    array = ("*" if tensor.optional else "") + Local.array(tensor.name)
+    return f"opgen::py_support::data<{common.tensor_cpp_type(tensor)}>({array}, aligned)"
+
+
+def _outputs(op: OpDef) -> tuple[KernelOutput, ...]:
+    return tuple(KernelOutput.of(op, t, i) for i, t in enumerate(op.outputs))
+
+
+def _instantiations(op: OpDef) -> tuple[KernelInstantiation, ...]:
+    result = []
+    for inst in op.instantiations:
+        binding = {var: cpp.KERNEL_TYPE[dtype] for var, dtype in inst.bindings}
+        conditions = []
+        for tensor in op.inputs:
+            # The numpy dtypes live in one place: dtype_of<T>() of pybind_support.h.
+            has_dtype = f"opgen::py_support::has_dtype<{cpp.KERNEL_TYPE[tensor.dtype_in(inst)]}>"
+            array = Local.array(tensor.name)
+            conditions.append(
+                f"(!{array} || {has_dtype}(*{array}))"
+                if tensor.optional
+                else f"{has_dtype}({array})"
+            )
+        result.append(
+            KernelInstantiation(
+                suffix=inst.suffix or "only",
+                template_args=common.template_args(op, binding),
+                compute_params=common.compute_params(op, binding),
+                numpy_condition=" && ".join(conditions),
+            )
+        )
+    return tuple(result)
+
+
+def _shape_args(op: OpDef) -> str:
+    """The arguments of infer_shapes: each input's shape (and presence), then the attributes."""
+    args = [
+        Local.shape(t.name) + (f", {Local.present(t.name)}" if t.optional else "")
+        for t in op.inputs
+    ]
+    return ", ".join(args) + ", attrs"
+
+
+def _compute_args(op: OpDef, context: str) -> str:
+    return ", ".join(
+        [context] + [t.name for t in op.inputs] + [t.name for t in op.outputs] + ["attrs"]
+    )
+
+
+@dataclass(frozen=True)
+class KernelApiView:
+    """op.h (the kernel's API: attributes, the shape rule, compute's signature) and kernel.cc
+    (the kernel compiled for each dtype)."""
+
+    op_id: str
+    op_type: str
+    domain: str
+    kernel_origin: str
+    doc_lines: tuple[str, ...]
+    attributes: tuple[CppAttribute, ...]
+    inputs: tuple[KernelInput, ...]
+    outputs: tuple[KernelOutput, ...]
+    shape_params: str
+    checks: tuple[SpelledCheck, ...]
+    output_shapes: tuple[OutputStatements, ...]
+    template_decl: str
+    compute_params: str
+    kernel_include: str | None  # the kernel's source file, or None for an inline body
+    kernel_body: str
+    instantiations: tuple[KernelInstantiation, ...]
+
+
+def kernel_api_view(op: OpDef, output_dir: Path) -> KernelApiView:
+    kernel = op.kernel
+    assert kernel is not None and op.op_type is not None and op.domain is not None
+    kernel_include = None
+    if kernel.source_file is not None:
+        kernel_include = common.relative_include(
+            output_dir.resolve() / op.op_id, kernel.source_file.resolve()
+        )
+    shape_params = ", ".join(
+        f"const std::vector<Dim>& {Local.shape(t.name)}"
+        + (f", bool {Local.present(t.name)}" if t.optional else "")
+        for t in op.inputs
+    )
+    return KernelApiView(
+        op_id=op.op_id,
+        op_type=op.op_type,
+        domain=op.domain,
+        kernel_origin=(
+            f"in {kernel.source_file.name}" if kernel.source_file else "inline in the definition"
+        ),
+        doc_lines=tuple(cpp.comment(op.doc)),
+        attributes=tuple(CppAttribute.of(a) for a in op.attributes),
+        inputs=_inputs(op),
+        outputs=_outputs(op),
+        shape_params=shape_params + ", const Attributes& attrs",
+        checks=tuple(cpp_shapes.concrete_checks(op)),
+        output_shapes=cpp_shapes.concrete_output_shapes(op),
+        template_decl=common.template_decl(op),
+        compute_params=common.compute_params(op),
+        kernel_include=kernel_include,
+        kernel_body=kernel.body or "",
+        instantiations=_instantiations(op),
+    )
+
+
+@dataclass(frozen=True)
+class RuleAttribute:
+    """An attribute ONNX Runtime's shape inference reads (the shape rule uses it)."""
+
+    name: str
+    required_literal: str
+
+
+@dataclass(frozen=True)
+class InferredOutput:
+    name: str
+    index: int
+    element_type: str  # how ONNX Runtime's shape inference gets its element type
+    shape: str
+
+
+@dataclass(frozen=True)
+class KernelWrapperView:
+    """What both kernel wrappers (ONNX Runtime, pybind11) read: they check the shapes, make
+    the views and outputs, and call compute."""
+
+    op_id: str
+    op_type: str
+    domain: str
+    template_decl: str
+    template_args: str
+    attributes: tuple[CppAttribute, ...]
+    inputs: tuple[KernelInput, ...]
+    outputs: tuple[KernelOutput, ...]
+    shape_args: str
+    compute_args: str
+    instantiations: tuple[KernelInstantiation, ...]
+
+
+def _kernel_wrapper_view(
+    op: OpDef, data: Callable[[TensorParam], str], context: str
+) -> KernelWrapperView:
+    """`data` spells where the wrapper finds an input's elements, `context` is what it passes
+    compute as its opgen::Context."""
+    assert op.op_type is not None and op.domain is not None
+    return KernelWrapperView(
+        op_id=op.op_id,
+        op_type=op.op_type,
+        domain=op.domain,
+        template_decl=common.template_decl(op),
+        template_args=common.template_args(op),
+        attributes=tuple(CppAttribute.of(a) for a in op.attributes),
+        inputs=_inputs(op, data),
+        outputs=_outputs(op),
+        shape_args=_shape_args(op),
+        compute_args=_compute_args(op, context),
+        instantiations=_instantiations(op),
+    )
+
+
+@dataclass(frozen=True)
+class OrtOpView(KernelWrapperView):
+    """ort_op.cc: the ONNX Runtime custom op (kernel, shape inference, registration)."""
+
+    version: int
+    versions_text: str
+    first_version: int
+    rank_ambiguous_indices: str  # inputs whose rank 0 could mean "unknown rank" (not scalars)
+    rule_attributes: tuple[RuleAttribute, ...]
+    inferred_outputs: tuple[InferredOutput, ...]
+    has_optional_inputs: bool
+    optional_flags: str
+
+
+def ort_op_view(op: OpDef) -> OrtOpView:
+    assert op.op_type is not None and op.domain is not None and op.version is not None
+    input_index = {t.name: i for i, t in enumerate(op.inputs)}
+    attrs = {a.name: a for a in op.attributes}
+
+    def element_type(output: TensorParam) -> str:
+        source = op.dtype_source(output)
+        if source is None:
+            return f"opgen::ort::element_type<{common.tensor_cpp_type(output)}>()"
+        return f"context.element_type({input_index[source]})"
+
+    return OrtOpView(
+        **vars(_kernel_wrapper_view(op, _ort_data, "pool")),
+        version=op.version,
+        versions_text=", ".join(str(v) for v in op.versions),
+        first_version=op.versions[0],
+        rank_ambiguous_indices=", ".join(
+            str(i.index)
+            for i in common.shaped_inputs(op)
+            if i.name not in op.shape_rule.scalar_inputs
+        ),
+        rule_attributes=tuple(
+            RuleAttribute(name, cpp.bool_literal(attrs[name].required))
+            for name in op.shape_rule.attributes
+        ),
+        inferred_outputs=tuple(
+            InferredOutput(t.name, i, element_type(t), Local.output_shape_member(t.name))
+            for i, t in enumerate(op.outputs)
+        ),
+        has_optional_inputs=any(t.optional for t in op.inputs),
+        optional_flags=", ".join(cpp.bool_literal(t.optional) for t in op.inputs),
+    )
+
+
+@dataclass(frozen=True)
+class PybindOpView(KernelWrapperView):
+    """pybind_op.cc: the kernel bound for numpy arrays."""
+
+    pybind_params: str
+    binding_params: str
+    binding_arg_specs: tuple[str, ...]
+    run_args: str
+    output_arrays: str
+    dtype_list_expr: str
+    supported_dtypes: str
+    doc_literal: str
+
+
+def pybind_op_view(op: OpDef) -> PybindOpView:
+    assert op.op_type is not None and op.domain is not None
+    array_params = [
+        (
+            f"const std::optional<py::array>& {Local.array(t.name)}"
+            if t.optional
+            else f"const py::array& {Local.array(t.name)}"
+        )
+        for t in op.inputs
+    ]
+    attr_params = [f"{cpp.ATTR_TYPE[a.type]} {a.name}" for a in op.attributes]
+    supported = "; ".join(
+        f"{t.name}: "
+        + "|".join(
+            d.value
+            for d in (op.type_var_dtypes[t.type_var] if t.type_var else (concrete_dtype(t),))
+        )
+        for t in op.inputs
+    )
+    return PybindOpView(
+        **vars(_kernel_wrapper_view(op, _numpy_data, "serial")),
+        pybind_params=", ".join(array_params),
+        binding_params=", ".join(array_params + attr_params),
+        binding_arg_specs=tuple(
+            [f'py::arg("{t.name}")' + (" = py::none()" if t.optional else "") for t in op.inputs]
+            + [f'py::arg("{a.name}")' for a in op.attributes]
+        ),
+        run_args=", ".join(Local.array(t.name) for t in op.inputs),
+        output_arrays=", ".join(Local.array(t.name) for t in op.outputs),
+        dtype_list_expr=' + ", " + '.join(Local.dtype_name(t.name) for t in op.inputs),
+        supported_dtypes=supported,
+        doc_literal=cpp.string_literal(op.doc),
+    )
+
+
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    """Kernel ops only (ops ONNX Runtime provides, functions and export-only definitions have
+    no kernel)."""
+    if op.kernel is None:
+        return []
+    base = f"{op.op_id}/{op.op_id}"
+    srcs = common.sources(op)
+    api = kernel_api_view(op, emission.output_dir)
+    return [
+        render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
+        render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
+        render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
+        render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op)),
+    ]

@@ -1,0 +1,321 @@
+"""The ONNX C++ schema of an op we implement (kernel or function), in ONNX Runtime's
+contrib_defs.cc style, and the C++ test that registers it and checks its inference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generator.api import cpp, cpp_shapes
+from generator.api import onnx as onnx_api
+from generator.api.cpp_shapes import OutputStatements, SchemaAttributeRead
+from generator.api.names import Local
+from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
+from generator.dest import common
+from generator.dest.cpp import CppAttribute, concrete_dtype
+from generator.dest.emission import Emission
+from generator.generated_file import GeneratedFile
+from generator.model.op import OpDef
+from generator.model.tensors import TensorParam
+from generator.model.tests import ErrorCase, RandomCase
+from generator.model.types import DType
+from generator.render import render
+from generator.shapes.evaluate import evaluate_output_shapes
+from generator.shapes.spell import SpelledCheck
+
+
+@dataclass(frozen=True)
+class SchemaTensor:
+    name: str
+    index: int
+    optional: bool
+    name_literal: str
+    doc_literal: str
+    type_literal: str  # a type variable or an ONNX type string
+
+
+@dataclass(frozen=True)
+class SchemaOutput(SchemaTensor):
+    dtype_from_input: int | None  # the input whose element type it has, if any
+    proto_enum: str | None  # else its TensorProto type
+
+
+@dataclass(frozen=True)
+class SchemaConstraint:
+    name_literal: str
+    types: str
+    doc_literal: str
+
+
+@dataclass(frozen=True)
+class SchemaShapedInput:
+    """An input whose shape the inference function reads."""
+
+    name: str
+    index: int
+    optional: bool
+    present: str
+    shape: str
+    absent_shape: str
+
+
+@dataclass(frozen=True)
+class SchemaVersion:
+    """One registration of the schema: a version and the attributes it had then."""
+
+    version: int
+    attributes: tuple[CppAttribute, ...]
+
+
+@dataclass(frozen=True)
+class OnnxSchemaView:
+    """onnx_schema.cc: the ONNX C++ schema (contrib_defs.cc style), with its inference."""
+
+    op_id: str
+    op_type: str
+    domain: str
+    domain_literal: str
+    doc_literal: str
+    inputs: tuple[SchemaTensor, ...]
+    outputs: tuple[SchemaOutput, ...]
+    type_constraints: tuple[SchemaConstraint, ...]
+    shaped_inputs: tuple[SchemaShapedInput, ...]
+    inference_attributes: tuple[SchemaAttributeRead, ...]
+    attribute_checks: tuple[SpelledCheck, ...]
+    checks: tuple[SpelledCheck, ...]
+    output_shapes: tuple[OutputStatements, ...]
+    function_body_literal: str | None
+    function_opset: int | None
+    schema_versions: tuple[SchemaVersion, ...]
+    infer_through_body: bool  # a function whose outputs have no shape rule
+
+
+def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
+    assert op.op_type is not None and op.domain is not None
+    input_names = [t.name for t in op.inputs]
+
+    def tensor(t: TensorParam, i: int) -> SchemaTensor:
+        return SchemaTensor(
+            name=t.name,
+            index=i,
+            optional=t.optional,
+            name_literal=cpp.string_literal(t.name),
+            doc_literal=cpp.string_literal(t.doc),
+            type_literal=cpp.string_literal(t.type_var or onnx_type_string(concrete_dtype(t))),
+        )
+
+    def output(t: TensorParam, i: int) -> SchemaOutput:
+        source = op.dtype_source(t)
+        return SchemaOutput(
+            **vars(tensor(t, i)),
+            dtype_from_input=None if source is None else input_names.index(source),
+            proto_enum=None if t.dtype is None else cpp.onnx_proto_enum(t.dtype),
+        )
+
+    function = op.function
+    return OnnxSchemaView(
+        op_id=op.op_id,
+        op_type=op.op_type,
+        domain=op.domain,
+        domain_literal=cpp.string_literal(op.domain),
+        doc_literal=cpp.string_literal(op.doc),
+        inputs=tuple(tensor(t, i) for i, t in enumerate(op.inputs)),
+        outputs=tuple(output(t, i) for i, t in enumerate(op.outputs)),
+        type_constraints=tuple(
+            SchemaConstraint(
+                cpp.string_literal(tc.name),
+                ", ".join(cpp.string_literal(onnx_type_string(d)) for d in tc.dtypes),
+                cpp.string_literal(tc.doc),
+            )
+            for tc in op.type_constraints
+        ),
+        shaped_inputs=tuple(
+            SchemaShapedInput(
+                i.name,
+                i.index,
+                i.optional,
+                Local.present(i.name),
+                Local.shape(i.name),
+                Local.absent_shape(i.name),
+            )
+            for i in common.shaped_inputs(op)
+        ),
+        inference_attributes=cpp_shapes.schema_attributes(op),
+        attribute_checks=tuple(cpp_shapes.symbolic_attribute_checks(op)),
+        checks=tuple(cpp_shapes.symbolic_checks(op)),
+        output_shapes=cpp_shapes.symbolic_output_shapes(op),
+        function_body_literal=(
+            cpp.string_literal(
+                "{\n" + "".join(f"  {onnx_api.node_text(n)}\n" for n in function.nodes) + "}"
+            )
+            if function
+            else None
+        ),
+        function_opset=function.opset if function else None,
+        schema_versions=tuple(
+            SchemaVersion(v, tuple(CppAttribute.of(a) for a in op.attributes_at(v)))
+            for v in op.versions
+        ),
+        infer_through_body=op.infers_through_function,
+    )
+
+
+@dataclass(frozen=True)
+class TestTensor:
+    name: str
+    index: int
+    name_literal: str
+    dtype_expr: str  # its TensorProto type in the test's models (the first instantiation)
+    value_info: str
+
+
+@dataclass(frozen=True)
+class ExpectedOutput:
+    name: str
+    index: int
+    inferred_type: str
+    expected_literal: str | None  # its whole inferred type; None: only the element type known
+    expected_prefix: str
+
+
+@dataclass(frozen=True)
+class ValidCase:
+    attribute_statements: tuple[str, ...]
+    label: str
+    input_shapes: str
+    outputs: tuple[ExpectedOutput, ...]
+
+
+@dataclass(frozen=True)
+class ErrorCaseView:
+    attribute_statements: tuple[str, ...]
+    label: str
+    input_shapes: str
+    message_literal: str
+
+
+@dataclass(frozen=True)
+class SchemaTestView:
+    """schema_test.cc: registers the schema and checks inference on the test cases' shapes."""
+
+    op_id: str
+    op_type: str
+    domain: str
+    version: int
+    domain_literal: str
+    op_type_literal: str
+    register_function: str
+    earlier_versions: tuple[int, ...]
+    inputs: tuple[TestTensor, ...]
+    outputs: tuple[TestTensor, ...]
+    valid_cases: tuple[ValidCase, ...]
+    error_cases: tuple[ErrorCaseView, ...]
+
+
+def _explicit_attributes(op: OpDef, given: dict[str, Any]) -> dict[str, Any]:
+    """A function op's test nodes spell out every attribute: ONNX 1.12's C++ inference does not
+    apply schema defaults to attribute references (@name) in a function body."""
+    if op.function is None:
+        return given
+    return {**{a.name: a.default for a in op.attributes if not a.required}, **given}
+
+
+def _dims_literal(dims: list[int | str]) -> str:
+    entries = [f'{{0, "{d}"}}' if isinstance(d, str) else f'{{{d}, ""}}' for d in dims]
+    return "{" + ", ".join(entries) + "}"
+
+
+def _testconcrete_dtype(op: OpDef, tensor: TensorParam) -> DType:
+    """The tensor's dtype in the first instantiation (what the C++ test models use)."""
+    return tensor.dtype_in(op.instantiations[0])
+
+
+def _input_shapes_literal(op: OpDef, shapes: Mapping[str, Sequence[int | str]]) -> str:
+    """The shapes of the inputs a case gives, in order, as make_model's argument."""
+    return (
+        "{"
+        + ", ".join(_dims_literal(list(shapes[t.name])) for t in op.inputs if t.name in shapes)
+        + "}"
+    )
+
+
+def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:
+    named = {name: list(dims) for name, dims in case.shapes.items()}
+    expected = evaluate_output_shapes(op, named, case.attributes)  # outputs with a rule
+    outputs = []
+    for i, t in enumerate(op.outputs):
+        prefix = f"{TENSOR_PROTO_NUMBER[_testconcrete_dtype(op, t)]} ["
+        whole = None
+        if t.name in expected:
+            whole = cpp.string_literal(prefix + ", ".join(str(d) for d in expected[t.name]) + "]")
+        outputs.append(
+            ExpectedOutput(
+                t.name, i, Local.inferred_type(t.name), whole, cpp.string_literal(prefix)
+            )
+        )
+    attributes = _explicit_attributes(op, case.attributes)
+    return ValidCase(
+        attribute_statements=tuple(
+            cpp.node_attribute_statements("node", op.attributes_by_name, attributes)
+        ),
+        label=f"random case {index} {named}".replace('"', "'"),
+        input_shapes=_input_shapes_literal(op, named),
+        outputs=tuple(outputs),
+    )
+
+
+def _error_case(op: OpDef, index: int, case: ErrorCase) -> ErrorCaseView:
+    return ErrorCaseView(
+        attribute_statements=tuple(
+            cpp.node_attribute_statements("node", op.attributes_by_name, case.attributes)
+        ),
+        label=f"error case {index} {dict(case.shapes)}".replace('"', "'"),
+        input_shapes=_input_shapes_literal(op, case.shapes),
+        message_literal=cpp.string_literal(case.message),
+    )
+
+
+def schema_test_view(op: OpDef) -> SchemaTestView:
+    assert op.op_type is not None and op.domain is not None and op.version is not None
+
+    def test_tensor(t: TensorParam, i: int) -> TestTensor:
+        return TestTensor(
+            t.name,
+            i,
+            cpp.string_literal(t.name),
+            cpp.onnx_proto_enum(_testconcrete_dtype(op, t)),
+            Local.value_info(t.name),
+        )
+
+    return SchemaTestView(
+        op_id=op.op_id,
+        op_type=op.op_type,
+        domain=op.domain,
+        version=op.version,
+        domain_literal=cpp.string_literal(op.domain),
+        op_type_literal=cpp.string_literal(op.op_type),
+        register_function=f"Register_{op.domain_ident}_Schemas",
+        earlier_versions=op.earlier_versions,
+        inputs=tuple(test_tensor(t, i) for i, t in enumerate(op.inputs)),
+        outputs=tuple(test_tensor(t, i) for i, t in enumerate(op.outputs)),
+        valid_cases=tuple(_valid_case(op, i, case) for i, case in enumerate(op.tests.random)),
+        error_cases=tuple(
+            _error_case(op, i, case)
+            for i, case in enumerate(op.error_cases)
+            if case.values is None  # a shape error; value errors show only when a kernel runs
+        ),
+    )
+
+
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    """Kernel and function ops (ops ONNX Runtime provides and export-only definitions have no
+    schema of ours)."""
+    if not op.has_cpp_schema:
+        return []
+    base = f"{op.op_id}/{op.op_id}"
+    srcs = common.sources(op)
+    return [
+        render("cpp/onnx_schema.cc.j2", f"{base}_schema.cc", srcs, onnx_schema_view(op)),
+        render("cpp/schema_test.cc.j2", f"{base}_schema_test.cc", srcs, schema_test_view(op)),
+    ]
