@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from generator.api import cpp
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.types import DType
+from generator.view import view
 
 
-@dataclass(frozen=True)
+@view
 class CppAttribute:
     name: str
     cpp_type: str

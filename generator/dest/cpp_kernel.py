@@ -4,7 +4,6 @@ the pybind11 binding. Each template reads one view, built here from the op."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from generator.api import cpp, cpp_shapes
@@ -18,9 +17,10 @@ from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
 from generator.render import render
 from generator.shapes.spell import SpelledCheck
+from generator.view import view
 
 
-@dataclass(frozen=True)
+@view
 class KernelInput:
     """An input as the kernel wrappers hold it: its shape, its view, where its data is."""
 
@@ -54,7 +54,7 @@ class KernelInput:
         )
 
 
-@dataclass(frozen=True)
+@view
 class KernelOutput:
     name: str
     index: int
@@ -77,7 +77,7 @@ class KernelOutput:
         )
 
 
-@dataclass(frozen=True)
+@view
 class KernelInstantiation:
     """compute<...> for one binding of the type variables."""
 
@@ -147,7 +147,7 @@ def _compute_args(op: OpDef, context: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@view
 class KernelApiView:
     """op.h (the kernel's API: attributes, the shape rule, compute's signature) and kernel.cc
     (the kernel compiled for each dtype)."""
@@ -205,7 +205,7 @@ def kernel_api_view(op: OpDef, output_dir: Path) -> KernelApiView:
     )
 
 
-@dataclass(frozen=True)
+@view
 class RuleAttribute:
     """An attribute ONNX Runtime's shape inference reads (the shape rule uses it)."""
 
@@ -213,7 +213,7 @@ class RuleAttribute:
     required_literal: str
 
 
-@dataclass(frozen=True)
+@view
 class InferredOutput:
     name: str
     index: int
@@ -221,7 +221,7 @@ class InferredOutput:
     shape: str
 
 
-@dataclass(frozen=True)
+@view
 class KernelWrapperView:
     """What both kernel wrappers (ONNX Runtime, pybind11) read: they check the shapes, make
     the views and outputs, and call compute."""
@@ -260,7 +260,7 @@ def _kernel_wrapper_view(
     )
 
 
-@dataclass(frozen=True)
+@view
 class OrtOpView(KernelWrapperView):
     """ort_op.cc: the ONNX Runtime custom op (kernel, shape inference, registration)."""
 
@@ -308,7 +308,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
     )
 
 
-@dataclass(frozen=True)
+@view
 class PybindOpView(KernelWrapperView):
     """pybind_op.cc: the kernel bound for numpy arrays."""
 

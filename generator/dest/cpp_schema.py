@@ -4,7 +4,6 @@ contrib_defs.cc style, and the C++ test that registers it and checks its inferen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from generator.api import cpp, cpp_shapes
@@ -23,9 +22,10 @@ from generator.model.types import DType
 from generator.render import render
 from generator.shapes.evaluate import evaluate_output_shapes
 from generator.shapes.spell import SpelledCheck
+from generator.view import view
 
 
-@dataclass(frozen=True)
+@view
 class SchemaTensor:
     name: str
     index: int
@@ -35,20 +35,20 @@ class SchemaTensor:
     type_literal: str  # a type variable or an ONNX type string
 
 
-@dataclass(frozen=True)
+@view
 class SchemaOutput(SchemaTensor):
     dtype_from_input: int | None  # the input whose element type it has, if any
     proto_enum: str | None  # else its TensorProto type
 
 
-@dataclass(frozen=True)
+@view
 class SchemaConstraint:
     name_literal: str
     types: str
     doc_literal: str
 
 
-@dataclass(frozen=True)
+@view
 class SchemaShapedInput:
     """An input whose shape the inference function reads."""
 
@@ -60,7 +60,7 @@ class SchemaShapedInput:
     absent_shape: str
 
 
-@dataclass(frozen=True)
+@view
 class SchemaVersion:
     """One registration of the schema: a version and the attributes it had then."""
 
@@ -68,7 +68,7 @@ class SchemaVersion:
     attributes: tuple[CppAttribute, ...]
 
 
-@dataclass(frozen=True)
+@view
 class OnnxSchemaView:
     """onnx_schema.cc: the ONNX C++ schema (contrib_defs.cc style), with its inference."""
 
@@ -161,7 +161,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
     )
 
 
-@dataclass(frozen=True)
+@view
 class TestTensor:
     name: str
     index: int
@@ -170,7 +170,7 @@ class TestTensor:
     value_info: str
 
 
-@dataclass(frozen=True)
+@view
 class ExpectedOutput:
     name: str
     index: int
@@ -179,7 +179,7 @@ class ExpectedOutput:
     expected_prefix: str
 
 
-@dataclass(frozen=True)
+@view
 class ValidCase:
     attribute_statements: tuple[str, ...]
     label: str
@@ -187,7 +187,7 @@ class ValidCase:
     outputs: tuple[ExpectedOutput, ...]
 
 
-@dataclass(frozen=True)
+@view
 class ErrorCaseView:
     attribute_statements: tuple[str, ...]
     label: str
@@ -195,7 +195,7 @@ class ErrorCaseView:
     message_literal: str
 
 
-@dataclass(frozen=True)
+@view
 class SchemaTestView:
     """schema_test.cc: registers the schema and checks inference on the test cases' shapes."""
 

@@ -5,7 +5,6 @@ generated file."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py_api
@@ -15,12 +14,13 @@ from generator.model.op import OpDef
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.types import AttrType, message_value
 from generator.render import GeneratedFile, render
+from generator.view import view
 
 # Every text in a view below is Markdown, ready for the page (table cells already one line
 # with their pipes escaped).
 
 
-@dataclass(frozen=True)
+@view
 class FactView:
     """A row of the table under the page's title."""
 
@@ -28,7 +28,7 @@ class FactView:
     value: str
 
 
-@dataclass(frozen=True)
+@view
 class TensorRowView:
     name: str
     type: str
@@ -36,7 +36,7 @@ class TensorRowView:
     doc: str
 
 
-@dataclass(frozen=True)
+@view
 class AttributeRowView:
     name: str
     type: str
@@ -44,14 +44,14 @@ class AttributeRowView:
     doc: str
 
 
-@dataclass(frozen=True)
+@view
 class TypeConstraintRowView:
     name: str
     types: str
     doc: str
 
 
-@dataclass(frozen=True)
+@view
 class OpPageView:
     """docs/<op>.md: the op's reference page."""
 
@@ -67,7 +67,7 @@ class OpPageView:
     example: str  # Python
 
 
-@dataclass(frozen=True)
+@view
 class IndexRowView:
     title: str
     file: str
@@ -76,7 +76,7 @@ class IndexRowView:
     summary: str  # the doc's first sentence
 
 
-@dataclass(frozen=True)
+@view
 class IndexView:
     """docs/index.md: a table of every op's page."""
 

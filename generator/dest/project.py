@@ -4,16 +4,16 @@ generated Python package's entry points. Each template reads one frozen view bui
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import groupby
 
 from generator.api import cpp
 from generator.dest import common
 from generator.model.op import OpDef
 from generator.render import GeneratedFile, copy_runtime, render
+from generator.view import view
 
 
-@dataclass(frozen=True)
+@view
 class DomainView:
     """A domain with C++ artifacts (kernel ops or C++ schemas): the view of its files in
     domains/<ident>/ (ort_library.cc, pybind_module.cc, schemas.cc) and of its section of
@@ -32,20 +32,20 @@ class DomainView:
     max_version: int  # of its ops
 
 
-@dataclass(frozen=True)
+@view
 class CMakeView:
     """CMakeLists.txt."""
 
     domains: tuple[DomainView, ...]
 
 
-@dataclass(frozen=True)
+@view
 class DomainLibraryView:
     domain: str
     library_ident: str
 
 
-@dataclass(frozen=True)
+@view
 class PackageInitView:
     """generated/__init__.py: every op's module and the libraries serving their domains."""
 
@@ -82,7 +82,7 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
 def emit(ops: Sequence[OpDef]) -> list[GeneratedFile]:
     all_sources = sorted(op.definition_path for op in ops)
     domains = _domains(ops)
-    views = tuple(view for view, _ in domains)
+    views = tuple(domain for domain, _ in domains)
     package = PackageInitView(
         op_ids=tuple(sorted(op.op_id for op in ops)),
         domain_libraries=tuple(
@@ -106,12 +106,12 @@ def emit(ops: Sequence[OpDef]) -> list[GeneratedFile]:
         copy_runtime("_support.py"),
         copy_runtime("_testing.py"),
     ]
-    for view, sources in domains:
-        base = f"domains/{view.ident}"
-        if view.has_kernels:
+    for domain, sources in domains:
+        base = f"domains/{domain.ident}"
+        if domain.has_kernels:
             files += [
-                render("cpp/ort_library.cc.j2", f"{base}/ort_library.cc", sources, view),
-                render("cpp/pybind_module.cc.j2", f"{base}/pybind_module.cc", sources, view),
+                render("cpp/ort_library.cc.j2", f"{base}/ort_library.cc", sources, domain),
+                render("cpp/pybind_module.cc.j2", f"{base}/pybind_module.cc", sources, domain),
             ]
-        files.append(render("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, view))
+        files.append(render("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, domain))
     return files

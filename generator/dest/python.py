@@ -4,7 +4,6 @@ template reads one view (a frozen dataclass) built here from the op."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
@@ -20,6 +19,7 @@ from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.spell import SpelledCheck
+from generator.view import view
 
 
 def title_and_torch_op(op: OpDef) -> str:
@@ -55,7 +55,7 @@ def _onnx_type(tensor: TensorParam) -> str:
 # ---- the op's package: op_init.py.j2
 
 
-@dataclass(frozen=True)
+@view
 class OpInitView:
     """generated/<op>/__init__.py: the facts the generated package reads of every op."""
 
@@ -101,14 +101,14 @@ def op_init_view(op: OpDef) -> OpInitView:
 # ---- the PyTorch op: torch_op.py.j2
 
 
-@dataclass(frozen=True)
+@view
 class TorchOutputView:
     name: str
     shape_expr: str  # a list of sizes over the (fake) inputs
     dtype_expr: str
 
 
-@dataclass(frozen=True)
+@view
 class KernelCallView:
     """How the CPU implementation calls the C++ kernel in the domain's pybind11 module."""
 
@@ -120,7 +120,7 @@ class KernelCallView:
     result_expr: str  # the outputs back as torch tensors
 
 
-@dataclass(frozen=True)
+@view
 class GradientFormulasView:
     """The definition's gradient formulas as the autograd Function's context and backward."""
 
@@ -133,7 +133,7 @@ class GradientFormulasView:
     returned_gradients: str  # one per input and attribute: a formula or None
 
 
-@dataclass(frozen=True)
+@view
 class TorchOpView:
     """generated/<op>/torch_op.py: the PyTorch op, its fake kernel and its autograd."""
 
@@ -274,7 +274,7 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
 # ---- the ONNX schema: onnx_schema.py.j2
 
 
-@dataclass(frozen=True)
+@view
 class SchemaInputView:
     name: str
     type_str: str
@@ -282,7 +282,7 @@ class SchemaInputView:
     optional: bool
 
 
-@dataclass(frozen=True)
+@view
 class SchemaOutputView:
     name: str
     index: int
@@ -292,7 +292,7 @@ class SchemaOutputView:
     elem_type_expr: str
 
 
-@dataclass(frozen=True)
+@view
 class ReadInputView:
     """An input whose type the inference function reads (for its shape or its dtype)."""
 
@@ -301,7 +301,7 @@ class ReadInputView:
     type_variable: str
 
 
-@dataclass(frozen=True)
+@view
 class ShapedInputView:
     """An input whose dims the shape rule reads."""
 
@@ -310,13 +310,13 @@ class ShapedInputView:
     dims_variable: str
 
 
-@dataclass(frozen=True)
+@view
 class InferredShapeView:
     type_variable: str  # the output's TypeProto
     expr: str  # its dims, over the inputs' dims
 
 
-@dataclass(frozen=True)
+@view
 class SchemaAttributeView:
     name: str
     required: bool
@@ -326,14 +326,14 @@ class SchemaAttributeView:
     since: int  # the op version that added it
 
 
-@dataclass(frozen=True)
+@view
 class TypeConstraintView:
     name: str
     types: str  # a list literal
     doc_literal: str
 
 
-@dataclass(frozen=True)
+@view
 class OnnxSchemaView:
     """generated/<op>/onnx_schema.py: the op's ONNX schemas and shape inference in Python."""
 
@@ -473,7 +473,7 @@ _PARSE_ARG = {
 }
 
 
-@dataclass(frozen=True)
+@view
 class OpsetView:
     """A custom domain the export nodes call, as an onnxscript Opset."""
 
@@ -482,7 +482,7 @@ class OpsetView:
     version: int
 
 
-@dataclass(frozen=True)
+@view
 class StringListConstantView:
     """A list-of-strings attribute, which the TorchScript exporter passes as a constant."""
 
@@ -490,7 +490,7 @@ class StringListConstantView:
     default: str  # a literal; "None" for a required attribute
 
 
-@dataclass(frozen=True)
+@view
 class OnnxExportView:
     """generated/<op>/onnx_export.py: the dynamo translation and the TorchScript symbolic."""
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
@@ -21,12 +20,13 @@ from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
+from generator.view import view
 
 # Every value below that ends in a Python literal (a list, dict or tuple the test module
 # holds) is that literal's text: the template substitutes it as it is.
 
 
-@dataclass(frozen=True)
+@view
 class ExportFactsView:
     """What the export must produce: nodes per rule, the libraries and functions they need."""
 
@@ -37,14 +37,14 @@ class ExportFactsView:
     function_bodies: str  # {(domain, function): [(domain, op type), ...]}
 
 
-@dataclass(frozen=True)
+@view
 class ToleranceView:
     dtype: str
     rtol: float
     atol: float
 
 
-@dataclass(frozen=True)
+@view
 class KnownCaseView:
     inputs: str
     outputs: str
@@ -52,7 +52,7 @@ class KnownCaseView:
     dtypes: str  # the first type variable's dtypes it runs at; "None": all
 
 
-@dataclass(frozen=True)
+@view
 class SamplerView:
     """A function drawing one input of one random case."""
 
@@ -60,7 +60,7 @@ class SamplerView:
     expr: str  # of `shape` and `gen`
 
 
-@dataclass(frozen=True)
+@view
 class RandomCaseView:
     shapes: str
     dynamic: str
@@ -72,7 +72,7 @@ class RandomCaseView:
     output_dims: str
 
 
-@dataclass(frozen=True)
+@view
 class ErrorCaseView:
     """Inputs of these shapes (filled with ones) make every runtime fail with `message`."""
 
@@ -81,7 +81,7 @@ class ErrorCaseView:
     message: str
 
 
-@dataclass(frozen=True)
+@view
 class ValueErrorCaseView:
     """These input values make the kernel fail with `message`."""
 
@@ -90,7 +90,7 @@ class ValueErrorCaseView:
     message: str
 
 
-@dataclass(frozen=True)
+@view
 class BuiltinEquivalentView:
     """An op ONNX Runtime has built in that must compute the same."""
 
@@ -100,7 +100,7 @@ class BuiltinEquivalentView:
     version: int
 
 
-@dataclass(frozen=True)
+@view
 class ParityTestView:
     """generated/<op>/test_<op>.py."""
 
