@@ -243,6 +243,10 @@ class RangeCheck:
     maximum: int | float | None
     message: str
 
+    def __post_init__(self) -> None:
+        if self.minimum is None and self.maximum is None:
+            raise ValueError(f"attribute {self.attribute!r}: a range check without a bound")
+
     @property
     def is_float(self) -> bool:
         return isinstance(self.minimum if self.minimum is not None else self.maximum, float)

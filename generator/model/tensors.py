@@ -69,6 +69,10 @@ class ShapePattern:
             return position
         return position - len(self.dims)
 
+    def __post_init__(self) -> None:
+        if sum(isinstance(d, AnyDims) for d in self.dims) > 1:
+            raise ValueError(f"{self}: '...' may appear once in a shape pattern")
+
     def __str__(self) -> str:
         return "[" + ", ".join(str(d) for d in self.dims) + "]"
 
@@ -108,3 +112,10 @@ class Attribute:
     since_version: int | None = None  # the op version that added it (None: the first)
     minimum: int | float | None = None  # int and float attributes: the smallest value allowed
     maximum: int | float | None = None  # ... and the largest (both inclusive; None: no bound)
+
+    def __post_init__(self) -> None:
+        if self.required != (self.default is None):
+            raise ValueError(f"attribute {self.name!r}: a default exactly when not required")
+        bounded = self.minimum is not None or self.maximum is not None
+        if bounded and self.type not in (AttrType.int, AttrType.float):
+            raise ValueError(f"attribute {self.name!r}: a range on a {self.type.value}")
