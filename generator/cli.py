@@ -168,7 +168,13 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _generate_checked(args: argparse.Namespace) -> int:
     from generator import project as proj
-    from generator.writer import find_leftovers, find_orphans, remove_leftovers, remove_orphans
+    from generator.writer import (
+        ChangeKind,
+        find_leftovers,
+        find_orphans,
+        remove_leftovers,
+        remove_orphans,
+    )
 
     output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
     if output.is_relative_to(definitions) or definitions.is_relative_to(output):
@@ -220,7 +226,7 @@ def _generate_checked(args: argparse.Namespace) -> int:
         for leftover in leftovers:
             print(f"leftover: {leftover} ({_LEFTOVER}; `python -m generator` deletes it)")
         for change in changes:
-            if change.kind == "orphaned":
+            if change.kind is ChangeKind.orphaned:
                 print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
                 continue
             print(f"{change.kind}: {change.path}")
