@@ -18,7 +18,7 @@ from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
 
 if TYPE_CHECKING:  # imported where used: `build`, `run` and `new` need no emitters
-    from generator.project import GenerationError
+    from generator.project import GenerationError, Output
 
 
 def _generate_parser() -> argparse.ArgumentParser:
@@ -168,26 +168,11 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _generate_checked(args: argparse.Namespace) -> int:
     from generator import project as proj
-    from generator.writer import (
-        ChangeKind,
-        find_leftovers,
-        find_orphans,
-        remove_leftovers,
-        remove_orphans,
-    )
+    from generator.writer import find_leftovers
 
-    output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
-    if output.is_relative_to(definitions) or definitions.is_relative_to(output):
-        # Writing (and deleting orphans) there could touch definitions and hand-written kernels.
-        print(
-            f"error: --output-dir {args.output_dir} and --opdefs-dir {args.opdefs_dir} overlap; "
-            "generated files must live apart from definitions and hand-written kernels",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
-    problem = _output_dir_problem(args.output_dir)
+    problem = _usage_problem(args)
     if problem:
-        print(f"error: --output-dir {args.output_dir} {problem}", file=sys.stderr)
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
     project = proj.Project.of(args.opdefs_dir, args.output_dir)
     selected_paths = args.definitions or proj.discover(project)
@@ -217,58 +202,90 @@ def _generate_checked(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     except DefinitionErrors as errors:  # a path that cannot be written, blamed on a definition
         return _report(errors, args)
-    # Only a run over every definition knows all the output, so only it looks for orphans.
-    whole_project = not args.definitions
-    changes = generated.changes
     if args.check or args.dry_run:
-        if whole_project:
-            changes = changes + find_orphans(args.output_dir, generated.paths)
-        for leftover in leftovers:
-            print(f"leftover: {leftover} ({_LEFTOVER}; `python -m generator` deletes it)")
-        for change in changes:
-            if change.kind is ChangeKind.orphaned:
-                print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
-                continue
-            print(f"{change.kind}: {change.path}")
-            if args.check and not args.quiet:
-                print(_shortened(change.diff))
-        if args.check:
-            if changes or leftovers:
-                print(
-                    f"{len(changes)} generated file(s) out of date"
-                    + (f", {len(leftovers)} leftover temporary file(s)" if leftovers else "")
-                    + "; run `python -m generator`",
-                    file=sys.stderr,
-                )
-                return EXIT_STALE
-            if not args.quiet:
-                print(f"{len(generated.paths)} generated files up to date")
+        return _report_differences(args, generated, leftovers)
+    return _finish_writing(args, generated, leftovers, len(selected))
+
+
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """Why the output directory cannot be used (None if it can)."""
+    output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
+    if output.is_relative_to(definitions) or definitions.is_relative_to(output):
+        # Writing (and deleting orphans) there could touch definitions and hand-written kernels.
+        return (
+            f"--output-dir {args.output_dir} and --opdefs-dir {args.opdefs_dir} overlap; "
+            "generated files must live apart from definitions and hand-written kernels"
+        )
+    problem = _output_dir_problem(args.output_dir)
+    return f"--output-dir {args.output_dir} {problem}" if problem else None
+
+
+def _report_differences(args: argparse.Namespace, generated: Output, leftovers: list[Path]) -> int:
+    """--check and --dry-run: what writing would change (and, with --check, whether stale)."""
+    from generator.writer import ChangeKind, find_orphans
+
+    changes = generated.changes
+    # Only a run over every definition knows all the output, so only it looks for orphans.
+    if not args.definitions:
+        changes = changes + find_orphans(args.output_dir, generated.paths)
+    for leftover in leftovers:
+        print(f"leftover: {leftover} ({_LEFTOVER}; `python -m generator` deletes it)")
+    for change in changes:
+        if change.kind is ChangeKind.orphaned:
+            print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
+            continue
+        print(f"{change.kind}: {change.path}")
+        if args.check and not args.quiet:
+            print(_shortened(change.diff))
+    if not args.check:
         return EXIT_OK
+    if changes or leftovers:
+        print(
+            f"{len(changes)} generated file(s) out of date"
+            + (f", {len(leftovers)} leftover temporary file(s)" if leftovers else "")
+            + "; run `python -m generator`",
+            file=sys.stderr,
+        )
+        return EXIT_STALE
+    if not args.quiet:
+        print(f"{len(generated.paths)} generated files up to date")
+    return EXIT_OK
+
+
+def _finish_writing(
+    args: argparse.Namespace, generated: Output, leftovers: list[Path], op_count: int
+) -> int:
+    """After the changed files are written: temporary leftovers and orphans go, then the
+    report."""
+    from generator.writer import find_orphans, remove_leftovers, remove_orphans
+
+    changes = generated.changes
     remove_leftovers(leftovers)
     removed, kept = [], []
-    if whole_project:
+    if not args.definitions:  # only a run over every definition knows what is orphaned
         orphans = find_orphans(args.output_dir, generated.paths)
         kept = remove_orphans(args.output_dir, orphans)
         removed = [o for o in orphans if o not in kept]
     for orphan in kept:
         print(f"warning: {orphan.path}: {_NOT_OURS}", file=sys.stderr)
-    if not args.quiet:
-        for change in changes:
-            print(f"{change.kind}: {change.path}")
-        for orphan in removed:
-            print(f"removed: {orphan.path} (no definition generates it any more)")
-        for leftover in leftovers:
-            print(f"removed: {leftover} ({_LEFTOVER})")
-        if args.verbose:
-            written = {change.path for change in changes}
-            for path in generated.paths:
-                if args.output_dir / path not in written:
-                    print(f"unchanged: {args.output_dir / path}")
-        print(
-            f"{len(selected)} op(s), {len(generated.paths)} files, {len(changes)} written "
-            f"({len(generated.paths) - len(changes)} unchanged)"
-            + (f", {len(removed)} orphaned removed" if removed else "")
-        )
+    if args.quiet:
+        return EXIT_OK
+    for change in changes:
+        print(f"{change.kind}: {change.path}")
+    for orphan in removed:
+        print(f"removed: {orphan.path} (no definition generates it any more)")
+    for leftover in leftovers:
+        print(f"removed: {leftover} ({_LEFTOVER})")
+    if args.verbose:
+        written = {change.path for change in changes}
+        for path in generated.paths:
+            if args.output_dir / path not in written:
+                print(f"unchanged: {args.output_dir / path}")
+    print(
+        f"{op_count} op(s), {len(generated.paths)} files, {len(changes)} written "
+        f"({len(generated.paths) - len(changes)} unchanged)"
+        + (f", {len(removed)} orphaned removed" if removed else "")
+    )
     return EXIT_OK
 
 
