@@ -5,14 +5,15 @@ locals, the templates declare them, and the parser refuses a user name that is a
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
+from functools import cache
 
 
 class Local:
     """Each static method is one naming rule: the local it names for a user's name."""
 
     @classmethod
+    @cache
     def rules(cls) -> dict[str, Callable[[str], str]]:
         """The rules that name a local after one user name. (random_sampler's names carry a
         case index too; they are module-level functions of the parity tests, where no user
@@ -20,8 +21,7 @@ class Local:
         return {
             rule: method.__func__
             for rule, method in vars(cls).items()
-            if isinstance(method, staticmethod)
-            and len(inspect.signature(method.__func__).parameters) == 1
+            if isinstance(method, staticmethod) and method.__func__.__code__.co_argcount == 1
         }
 
     @classmethod

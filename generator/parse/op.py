@@ -577,13 +577,13 @@ def _check_unique_names(fields: dict[str, Node], errors: ErrorCollector) -> None
 def _check_derived_names(names: dict[str, Node], errors: ErrorCollector) -> None:
     """The generated code declares locals named after the user's names (`X_shape`, `attr_k`,
     ...): a name that is one of another name's locals would be declared twice."""
+    owner = {local: name for name in names for local in Local.derived_from(name)}
     for name, node in names.items():
-        for other in names:
-            if other != name and name in Local.derived_from(other):
-                errors.add(
-                    node.error(
-                        f"'{name}' is the name of a local the generated code declares for "
-                        f"'{other}' ({Local.describe(name, other)}); choose another name"
-                    )
+        other = owner.get(name)
+        if other is not None and other != name:
+            errors.add(
+                node.error(
+                    f"'{name}' is the name of a local the generated code declares for "
+                    f"'{other}' ({Local.describe(name, other)}); choose another name"
                 )
-                break
+            )

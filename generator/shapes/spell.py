@@ -6,7 +6,6 @@ target, and the type checker lists the targets that lack it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, assert_never
 
@@ -206,10 +205,3 @@ def spell_part(part: ShapePart, spelling: PartSpelling[T]) -> T:
 
 def spell_parts(shape: OutputShape, spelling: PartSpelling[T]) -> list[T]:
     return [spell_part(part, spelling) for part in shape.parts]
-
-
-def spell_outputs(
-    rule: ShapeRule, spelling: Callable[[OutputShape], PartSpelling[T]]
-) -> dict[str, list[T]]:
-    """Each output's parts, spelled by the spelling made for that output."""
-    return {shape.output: spell_parts(shape, spelling(shape)) for shape in rule.outputs}
