@@ -18,3 +18,13 @@ def library_file(domain_ident: str) -> str:
 def module_name(domain_ident: str) -> str:
     """The pybind11 kernel module (its CMake target and import name)."""
     return f"opgen_{domain_ident}_kernels"
+
+
+def torch_library_name(domain_ident: str) -> str:
+    """The native PyTorch library's CMake target (ops registered with torch.api native)."""
+    return f"opgen_{domain_ident}_torch"
+
+
+def torch_library_file(domain_ident: str) -> str:
+    """The file CMake builds for that target on Linux."""
+    return f"lib{torch_library_name(domain_ident)}.so"

@@ -93,6 +93,20 @@ def _headers_ok(directory: Path) -> bool:
     )
 
 
+def torch_flags() -> list[str]:
+    """The compiler flags of the native PyTorch libraries (as the generated CMakeLists sets
+    them): the installed torch package's headers and the targeted stable ABI."""
+    import importlib.util
+
+    from generator.api.cpp import TORCH_TARGET_VERSION
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        raise BuildError("no torch package in this Python environment")
+    include = Path(spec.submodule_search_locations[0]) / "include"
+    return [f"-isystem{include}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
+
+
 def ort_include_dir(log: Callable[[str], None]) -> Path:
     """ORT_INCLUDE_DIR if set, else the verified cache (fetched with npm on first use)."""
     override = os.environ.get("ORT_INCLUDE_DIR")

@@ -127,7 +127,7 @@ CASES = [
         "name: opgen::inverse",
         "name: opgen::inverse\n  api: custom",
         "torch.api",
-        "expected one of ['library', 'custom_op', 'legacy'], found 'custom'",
+        "expected one of ['native', 'library', 'custom_op', 'legacy'], found 'custom'",
     ),
     (
         "gradients with the legacy torch api",
@@ -361,6 +361,13 @@ SCENARIO_CASES = [
         "Cast<to=float33>",
         "export[0].nodes[2]",
         "a bare word must be a dtype name",
+    ),
+    (
+        "addandround.yaml",
+        "name: mylibrary::addandround_op",
+        "name: mylibrary::addandround_op\n  api: native",
+        "torch.api",
+        "'native' registers the C++ kernel with PyTorch, and this definition has no 'kernel'",
     ),
     (
         "addandround.yaml",

@@ -134,14 +134,23 @@ def test_group_norm_with_inf_in_the_input_propagates_it():
 
 def test_empty_tensor_numpy_cannot_hold_is_an_error_naming_the_op():
     """PyTorch holds empty tensors of any shape whose strides fit int64; numpy refuses arrays of
-    more than 2**63 - 1 bytes, empty or not. The PyTorch ops raised numpy's "array is too big"
-    (found by the kernel fuzzer); now the op's name and the kernels' words."""
+    more than 2**63 - 1 bytes, empty or not. The Python registrations (through numpy) raised
+    numpy's "array is too big" (found by the kernel fuzzer); now the op's name and the kernels'
+    words. The native registration has no numpy in the way: it returns the empty result."""
+    from generated import _support
+
+    X = torch.empty(1, 0, 2**63 - 1)
     with pytest.raises(ValueError) as raised:
-        torch.ops.test_customop.custom_op_two(torch.empty(1, 0, 2**63 - 1))
+        try:
+            _support.kernels("test_customop").custom_op_two(_support.to_numpy(X))
+        except ValueError as error:  # what the `library` registration's CPU kernel does
+            _support.name_the_op("CustomOpTwo", error, {"X": X})
     assert str(raised.value) == (
         "CustomOpTwo: input 'X' has shape [1, 0, 9223372036854775807], whose size in bytes "
         "overflows int64"
     )
+    Y = torch.ops.test_customop.custom_op_two(X)
+    assert Y.shape == X.shape and Y.dtype == torch.int32
     X = torch.empty(64, 0, 0, 2**63 - 1, dtype=torch.float64)
     ones = torch.ones(6, dtype=torch.float64)
     with pytest.raises(ValueError) as raised:

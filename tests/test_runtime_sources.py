@@ -41,6 +41,15 @@ def _pybind11_flags() -> list[str]:
     return [f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}"]
 
 
+def _torch_flags() -> list[str]:
+    from generator.build import BuildError, torch_flags
+
+    try:
+        return torch_flags()
+    except BuildError as error:
+        _missing(str(error))
+
+
 # As libonnx-dev's CMake target defines them; the headers come from the compiler's own path.
 _ONNX_FLAGS = ["-DONNX_NAMESPACE=onnx", "-DONNX_ML=1"]
 
@@ -49,6 +58,7 @@ _NEEDS = {
     "ort_support.h": (_ort_flags, "onnxruntime_cxx_api.h"),
     "pybind_support.h": (_pybind11_flags, "pybind11/pybind11.h"),
     "onnx_schema_support.h": (lambda: _ONNX_FLAGS, "onnx/defs/shape_inference.h"),
+    "torch_support.h": (_torch_flags, "torch/csrc/stable/library.h"),
 }
 
 

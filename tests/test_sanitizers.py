@@ -63,6 +63,7 @@ _PROBE = textwrap.dedent(r"""
     options = []  # alive: ONNX Runtime unloads a library with its options
     for domain in DOMAINS:
         _support.kernels(domain)
+        _support.torch_library(domain)  # every shipped kernel op is registered natively
         options.append(ort.SessionOptions())
         options[-1].register_custom_ops_library(str(_support.ort_library(domain)))
     maps = open("/proc/self/maps").read()
@@ -71,7 +72,7 @@ _PROBE = textwrap.dedent(r"""
     loaded = {line.split()[-1] for line in maps.splitlines() if "libopgen_" in line
               or "_kernels." in line}
     assert loaded and all(path.startswith(BUILD) for path in loaded), loaded
-    assert len(loaded) == 2 * len(DOMAINS), loaded
+    assert len(loaded) == 3 * len(DOMAINS), loaded
     # ASan intercepts malloc: freed memory is poisoned (quarantined), so a read would be caught.
     libc = ctypes.CDLL(None)
     libc.malloc.restype = ctypes.c_void_p

@@ -1,8 +1,8 @@
-"""The `torch.api` alternatives to the default low-level `torch.library.Library`
-registration: `custom_op` (torch.library.custom_op, a CustomOpDef) and `legacy` (the older
-torch._custom_op: custom_op, impl_abstract, impl("cpu")). Each must run eagerly, pass opcheck,
-export with both exporters and match in ONNX Runtime; `custom_op` also keeps the gradient
-formula. The variant is generated into a temporary project that reuses this project's build
+"""The `torch.api` alternatives to the default native (C++) registration of a kernel op:
+`library` (torch.library.Library from Python), `custom_op` (torch.library.custom_op, a
+CustomOpDef) and `legacy` (the older torch._custom_op: custom_op, impl_abstract, impl("cpu")).
+Each must run eagerly, pass opcheck, export with both exporters and match in ONNX Runtime;
+`library` and `custom_op` also keep the gradient formula. The variant is generated into a temporary project that reuses this project's build
 (same domain and kernel), and exercised in a fresh interpreter."""
 
 import os
@@ -31,7 +31,7 @@ x = torch.tensor([[4.0, 7.0], [2.0, 6.0]])
 torch.testing.assert_close(op(x), torch.tensor([[0.6, -0.7], [-0.2, 0.4]]))
 batch = torch.randn(3, 4, 4, dtype=torch.float64) + 4 * torch.eye(4, dtype=torch.float64)
 torch.library.opcheck(op.default, (batch,))
-if api == "custom_op":
+if api in ("library", "custom_op"):
     assert torch.autograd.gradcheck(op, (batch.clone().requires_grad_(),))
 
 
@@ -56,6 +56,7 @@ print(api, "api ok")
 
 # api -> (the registration call the generated torch_op.py makes, the type it binds the op to)
 APIS = {
+    "library": ("_LIBRARY.define(", "OpOverload"),
     "custom_op": ("torch.library.custom_op(", "CustomOpDef"),
     "legacy": ("_legacy_custom_op", "CustomOp"),
 }

@@ -2,9 +2,10 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """PyTorch custom op `torch.ops.mydomain.custom_group_norm` (mydomain::CustomGroupNorm).
 
-The CPU implementation calls the C++ kernel through the pybind11 module of domain
-mydomain; the fake kernel applies the op definition's shape rule, so torch.export,
-torch.compile and the dynamo ONNX exporter see the right output shapes.
+The schema and the CPU kernel are registered in C++ by the native library of domain
+mydomain, loaded here; this module adds the fake kernel, which applies the op
+definition's shape rule on symbolic shapes (torch.export, torch.compile, the dynamo ONNX
+exporter).
 """
 
 import onnx  # noqa: F401 (dtype attributes of eager nodes)
@@ -57,79 +58,15 @@ def _fake(
     return Y
 
 
-def _cpu(
-    X: torch.Tensor,
-    num_groups: torch.Tensor,
-    scale: torch.Tensor,
-    bias: torch.Tensor,
-    epsilon: float = 1e-05,
-) -> torch.Tensor:
-    try:
-        (Y,) = _support.kernels("mydomain").custom_group_norm(
-            _support.to_numpy(X),
-            _support.to_numpy(num_groups),
-            _support.to_numpy(scale),
-            _support.to_numpy(bias),
-            epsilon,
-        )
-    except ValueError as error:  # costs nothing unless raised
-        _support.name_the_op(
-            "CustomGroupNorm",
-            error,
-            {"X": X, "num_groups": num_groups, "scale": scale, "bias": bias},
-        )
-        raise
-    return _support.from_numpy(Y)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    """Nothing to keep: the definition has no gradient formulas."""
-
-
-def _backward(ctx, *grads):
-    raise RuntimeError(
-        "mydomain::custom_group_norm has no gradient formula: give one under 'gradients' in opdefs/custom_group_norm.yaml"
-    )
-
-
-# torch.library's low-level registration: the dispatcher calls _cpu and _autograd directly,
-# without the Python layers torch.library.custom_op wraps around them (microseconds per call).
+# The schema and the CPU kernel come from the native library of domain mydomain
+# (libopgen_mydomain_torch.so, built from custom_group_norm_torch.cc); Python adds the fake kernel.
+_support.torch_library("mydomain")
 _LIBRARY = torch.library.Library("mydomain", "FRAGMENT")
-_LIBRARY.define("custom_group_norm" + SCHEMA)
-_LIBRARY.impl("custom_group_norm", _cpu, "CPU")
 torch.library.register_fake("mydomain::custom_group_norm", _fake, lib=_LIBRARY)
 custom_group_norm = torch.ops.mydomain.custom_group_norm.default
-
-
-class _Differentiable(torch.autograd.Function):
-    """The op as autograd sees it when a gradient can flow (see _autograd)."""
-
-    @staticmethod
-    def forward(X, num_groups, scale, bias, epsilon):
-        return _support.below_autograd(custom_group_norm, X, num_groups, scale, bias, epsilon)
-
-    setup_context = staticmethod(_setup_context)
-    backward = staticmethod(_backward)
-
-    @staticmethod
-    def jvp(ctx, *tangents):
-        raise NotImplementedError(
-            "mydomain::custom_group_norm does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_group_norm.yaml gives reverse-mode gradient formulas only"
-        )
-
-
-def _autograd(keyset, X, num_groups, scale, bias, epsilon=1e-05):
-    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
-    if (
-        torch.is_grad_enabled()
-        and (
-            X.requires_grad or num_groups.requires_grad or scale.requires_grad or bias.requires_grad
-        )
-    ) or _support.has_tangent(X, num_groups, scale, bias):
-        return _support.apply_function(_Differentiable, X, num_groups, scale, bias, epsilon)
-    return custom_group_norm.redispatch(
-        keyset & torch._C._after_autograd_keyset, X, num_groups, scale, bias, epsilon
-    )
-
-
-_LIBRARY.impl("custom_group_norm", _autograd, "Autograd", with_keyset=True)
+# No gradient formulas, so no Autograd kernel (no Python per call): backward through the op
+# meets PyTorch's autograd fallback, whose warning (the gradients would be left unset) is made
+# an error for this op.
+_support.raise_on_warning(
+    "mydomain::custom_group_norm:\\ an\\ autograd\\ kernel\\ was\\ not\\ registered"
+)

@@ -2,9 +2,10 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """PyTorch custom op `torch.ops.test_customop.custom_op_one` (test.customop::CustomOpOne).
 
-The CPU implementation calls the C++ kernel through the pybind11 module of domain
-test.customop; the fake kernel applies the op definition's shape rule, so torch.export,
-torch.compile and the dynamo ONNX exporter see the right output shapes.
+The schema and the CPU kernel are registered in C++ by the native library of domain
+test.customop, loaded here; this module adds the fake kernel, which applies the op
+definition's shape rule on symbolic shapes (torch.export, torch.compile, the dynamo ONNX
+exporter).
 """
 
 import onnx  # noqa: F401 (dtype attributes of eager nodes)
@@ -26,60 +27,15 @@ def _fake(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     return Z
 
 
-def _cpu(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
-    try:
-        (Z,) = _support.kernels("test_customop").custom_op_one(
-            _support.to_numpy(X), _support.to_numpy(Y)
-        )
-    except ValueError as error:  # costs nothing unless raised
-        _support.name_the_op("CustomOpOne", error, {"X": X, "Y": Y})
-        raise
-    return _support.from_numpy(Z)
-
-
-def _setup_context(ctx, inputs, output) -> None:
-    """Nothing to keep: the definition has no gradient formulas."""
-
-
-def _backward(ctx, *grads):
-    raise RuntimeError(
-        "test_customop::custom_op_one has no gradient formula: give one under 'gradients' in opdefs/custom_op_one.yaml"
-    )
-
-
-# torch.library's low-level registration: the dispatcher calls _cpu and _autograd directly,
-# without the Python layers torch.library.custom_op wraps around them (microseconds per call).
+# The schema and the CPU kernel come from the native library of domain test.customop
+# (libopgen_test_customop_torch.so, built from custom_op_one_torch.cc); Python adds the fake kernel.
+_support.torch_library("test_customop")
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
-_LIBRARY.define("custom_op_one" + SCHEMA)
-_LIBRARY.impl("custom_op_one", _cpu, "CPU")
 torch.library.register_fake("test_customop::custom_op_one", _fake, lib=_LIBRARY)
 custom_op_one = torch.ops.test_customop.custom_op_one.default
-
-
-class _Differentiable(torch.autograd.Function):
-    """The op as autograd sees it when a gradient can flow (see _autograd)."""
-
-    @staticmethod
-    def forward(X, Y):
-        return _support.below_autograd(custom_op_one, X, Y)
-
-    setup_context = staticmethod(_setup_context)
-    backward = staticmethod(_backward)
-
-    @staticmethod
-    def jvp(ctx, *tangents):
-        raise NotImplementedError(
-            "test_customop::custom_op_one does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_op_one.yaml gives reverse-mode gradient formulas only"
-        )
-
-
-def _autograd(keyset, X, Y):
-    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
-    if (torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad)) or _support.has_tangent(
-        X, Y
-    ):
-        return _support.apply_function(_Differentiable, X, Y)
-    return custom_op_one.redispatch(keyset & torch._C._after_autograd_keyset, X, Y)
-
-
-_LIBRARY.impl("custom_op_one", _autograd, "Autograd", with_keyset=True)
+# No gradient formulas, so no Autograd kernel (no Python per call): backward through the op
+# meets PyTorch's autograd fallback, whose warning (the gradients would be left unset) is made
+# an error for this op.
+_support.raise_on_warning(
+    "test_customop::custom_op_one:\\ an\\ autograd\\ kernel\\ was\\ not\\ registered"
+)

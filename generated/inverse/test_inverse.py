@@ -431,6 +431,76 @@ def test_opcheck(index, types):
     torch.library.opcheck(TORCH_OP, call_args(inputs), case["attributes"])
 
 
+# Inductor scripts some of torch's own helpers on first use, which warns in torch 2.13 too.
+TORCHSCRIPT_DEPRECATED = r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWarning"
+
+
+class ScriptedModel(torch.nn.Module):
+    """The op in a TorchScript model, with the first random case's attributes."""
+
+    def forward(self, X: torch.Tensor):
+        return torch.ops.opgen.inverse(X)
+
+
+# TorchScript is deprecated in torch 2.13, yet it is how C++ servers load models (torch::jit::load).
+@pytest.mark.filterwarnings(TORCHSCRIPT_DEPRECATED)
+def test_jit_script_save_and_load(tmp_path):
+    """torch.jit.script of a model calling the op, saved and loaded again (what a C++ program
+    runs with torch::jit::load, without Python), gives the op's results."""
+    case = RANDOM_CASES[0]
+    inputs = make_inputs(case, 0, TYPES[0], seed=2)
+    torch.jit.script(ScriptedModel()).save(str(tmp_path / "model.pt"))
+    loaded = torch.jit.load(str(tmp_path / "model.pt"))
+    torch.testing.assert_close(
+        loaded(*call_args(inputs)),
+        TORCH_OP(*call_args(inputs), **case["attributes"]),
+        rtol=0,
+        atol=0,
+        equal_nan=True,
+    )
+
+
+@pytest.mark.filterwarnings(TORCHSCRIPT_DEPRECATED)
+@pytest.mark.parametrize("index", range(len(RANDOM_CASES)))
+def test_compiles_with_dynamic_shapes_and_no_graph_break(index):
+    """torch.compile(fullgraph=True, dynamic=True) traces the op with its fake kernel and calls
+    the native kernel: the same results at every size of the dynamic dims."""
+    case = RANDOM_CASES[index]
+    compiled = torch.compile(
+        lambda *args: TORCH_OP(*args, **case["attributes"]), fullgraph=True, dynamic=True
+    )
+    for size_index in range(sizes(case)):
+        inputs = make_inputs(case, size_index, TYPES[0], seed=3)
+        torch.testing.assert_close(
+            compiled(*call_args(inputs)),
+            TORCH_OP(*call_args(inputs), **case["attributes"]),
+            rtol=0,
+            atol=0,
+            equal_nan=True,
+        )
+
+
+# The op has no batching rule: vmap runs it once per sample (PyTorch says so, once).
+@pytest.mark.filterwarnings("ignore:There is a performance drop")
+def test_vmap_equals_one_call_per_sample():
+    case = RANDOM_CASES[0]
+    samples = [make_inputs(case, 0, TYPES[0], seed=10 + i) for i in range(3)]
+    present = [name for name in INPUTS if samples[0].get(name) is not None]
+    batched = torch.func.vmap(
+        lambda *tensors: TORCH_OP(
+            *call_args(dict(zip(present, tensors, strict=True))), **case["attributes"]
+        )
+    )(*[torch.stack([s[name] for s in samples]) for name in present])
+    for i, sample in enumerate(samples):
+        one = TORCH_OP(*call_args(sample), **case["attributes"])
+        for got, want in zip(
+            batched if isinstance(batched, tuple) else (batched,),
+            one if isinstance(one, tuple) else (one,),
+            strict=True,
+        ):
+            torch.testing.assert_close(got[i], want, rtol=0, atol=0, equal_nan=True)
+
+
 # Inputs with a gradient formula (register_autograd).
 GRADIENT_INPUTS = ["X"]
 

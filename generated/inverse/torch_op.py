@@ -2,9 +2,10 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """PyTorch custom op `torch.ops.opgen.inverse` (ai.opgen::Inverse).
 
-The CPU implementation calls the C++ kernel through the pybind11 module of domain
-ai.opgen; the fake kernel applies the op definition's shape rule, so torch.export,
-torch.compile and the dynamo ONNX exporter see the right output shapes.
+The schema and the CPU kernel are registered in C++ by the native library of domain
+ai.opgen, loaded here; this module adds the fake kernel, which applies the op
+definition's shape rule on symbolic shapes (torch.export, torch.compile, the dynamo ONNX
+exporter), and the Autograd kernel.
 """
 
 import onnx  # noqa: F401 (dtype attributes of eager nodes)
@@ -31,15 +32,6 @@ def _fake(X: torch.Tensor) -> torch.Tensor:
     return Y
 
 
-def _cpu(X: torch.Tensor) -> torch.Tensor:
-    try:
-        (Y,) = _support.kernels("ai_opgen").inverse(_support.to_numpy(X))
-    except ValueError as error:  # costs nothing unless raised
-        _support.name_the_op("Inverse", error, {"X": X})
-        raise
-    return _support.from_numpy(Y)
-
-
 def _setup_context(ctx, inputs, output) -> None:
     """Keeps what the gradient formulas read: the inputs, the outputs, the attributes."""
     (X,) = inputs
@@ -53,11 +45,11 @@ def _backward(ctx, grad_Y):
     return (-(Y.mT @ grad_Y @ Y.mT),)
 
 
-# torch.library's low-level registration: the dispatcher calls _cpu and _autograd directly,
-# without the Python layers torch.library.custom_op wraps around them (microseconds per call).
+# The schema and the CPU kernel come from the native library of domain ai.opgen
+# (libopgen_ai_opgen_torch.so, built from inverse_torch.cc); Python adds the fake kernel and
+# the Autograd kernel.
+_support.torch_library("ai_opgen")
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
-_LIBRARY.define("inverse" + SCHEMA)
-_LIBRARY.impl("inverse", _cpu, "CPU")
 torch.library.register_fake("opgen::inverse", _fake, lib=_LIBRARY)
 inverse = torch.ops.opgen.inverse.default
 

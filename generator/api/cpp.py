@@ -8,6 +8,7 @@ from typing import Any
 from generator.api.names import Local
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
+from generator.api.python import defaults_via_none
 from generator.model.tensors import Attribute
 from generator.model.types import AttrType, DType
 
@@ -32,6 +33,46 @@ ATTR_TYPE = {
     AttrType.floats: "std::vector<float>",
     AttrType.strings: "std::vector<std::string>",
 }
+
+# The PyTorch release whose stable ABI the native libraries target (TORCH_TARGET_VERSION,
+# major << 56 | minor << 48): they load into it and every later release.
+TORCH_TARGET_VERSION = "0x020a000000000000"  # torch 2.10
+
+# An attribute as the native PyTorch kernel receives it: the C++ type of its schema type
+# (api/python.py's SCHEMA_TYPE), which PyTorch's stable ABI unboxes.
+TORCH_ARG_TYPE = {
+    AttrType.bool: "bool",
+    AttrType.int: "int64_t",
+    AttrType.float: "double",
+    AttrType.string: "std::string",
+    AttrType.ints: "std::vector<int64_t>",
+    AttrType.floats: "std::vector<double>",
+    AttrType.strings: "std::vector<std::string>",
+}
+
+
+def torch_attribute_param(attr: Attribute) -> str:
+    """The native kernel's parameter for an attribute (`str[]?` for a list of strings with a
+    default: see defaults_via_none)."""
+    cpp_type = TORCH_ARG_TYPE[attr.type]
+    if defaults_via_none(attr):
+        cpp_type = f"std::optional<{cpp_type}>"
+    return f"{cpp_type} {attr.name}"
+
+
+def torch_attribute_assignment(attr: Attribute) -> str:
+    """The statement that puts the native kernel's argument into the Attributes struct (None
+    keeps the struct's default; floats narrow to float32, as ONNX attributes are)."""
+    member = f"attrs.{attr.name}"
+    if defaults_via_none(attr):
+        return f"if ({attr.name}) {member} = std::move(*{attr.name});"
+    if attr.type is AttrType.float:
+        return f"{member} = static_cast<float>({attr.name});"
+    if attr.type is AttrType.floats:
+        return f"{member}.assign({attr.name}.begin(), {attr.name}.end());"
+    if attr.type in (AttrType.string, AttrType.ints, AttrType.strings):
+        return f"{member} = std::move({attr.name});"
+    return f"{member} = {attr.name};"
 
 
 def onnx_proto_enum(dtype: DType) -> str:

@@ -7,13 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generator.api import cpp, cpp_shapes
+from generator.api import python as py
 from generator.api.cpp_shapes import OutputStatements
 from generator.api.names import Local
 from generator.dest import common
 from generator.dest.cpp import CppAttribute, concrete_dtype
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import TensorParam
 from generator.render import render
 from generator.shapes.spell import SpelledCheck
@@ -85,6 +86,7 @@ class KernelInstantiation:
     template_args: str
     compute_params: str
     numpy_condition: str  # the pybind11 binding takes this kernel when it holds
+    torch_condition: str  # the native PyTorch kernel takes it when this holds
 
 
 def _inputs(
@@ -103,6 +105,11 @@ def _numpy_data(tensor: TensorParam) -> str:
     return f"opgen::py_support::data<{common.tensor_cpp_type(tensor)}>({array}, aligned)"
 
 
+def _torch_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    return f"opgen::torch_support::data<{cpp_type}>({Local.runtime_value(tensor.name)}, aligned)"
+
+
 def _outputs(op: OpDef) -> tuple[KernelOutput, ...]:
     return tuple(KernelOutput.of(op, t, i) for i, t in enumerate(op.outputs))
 
@@ -112,7 +119,12 @@ def _instantiations(op: OpDef) -> tuple[KernelInstantiation, ...]:
     for inst in op.instantiations:
         binding = {var: cpp.KERNEL_TYPE[dtype] for var, dtype in inst.bindings}
         conditions = []
+        torch_conditions = []
         for tensor in op.inputs:
+            torch_conditions.append(
+                f"opgen::torch_support::has_dtype<{cpp.KERNEL_TYPE[tensor.dtype_in(inst)]}>"
+                f"({Local.runtime_value(tensor.name)})"
+            )
             # The numpy dtypes live in one place: dtype_of<T>() of pybind_support.h.
             has_dtype = f"opgen::py_support::has_dtype<{cpp.KERNEL_TYPE[tensor.dtype_in(inst)]}>"
             array = Local.array(tensor.name)
@@ -127,6 +139,7 @@ def _instantiations(op: OpDef) -> tuple[KernelInstantiation, ...]:
                 template_args=common.template_args(op, binding),
                 compute_params=common.compute_params(op, binding),
                 numpy_condition=" && ".join(conditions),
+                torch_condition=" && ".join(torch_conditions),
             )
         )
     return tuple(result)
@@ -308,6 +321,23 @@ def ort_op_view(op: OpDef) -> OrtOpView:
     )
 
 
+def _dtype_list_expr(op: OpDef) -> str:
+    """The inputs' dtype names joined, as C++ (for the unsupported-dtypes message)."""
+    return ' + ", " + '.join(Local.dtype_name(t.name) for t in op.inputs)
+
+
+def _supported_dtypes(op: OpDef) -> str:
+    """`X: float32|float64; Y: int64`, the end of the unsupported-dtypes message."""
+    return "; ".join(
+        f"{t.name}: "
+        + "|".join(
+            d.value
+            for d in (op.type_var_dtypes[t.type_var] if t.type_var else (concrete_dtype(t),))
+        )
+        for t in op.inputs
+    )
+
+
 @view
 class PybindOpView(KernelWrapperView):
     """pybind_op.cc: the kernel bound for numpy arrays."""
@@ -333,14 +363,6 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
         for t in op.inputs
     ]
     attr_params = [f"{cpp.ATTR_TYPE[a.type]} {a.name}" for a in op.attributes]
-    supported = "; ".join(
-        f"{t.name}: "
-        + "|".join(
-            d.value
-            for d in (op.type_var_dtypes[t.type_var] if t.type_var else (concrete_dtype(t),))
-        )
-        for t in op.inputs
-    )
     return PybindOpView(
         **vars(_kernel_wrapper_view(op, _numpy_data, "serial")),
         pybind_params=", ".join(array_params),
@@ -351,9 +373,80 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
         ),
         run_args=", ".join(Local.array(t.name) for t in op.inputs),
         output_arrays=", ".join(Local.array(t.name) for t in op.outputs),
-        dtype_list_expr=' + ", " + '.join(Local.dtype_name(t.name) for t in op.inputs),
-        supported_dtypes=supported,
+        dtype_list_expr=_dtype_list_expr(op),
+        supported_dtypes=_supported_dtypes(op),
         doc_literal=cpp.string_literal(op.doc),
+    )
+
+
+@view
+class TorchAttribute:
+    param: str  # the native kernel's parameter
+    assignment: str  # into the Attributes struct
+
+
+@view
+class TorchOpView(KernelWrapperView):
+    """torch_op.cc: the native PyTorch registration (schema and CPU kernel, stable ABI)."""
+
+    torch_namespace: str
+    torch_name: str
+    torch_name_literal: str
+    definition_literal: str  # `name(schema)`, for m.def
+    return_type: str
+    run_params: str  # the input tensors, by value (made dense in place)
+    kernel_params: str  # the schema's arguments
+    run_args: str
+    torch_attributes: tuple[TorchAttribute, ...]
+    elements_expr: str  # the elements the op touches, for the thread pool's grain
+    result_expr: str
+    dtype_list_expr: str
+    supported_dtypes: str
+
+
+def torch_op_view(op: OpDef) -> TorchOpView:
+    torch = py.torch_binding(op)
+    tensor_params = [
+        (
+            f"std::optional<opgen::torch_support::Tensor> {Local.runtime_value(t.name)}"
+            if t.optional
+            else f"opgen::torch_support::Tensor {Local.runtime_value(t.name)}"
+        )
+        for t in op.inputs
+    ]
+    outputs = [Local.runtime_value(t.name) for t in op.outputs]
+    allocated = op.shape_rule.kernel_allocated
+    result = [
+        f"{value}.take()" if t.name in allocated else value
+        for t, value in zip(op.outputs, outputs, strict=True)
+    ]
+    touched = [Local.shape(t.name) for t in op.inputs] + [
+        Local.output_shape_member(t.name) for t in op.outputs if t.name not in allocated
+    ]
+    return TorchOpView(
+        **vars(_kernel_wrapper_view(op, _torch_data, "parallel")),
+        torch_namespace=torch.namespace,
+        torch_name=torch.name,
+        torch_name_literal=cpp.string_literal(torch.name),
+        definition_literal=cpp.string_literal(torch.name + py.torch_schema(op)),
+        return_type=(
+            "opgen::torch_support::Tensor"
+            if len(outputs) == 1
+            else f"std::tuple<{', '.join(['opgen::torch_support::Tensor'] * len(outputs))}>"
+        ),
+        run_params=", ".join(tensor_params),
+        kernel_params=", ".join(
+            tensor_params + [cpp.torch_attribute_param(a) for a in op.attributes]
+        ),
+        run_args=", ".join(Local.runtime_value(t.name) for t in op.inputs),
+        torch_attributes=tuple(
+            TorchAttribute(cpp.torch_attribute_param(a), cpp.torch_attribute_assignment(a))
+            for a in op.attributes
+        ),
+        elements_expr=" + ".join(f"opgen::torch_support::numel({s})" for s in touched),
+        result_expr=(result[0] if len(result) == 1 else f"std::make_tuple({', '.join(result)})"),
+        dtype_list_expr=_dtype_list_expr(op),
+        supported_dtypes=_supported_dtypes(op),
     )
 
 
@@ -370,4 +463,8 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
         render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
         render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
         render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op)),
-    ]
+    ] + (
+        [render("cpp/torch_op.cc.j2", f"{base}_torch.cc", srcs, torch_op_view(op))]
+        if op.torch is not None and op.torch.api is TorchApi.native
+        else []
+    )

@@ -5,12 +5,13 @@ generated file."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import assert_never
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py_api
 from generator.dest import common
 from generator.dest.emission import Emission
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.types import AttrType, message_value
 from generator.render import GeneratedFile, render
@@ -167,10 +168,27 @@ def _facts(op: OpDef) -> list[tuple[str, str]]:
         facts.append((kind, f"`{op.torch.overload_name}`"))
         if not op.torch.is_override:
             facts.append(("PyTorch schema", f"`{_cell(py_api.torch_schema(op))}`"))
+            facts.append(("registered", _registration(op)))
     if op.gradients:
         facts.append(("autograd", "gradients of " + ", ".join(f"`{n}`" for n in op.gradients)))
     facts.append(("definition", f"`{op.definition_path}`"))
     return facts
+
+
+def _registration(op: OpDef) -> str:
+    torch = py_api.torch_binding(op)
+    match torch.api:
+        case TorchApi.native:
+            library = common.torch_library_file(op.domain_ident)
+            return f"in C++ by `{library}` (`torch.api: native`); usable without Python"
+        case TorchApi.library:
+            return "from Python, `torch.library.Library` (`torch.api: library`)"
+        case TorchApi.custom_op:
+            return "from Python, `torch.library.custom_op` (`torch.api: custom_op`)"
+        case TorchApi.legacy:
+            return "from Python, `torch._custom_op` (`torch.api: legacy`)"
+        case _:
+            assert_never(torch.api)
 
 
 def _example(op: OpDef) -> str:

@@ -8,7 +8,7 @@ from itertools import groupby
 
 from generator.api import cpp
 from generator.dest import common
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchApi
 from generator.render import GeneratedFile, copy_runtime, render
 from generator.view import view
 
@@ -27,6 +27,8 @@ class DomainView:
     schema_op_ids: tuple[str, ...]  # every op of the domain
     library_name: str
     module_name: str
+    native_op_ids: tuple[str, ...]  # kernel ops registered with PyTorch natively
+    torch_library_name: str  # their library
     module_doc_literal: str  # C++
     register_function: str  # registers every C++ schema of the domain
     max_version: int  # of its ops
@@ -37,6 +39,8 @@ class CMakeView:
     """CMakeLists.txt."""
 
     domains: tuple[DomainView, ...]
+    has_native_ops: bool  # some domain gets a native PyTorch library
+    torch_target_version: str
 
 
 @view
@@ -71,6 +75,12 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
             schema_op_ids=tuple(op.op_id for op in members),
             library_name=common.library_name(ident),
             module_name=common.module_name(ident),
+            native_op_ids=tuple(
+                op.op_id
+                for op in members
+                if op.kernel and op.torch is not None and op.torch.api is TorchApi.native
+            ),
+            torch_library_name=common.torch_library_name(ident),
             module_doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain}"),
             register_function=f"Register_{ident}_Schemas",
             max_version=max(op.version or 0 for op in members),
@@ -98,9 +108,15 @@ def emit(ops: Sequence[OpDef]) -> list[GeneratedFile]:
                 "ort_support",
                 "onnx_schema_support",
                 "pybind_support",
+                "torch_support",
             )
         ),
-        render("cmake/CMakeLists.txt.j2", "CMakeLists.txt", all_sources, CMakeView(views)),
+        render(
+            "cmake/CMakeLists.txt.j2",
+            "CMakeLists.txt",
+            all_sources,
+            CMakeView(views, any(view.native_op_ids for view in views), cpp.TORCH_TARGET_VERSION),
+        ),
         render("python/package_init.py.j2", "__init__.py", all_sources, package),
         copy_runtime("_names.py"),
         copy_runtime("_support.py"),

@@ -3,6 +3,7 @@ template reads one view (a frozen dataclass) built here from the op."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from generator.api import onnx as onnx_api
@@ -144,6 +145,11 @@ class TorchOpView:
     uses_legacy_api: bool  # torch._custom_op: no autograd
     uses_custom_op_api: bool  # torch.library.custom_op
     uses_library_api: bool  # torch.library.Library with our own Autograd kernel
+    uses_native_api: bool  # schema and CPU kernel from the native library (C++)
+    native_domain: str
+    native_domain_ident: str
+    native_library_file: str
+    autograd_kernel: bool  # our own Autograd kernel (library api; native with formulas)
     schema_literal: str
     python_params: str  # annotated, with defaults
     plain_params: str  # not annotated, with defaults
@@ -162,6 +168,9 @@ class TorchOpView:
     needs_autograd: str  # the condition for going through the autograd Function
     gradient_formulas: GradientFormulasView | None
     no_gradient_message: str | None  # a literal: backward without formulas raises it
+    # A literal regular expression: PyTorch's warning about backward through the op made an
+    # error (a native op without formulas: no Autograd kernel of ours, no Python per call).
+    unregistered_autograd_warning: str | None
     forward_mode_message: str
 
 
@@ -178,6 +187,11 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         uses_legacy_api=torch.api is TorchApi.legacy,
         uses_custom_op_api=torch.api is TorchApi.custom_op,
         uses_library_api=torch.api is TorchApi.library,
+        uses_native_api=torch.api is TorchApi.native,
+        native_domain=op.domain or "",
+        native_domain_ident=op.domain_ident if op.kernel else "",
+        native_library_file=common.torch_library_file(op.domain_ident) if op.kernel else "",
+        autograd_kernel=op.has_autograd_kernel,
         schema_literal=py.literal(py.torch_schema(op)),
         python_params=py.python_params(op, annotate=True),
         plain_params=py.python_params(op, annotate=False),
@@ -204,7 +218,14 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         needs_autograd=_needs_autograd(op),
         gradient_formulas=_gradient_formulas(op) if op.gradients else None,
         no_gradient_message=(
-            py.literal(py.no_gradient_message(op)) if op.raises_without_gradients else None
+            py.literal(py.no_gradient_message(op))
+            if op.raises_without_gradients and op.has_autograd_kernel
+            else None
+        ),
+        unregistered_autograd_warning=(
+            py.literal(re.escape(py.unregistered_autograd_warning(op)))
+            if op.raises_without_gradients and not op.has_autograd_kernel
+            else None
         ),
         forward_mode_message=py.literal(py.forward_mode_message(op)),
     )

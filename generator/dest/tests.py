@@ -101,6 +101,34 @@ class BuiltinEquivalentView:
 
 
 @view
+class NativeTestsView:
+    """The tests of a natively registered op: TorchScript, torch.compile, vmap."""
+
+    script_params: str  # ScriptedModel.forward's tensor parameters
+    script_call: str  # the op called with the first random case's attributes
+    vmap: bool  # outputs of a size the shape rule knows (vmap stacks them)
+
+
+def _native_tests(op: OpDef) -> NativeTestsView | None:
+    if op.torch is None or op.torch.api is not TorchApi.native:
+        return None
+    torch = op.torch
+    attributes = op.tests.random[0].attributes
+    return NativeTestsView(
+        script_params=", ".join(
+            f"{t.name}: torch.Tensor | None" if t.optional else f"{t.name}: torch.Tensor"
+            for t in op.inputs
+        ),
+        script_call=f"torch.ops.{torch.namespace}.{torch.name}("
+        + ", ".join(
+            [t.name for t in op.inputs] + [f"{k}={py.literal(v)}" for k, v in attributes.items()]
+        )
+        + ")",
+        vmap=not op.shape_rule.kernel_allocated,
+    )
+
+
+@view
 class ParityTestView:
     """generated/<op>/test_<op>.py."""
 
@@ -146,6 +174,7 @@ class ParityTestView:
     first_type_var: str | None
     samplers: tuple[SamplerView, ...]
     random_cases: tuple[RandomCaseView, ...]
+    native: NativeTestsView | None
     error_cases: tuple[ErrorCaseView, ...]
     value_error_cases: tuple[ValueErrorCaseView, ...]
     bad_values_test_name: str
@@ -153,6 +182,7 @@ class ParityTestView:
     earlier_versions: str  # {version: [its attributes]}
     gradient_inputs: str
     no_gradient_message: str | None  # a regular expression's literal
+    no_gradient_warns: bool  # PyTorch's warning (made an error outside pytest), not our error
     forward_mode_message: str | None  # a regular expression's literal
     unsupported_dtype: str | None  # a dtype the first input does not accept
     unsupported_inputs: str  # the inputs that take it
@@ -224,6 +254,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         first_type_var=op.type_constraints[0].name if op.type_constraints else None,
         samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
         random_cases=tuple(case for case, _ in random_cases),
+        native=_native_tests(op),
         error_cases=tuple(
             ErrorCaseView(
                 py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
@@ -248,6 +279,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         earlier_versions=_earlier_versions(op),
         gradient_inputs=py.literal(list(op.gradients)),
         no_gradient_message=_no_gradient_message(op),
+        no_gradient_warns=not op.has_autograd_kernel,
         forward_mode_message=_forward_mode_message(op),
         unsupported_dtype=_unsupported_dtype(op) if op.defines_onnx_op else None,
         unsupported_inputs=py.literal(unsupported_inputs),
@@ -292,6 +324,7 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         ("test_onnxruntime_infers_output_types_and_shapes", has_kernel),
         ("test_earlier_version_runs", bool(op.earlier_versions)),
         ("test_opcheck", op.new_torch_op),
+        ("test_native_registration", _native_tests(op) is not None),
         ("test_gradients", bool(op.gradients)),
         ("test_gradients_through_torch_func", _tests_torch_func(op)),
         ("test_backward_without_gradient_formulas_raises", _no_gradient_message(op) is not None),
@@ -331,13 +364,9 @@ def _what_is_compared(op: OpDef) -> str:
     return compared
 
 
-def _uses_library_api(op: OpDef) -> bool:
-    return op.torch is not None and op.torch.api is TorchApi.library
-
-
 def _tests_torch_func(op: OpDef) -> bool:
-    """torch.func's transforms run the gradient formulas of the default registration only."""
-    return bool(op.gradients) and _uses_library_api(op)
+    """torch.func's transforms run the gradient formulas of our own Autograd kernel only."""
+    return bool(op.gradients) and op.has_autograd_kernel
 
 
 def _no_gradient_message(op: OpDef) -> str | None:
@@ -345,13 +374,15 @@ def _no_gradient_message(op: OpDef) -> str | None:
     gradient reach the op."""
     if not (op.raises_without_gradients and op.differentiable):
         return None
+    if not op.has_autograd_kernel:
+        return py.literal(re.escape(py.unregistered_autograd_warning(op)))
     return py.literal(re.escape(py.no_gradient_message(op)))
 
 
 def _forward_mode_message(op: OpDef) -> str | None:
     """What forward-mode AD raises, as a regular expression's literal: through a
     differentiable op registered by our own Autograd kernel."""
-    if not (op.new_torch_op and _uses_library_api(op) and op.differentiable):
+    if not (op.new_torch_op and op.has_autograd_kernel and op.differentiable):
         return None
     return py.literal(re.escape(py.forward_mode_message(op)))
 

@@ -19,6 +19,7 @@ CPP_RESERVED = frozenset(
     thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
     wchar_t while xor xor_eq attrs ctx
     context raw_context info raw_info kernel index types optional shapes pool serial release
+    parallel
     opgen std Ort py pybind11 Attributes OutputShapes OutputShapesOf int8_t int16_t int32_t
     int64_t uint8_t size_t""".split()
 )
@@ -46,7 +47,7 @@ OPGEN_NAMESPACE_NAMES = frozenset(
     TensorView append_dims axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes
     check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
     dim_floor_div dim_mul dim_sub dim_to_string fail fail_overflow float16 floor_div kShapeEnd ort
-    py_support quoted reduced_shape schema shape_to_string""".split()
+    py_support quoted reduced_shape schema shape_to_string torch_support""".split()
 )
 
 
@@ -55,8 +56,8 @@ OPGEN_NAMESPACE_NAMES = frozenset(
 OP_NAMESPACE_NAMES = frozenset(
     """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
     InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
-    RegisterSchema TensorProto_DataType add_ort_ops bind compute describe expect infer_shapes
-    kOpType main make_model only_node run set_shape""".split()
+    RegisterSchema TensorProto_DataType add_ort_ops bind compute cpu_kernel describe expect
+    infer_shapes kOpType main make_model only_node run set_shape""".split()
 )
 
 

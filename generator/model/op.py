@@ -42,8 +42,11 @@ Implementation = Kernel | Function | ProvidedBy
 class TorchApi(Enum):
     """How a new PyTorch op is registered (torch.name's `api`)."""
 
+    # The schema and CPU kernel registered from C++ (PyTorch's stable ABI), kernel ops only
+    # (their default): no Python at call time, and TorchScript and AOTInductor without Python.
+    native = "native"
     # torch.library.Library define/impl + register_fake + an autograd kernel: the least
-    # Python per call (custom_op adds about 5 µs of wrapping, see the README's Performance).
+    # Python per call of the Python registrations (the default for ops without a kernel).
     library = "library"
     custom_op = "custom_op"  # torch.library.custom_op: a CustomOpDef, for its register_* methods
     legacy = "legacy"  # torch._custom_op, older PyTorch releases' API; no gradients
@@ -191,14 +194,27 @@ class OpDef:
 
     @property
     def raises_without_gradients(self) -> bool:
-        """Backward through it raises our own error: a new op registered with the `library`
-        api and no gradient formulas (`custom_op` raises PyTorch's; `legacy` takes none)."""
+        """Backward through it raises our own error: a new op registered with the `library` or
+        `native` api and no gradient formulas (`custom_op` raises PyTorch's; `legacy` takes
+        none)."""
         return (
             self.torch is not None
             and not self.torch.is_override
-            and self.torch.api is TorchApi.library
+            and self.torch.api in (TorchApi.library, TorchApi.native)
             and not self.gradients
         )
+
+    @property
+    def has_autograd_kernel(self) -> bool:
+        """The generated package registers its own Autograd kernel: the `library` api always,
+        `native` only for gradient formulas (Python at call time; without formulas, backward
+        meets PyTorch's autograd fallback, which the package makes raise: see
+        api/python.unregistered_autograd_warning)."""
+        if self.torch is None or self.torch.is_override:
+            return False
+        if self.torch.api is TorchApi.library:
+            return True
+        return self.torch.api is TorchApi.native and bool(self.gradients)
 
     @property
     def differentiable(self) -> bool:

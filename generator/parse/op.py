@@ -148,7 +148,7 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
     op_id = errors.attempt(read.op_id_field, Node(path.stem, d.root.location, "<file name>"))
     op_type, domain, versions = _read_onnx_name(d)
     doc = d.get("doc", read.string) or ""
-    torch_binding = d.get("torch", parse_torch)
+    torch_binding = d.get("torch", parse_torch, "kernel" in d)
     signature = _read_signature(d)
     _check_signature(d, signature, versions)
     implementation_key = _implementation_key(d, versions)

@@ -15,7 +15,8 @@ from generator.parse.expressions import parse_reference
 from generator.source import Node
 
 
-def parse_torch(node: Node) -> TorchBinding:
+def parse_torch(node: Node, has_kernel: bool) -> TorchBinding:
+    """`has_kernel`: the definition has a C++ kernel, which alone can be registered natively."""
     fields = read.mapping(node, {"name", "api", "overrides"}, set())
     if ("name" in fields) == ("overrides" in fields):
         raise node.error(
@@ -48,7 +49,8 @@ def parse_torch(node: Node) -> TorchBinding:
             "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
             f"'my_ops::{match.group(2)}'"
         )
-    api = TorchApi.library
+    # Native where there is a C++ kernel to register: no Python at call time.
+    api = TorchApi.native if has_kernel else TorchApi.library
     if "api" in fields:
         api_name = read.string(fields["api"])
         if api_name not in TorchApi.__members__:
@@ -56,6 +58,11 @@ def parse_torch(node: Node) -> TorchBinding:
                 f"expected one of {list(TorchApi.__members__)}, found '{api_name}'"
             )
         api = TorchApi[api_name]
+        if api is TorchApi.native and not has_kernel:
+            raise fields["api"].error(
+                "'native' registers the C++ kernel with PyTorch, and this definition has no "
+                "'kernel'; use 'library' (the default for ops without a kernel)"
+            )
     for part in (match.group(1), match.group(2)):
         if keyword.iskeyword(part):
             raise fields["name"].error(

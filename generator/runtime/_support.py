@@ -11,10 +11,11 @@ import os
 import sys
 from pathlib import Path
 
-from ._names import library_file, module_name
+from ._names import library_file, module_name, torch_library_file
 
 GENERATED_DIR = Path(__file__).resolve().parent
 _modules: dict[str, object] = {}
+_torch_libraries: set[str] = set()
 
 
 class NotBuiltError(RuntimeError):
@@ -31,6 +32,29 @@ def ort_library(domain_ident: str) -> Path:
     if not path.is_file():
         raise NotBuiltError(f"{path} does not exist; run `python -m generator build`")
     return path
+
+
+def torch_library(domain_ident: str) -> Path:
+    """Loads the native PyTorch library of one domain once: it registers the schemas and CPU
+    kernels of the domain's ops registered with torch.api native."""
+    path = build_dir() / "lib" / torch_library_file(domain_ident)
+    if domain_ident not in _torch_libraries:
+        if not path.is_file():
+            raise NotBuiltError(f"{path} does not exist; run `python -m generator build`")
+        import torch
+
+        torch.ops.load_library(str(path))
+        _torch_libraries.add(domain_ident)
+    return path
+
+
+def raise_on_warning(pattern: str) -> None:
+    """Turns the warnings whose message starts with `pattern` (a regular expression) into
+    errors, from here on (filters are process-wide; `warnings.catch_warnings` blocks and
+    `warnings.resetwarnings` undo it in their scope)."""
+    import warnings
+
+    warnings.filterwarnings("error", message=pattern)
 
 
 def kernels(domain_ident: str):

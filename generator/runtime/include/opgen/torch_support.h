@@ -1,0 +1,197 @@
+// What the native PyTorch registrations (<op>_torch.cc) share: PyTorch's stable ABI
+// (torch/csrc/stable, a C ABI that keeps working across torch releases from 2.10 on) adapted
+// to the kernel API of opgen/runtime.h.
+#pragma once
+
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/csrc/stable/tensor.h>
+
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "opgen/runtime.h"
+
+namespace opgen::torch_support {
+
+using Tensor = torch::stable::Tensor;
+using ScalarType = torch::headeronly::ScalarType;
+
+template <typename T>
+constexpr ScalarType scalar_type_of();
+template <>
+constexpr ScalarType scalar_type_of<float>() { return ScalarType::Float; }
+template <>
+constexpr ScalarType scalar_type_of<double>() { return ScalarType::Double; }
+template <>
+constexpr ScalarType scalar_type_of<opgen::float16>() { return ScalarType::Half; }
+template <>
+constexpr ScalarType scalar_type_of<opgen::bfloat16>() { return ScalarType::BFloat16; }
+template <>
+constexpr ScalarType scalar_type_of<int8_t>() { return ScalarType::Char; }
+template <>
+constexpr ScalarType scalar_type_of<int16_t>() { return ScalarType::Short; }
+template <>
+constexpr ScalarType scalar_type_of<int32_t>() { return ScalarType::Int; }
+template <>
+constexpr ScalarType scalar_type_of<int64_t>() { return ScalarType::Long; }
+template <>
+constexpr ScalarType scalar_type_of<uint8_t>() { return ScalarType::Byte; }
+template <>
+constexpr ScalarType scalar_type_of<bool>() { return ScalarType::Bool; }
+
+template <typename T>
+bool has_dtype(const Tensor& tensor) {
+  return tensor.scalar_type() == scalar_type_of<T>();
+}
+template <typename T>
+bool has_dtype(const std::optional<Tensor>& tensor) {
+  return !tensor.has_value() || has_dtype<T>(*tensor);
+}
+
+// A dtype as the other runtimes' messages spell it (numpy's names), for error messages only.
+inline std::string dtype_name(const Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+    case ScalarType::Float: return "float32";
+    case ScalarType::Double: return "float64";
+    case ScalarType::Half: return "float16";
+    case ScalarType::BFloat16: return "bfloat16";
+    case ScalarType::Char: return "int8";
+    case ScalarType::Short: return "int16";
+    case ScalarType::Int: return "int32";
+    case ScalarType::Long: return "int64";
+    case ScalarType::Byte: return "uint8";
+    case ScalarType::Bool: return "bool";
+    case ScalarType::ComplexFloat: return "complex64";
+    case ScalarType::ComplexDouble: return "complex128";
+    default: return torch::headeronly::toString(tensor.scalar_type());
+  }
+}
+inline std::string dtype_name(const std::optional<Tensor>& tensor) {
+  return tensor.has_value() ? dtype_name(*tensor) : std::string();
+}
+
+// Only CPU tensors reach the kernels (the op registers a CPU kernel only), but a strided or
+// non-dense view may: the kernels read dense row-major data, so such an input is copied.
+inline Tensor dense(const Tensor& tensor) {
+  return tensor.is_contiguous() ? tensor : torch::stable::contiguous(tensor);
+}
+inline std::optional<Tensor> dense(const std::optional<Tensor>& tensor) {
+  if (!tensor.has_value()) return std::nullopt;
+  return dense(*tensor);
+}
+
+inline opgen::Shape shape_of(const Tensor& tensor) {
+  const auto sizes = tensor.sizes();
+  return opgen::Shape(sizes.begin(), sizes.end());
+}
+inline opgen::Shape shape_of(const std::optional<Tensor>& tensor) {
+  return tensor.has_value() ? shape_of(*tensor) : opgen::Shape{};
+}
+
+// Untyped pointers cast here: the typed accessors exist only for PyTorch's own C++ types.
+template <typename T>
+const T* data(const Tensor& tensor, opgen::AlignedCopies& aligned) {
+  return aligned(static_cast<const T*>(tensor.const_data_ptr()), [&] { return tensor.numel(); });
+}
+template <typename T>
+const T* data(const std::optional<Tensor>& tensor, opgen::AlignedCopies& aligned) {
+  return tensor.has_value() ? data<T>(*tensor, aligned) : nullptr;
+}
+
+// A new dense CPU tensor (aoti_torch_empty_strided: no trip through the dispatcher, which
+// torch::stable::empty takes; a microsecond per output on small tensors).
+inline Tensor empty(const opgen::Shape& shape, ScalarType dtype) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i] > 1 ? shape[i] : 1;
+  }
+  int32_t dtype_code = 0;
+  switch (dtype) {
+    case ScalarType::Float: dtype_code = aoti_torch_dtype_float32(); break;
+    case ScalarType::Double: dtype_code = aoti_torch_dtype_float64(); break;
+    case ScalarType::Half: dtype_code = aoti_torch_dtype_float16(); break;
+    case ScalarType::BFloat16: dtype_code = aoti_torch_dtype_bfloat16(); break;
+    case ScalarType::Char: dtype_code = aoti_torch_dtype_int8(); break;
+    case ScalarType::Short: dtype_code = aoti_torch_dtype_int16(); break;
+    case ScalarType::Int: dtype_code = aoti_torch_dtype_int32(); break;
+    case ScalarType::Long: dtype_code = aoti_torch_dtype_int64(); break;
+    case ScalarType::Byte: dtype_code = aoti_torch_dtype_uint8(); break;
+    case ScalarType::Bool: dtype_code = aoti_torch_dtype_bool(); break;
+    default: opgen::fail("opgen: no output dtype " + std::string(torch::headeronly::toString(dtype)));
+  }
+  AtenTensorHandle handle = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(
+      static_cast<int64_t>(shape.size()), shape.data(), strides.data(), dtype_code,
+      aoti_torch_device_type_cpu(), 0, &handle));
+  return Tensor(handle);
+}
+template <typename T>
+Tensor empty(const opgen::Shape& shape) {
+  return empty(shape, scalar_type_of<T>());
+}
+template <typename T>
+T* mutable_data(const Tensor& tensor) {
+  return static_cast<T*>(tensor.mutable_data_ptr());
+}
+
+// An output data-dependent in size: created when the kernel allocates it.
+template <typename T>
+class LateOutput {
+ public:
+  T* allocate(const opgen::Shape& shape) {
+    tensor_ = empty<T>(shape);
+    return mutable_data<T>(*tensor_);
+  }
+  Tensor take() { return std::move(*tensor_); }
+
+ private:
+  std::optional<Tensor> tensor_;
+};
+
+// PyTorch's intra-op thread pool (at::parallel_for). The work of one item is taken to be
+// proportional to the elements the op touches over the number of items, so that a call on a
+// few elements stays on the calling thread (handing work to the pool costs microseconds).
+class ParallelContext final : public opgen::Context {
+ public:
+  explicit ParallelContext(int64_t elements) : elements_(elements) {}
+
+  void parallel_for(int64_t total, const RangeFn& fn) const override {
+    if (total <= 0) return;
+    const int64_t per_item = std::max<int64_t>(1, elements_ / total);
+    const int64_t grain = std::max<int64_t>(1, kElementsPerTask / per_item);
+    if (total <= grain) {
+      fn(0, total);
+      return;
+    }
+    // The callback crosses PyTorch's C ABI: an exception must not, so it is kept and rethrown.
+    std::exception_ptr error;
+    std::mutex mutex;
+    torch::stable::parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
+      try {
+        fn(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!error) error = std::current_exception();
+      }
+    });
+    if (error) std::rethrow_exception(error);
+  }
+
+ private:
+  static constexpr int64_t kElementsPerTask = 32768;  // at::internal::GRAIN_SIZE
+  int64_t elements_;
+};
+
+inline int64_t numel(const opgen::Shape& shape) {
+  const int64_t count = opgen::checked_numel(shape);
+  return count < 0 ? 0 : count;
+}
+
+}  // namespace opgen::torch_support

@@ -1,0 +1,212 @@
+"""Python-free deployment of the natively registered ops (torch.api native, the default for
+kernel ops): a TorchScript model and an AOTInductor package that call them run in a C++ program
+with no Python interpreter (tests/cpp/deploy_runner.cc, built here against the torch wheel's
+libtorch), and an AOTInductor package runs in Python with only the native libraries loaded,
+not the generated package. The model is onnx/tutorials' group norm flow plus two more domains."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import generated  # noqa: F401 (registers the ops, with their fake kernels for export)
+from generated import _support
+
+ROOT = Path(__file__).resolve().parent.parent
+TORCH_DIR = Path(importlib.util.find_spec("torch").submodule_search_locations[0])
+DOMAINS = ("mydomain", "ai_opgen", "test_customop")
+
+# onnx/tutorials' group norm example, as in opdefs/custom_group_norm.yaml's known case.
+GROUP_NORM_KNOWN = [-1.3416407864998738, -0.4472135954999579, 1.894427190999916, 3.6832815729997477]
+
+
+class Model(torch.nn.Module):
+    def forward(self, X, num_groups, scale, bias, M, A):
+        Y = torch.ops.mydomain.custom_group_norm(X, num_groups, scale, bias, epsilon=0.0)
+        return Y, torch.ops.opgen.inverse(M), torch.ops.test_customop.custom_op_one(A, A)
+
+
+def inputs(batch: int = 2) -> list[torch.Tensor]:
+    matrices = torch.tensor([[4.0, 7.0], [2.0, 6.0]]).repeat(batch, 1, 1)
+    return [
+        torch.tensor([[[1.0, 2.0], [3.0, 4.0]]]),
+        torch.tensor(1),
+        torch.tensor([1.0, 2.0]),
+        torch.tensor([0.0, 1.0]),
+        matrices + torch.arange(batch).reshape(batch, 1, 1),
+        torch.arange(batch * 3, dtype=torch.float32).reshape(batch, 3),
+    ]
+
+
+def libraries() -> list[str]:
+    return [str(_support.torch_library(domain)) for domain in DOMAINS]
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory) -> Path:
+    """deploy_runner, compiled against the torch wheel's headers and libraries."""
+    path = tmp_path_factory.mktemp("runner") / "deploy_runner"
+    include = TORCH_DIR / "include"
+    command = [
+        "g++", "-std=c++17", "-O1", "-w",
+        f"-I{include}", f"-I{include / 'torch/csrc/api/include'}",
+        str(ROOT / "tests/cpp/deploy_runner.cc"), "-o", str(path),
+        f"-L{TORCH_DIR / 'lib'}", f"-Wl,-rpath,{TORCH_DIR / 'lib'}",
+        "-ltorch", "-ltorch_cpu", "-lc10", "-ldl",
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return path
+
+
+def run(runner: Path, mode: str, model: Path, tensors: list, tmp_path: Path, libs: list[str]):
+    torch.save(tensors, tmp_path / "inputs.pt")
+    # An environment without Python's variables: nothing here may need them.
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    return subprocess.run(
+        [str(runner), mode, str(model), str(tmp_path / "inputs.pt"), *libs],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def parse(stdout: str) -> list[torch.Tensor]:
+    tensors = []
+    for line in stdout.splitlines():
+        dims, values = line.split("|")
+        shape = [int(d) for d in dims.split(",")] if dims else []
+        tensors.append(
+            torch.tensor([float(v) for v in values.split()], dtype=torch.float64).reshape(shape)
+        )
+    return tensors
+
+
+def assert_outputs(got: list[torch.Tensor], tensors: list[torch.Tensor]) -> None:
+    want = Model()(*tensors)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g, w.double(), rtol=0, atol=0)
+    known = torch.tensor(GROUP_NORM_KNOWN, dtype=torch.float64)
+    torch.testing.assert_close(got[0].flatten(), known, rtol=1e-6, atol=1e-6)
+
+
+def scripted(tmp_path: Path) -> Path:
+    with (
+        warnings.catch_warnings()
+    ):  # TorchScript is deprecated in torch 2.13, yet C++ servers use it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(Model()).save(str(tmp_path / "model.pt"))
+    return tmp_path / "model.pt"
+
+
+def test_torchscript_model_runs_in_cpp_without_python(runner, tmp_path):
+    model = scripted(tmp_path)
+    for batch in (2, 4):
+        result = run(runner, "torchscript", model, inputs(batch), tmp_path, libraries())
+        assert result.returncode == 0, result.stderr
+        assert_outputs(parse(result.stdout), inputs(batch))
+
+
+def test_cpp_program_gets_the_kernels_errors(runner, tmp_path):
+    """A bad input is an exception with the op's own message, as in Python."""
+    model = scripted(tmp_path)
+    bad = inputs()
+    bad[2] = torch.tensor([1.0, 2.0, 3.0])  # scale must have C = 2 elements
+    with pytest.raises(ValueError) as in_python:
+        Model()(*bad)
+    message = str(in_python.value).splitlines()[0]
+    assert message.startswith("CustomGroupNorm: "), message
+    result = run(runner, "torchscript", model, bad, tmp_path, libraries())
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert message in result.stderr, result.stderr
+
+
+def test_cpp_program_without_the_libraries_fails_clearly(runner, tmp_path):
+    result = run(runner, "torchscript", scripted(tmp_path), inputs(), tmp_path, [])
+    assert result.returncode == 1
+    assert "Unknown builtin op: mydomain::custom_group_norm" in result.stderr, result.stderr
+
+
+AOTI_IN_PYTHON = r"""
+import sys
+import torch
+import torch._inductor
+package, inputs, *libraries = sys.argv[1:]
+for library in libraries:
+    torch.ops.load_library(library)
+outputs = torch._inductor.aoti_load_package(package)(*torch.load(inputs))
+assert not any(name == "generated" or name.startswith("generated.") for name in sys.modules)
+for output in outputs:
+    values = output.double().flatten().tolist()
+    print(",".join(map(str, output.shape)) + "|" + " ".join(repr(v) for v in values))
+"""
+
+
+@pytest.mark.slow
+# torch 2.13's own export and inductor code
+@pytest.mark.filterwarnings(
+    "ignore:`isinstance\\(treespec, LeafSpec\\)` is deprecated:FutureWarning"
+)
+def test_aoti_package_runs_from_the_native_libraries_alone(runner, tmp_path):
+    """torch.export with a dynamic batch and aoti_compile_and_package (Python, with the
+    generated package's fake kernels); then the package runs in a Python process that loads
+    only the native libraries, and in the C++ program, at another batch size."""
+    import torch._inductor
+
+    batch = torch.export.Dim("batch", min=1, max=64)
+    dynamic = [None] * 4 + [{0: batch}, {0: batch}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        program = torch.export.export(Model(), tuple(inputs(2)), dynamic_shapes=dynamic)
+        package = torch._inductor.aoti_compile_and_package(
+            program, package_path=str(tmp_path / "model.pt2")
+        )
+    torch.save(inputs(5), tmp_path / "inputs.pt")
+    result = subprocess.run(
+        [sys.executable, "-c", AOTI_IN_PYTHON, package, str(tmp_path / "inputs.pt"), *libraries()],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,  # no generated/ to import from here
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_outputs(parse(result.stdout), inputs(5))
+    result = run(runner, "aoti", Path(package), inputs(5), tmp_path, libraries())
+    assert result.returncode == 0, result.stderr
+    assert_outputs(parse(result.stdout), inputs(5))
+
+
+NO_FORMULAS = r"""
+import torch
+import generated
+x = torch.ones(3, requires_grad=True)
+y = torch.ops.test_customop.custom_op_one(x, x)
+try:
+    y.sum().backward()
+except UserWarning as error:
+    print("raised:", error)
+print("grad:", x.grad)
+"""
+
+
+def test_an_op_without_gradient_formulas_has_no_python_per_call():
+    """custom_op_one has no gradient formulas: its only kernels are C++ (CPU) and the Python
+    fake kernel, so an eager call runs no Python; backward through it raises (PyTorch's own
+    warning made an error by the generated package), also outside pytest's warning filters."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    assert not has_kernel("test_customop::custom_op_one", "Autograd")
+    assert has_kernel("opgen::inverse", "Autograd")  # its gradient formula
+    assert "custom_op_one_torch.cc" in torch._C._dispatch_dump("test_customop::custom_op_one")
+    result = subprocess.run(
+        [sys.executable, "-c", NO_FORMULAS], capture_output=True, text=True, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "raised: test_customop::custom_op_one: an autograd kernel was not registered"
+        in result.stdout
+    ), result.stdout
