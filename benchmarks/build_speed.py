@@ -1,6 +1,7 @@
-"""Build speed: a cold build of the shipped ops (ONNX Runtime libraries, pybind11 modules and
-schema tests) on 2 jobs, a no-op rebuild, and a rebuild after touching one hand-written kernel
-(which must recompile only that op's objects).
+"""Build speed: a cold build of the shipped ops (ONNX Runtime libraries, pybind11 modules,
+native PyTorch libraries and schema tests) on 2 jobs with the compile time of each kind of
+per-op unit, a no-op rebuild, and a rebuild after touching one hand-written kernel (which must
+recompile only that op's objects).
 
     python benchmarks/build_speed.py [--jobs 2] [--kernel opdefs/inverse_kernel.h]
 
@@ -33,6 +34,37 @@ def build_output(build_dir: Path) -> list[str]:
         for line in done.stdout.splitlines()
         if "Building CXX object" in line or "Linking CXX" in line
     ]
+
+
+# A translation unit's kind, by the end of its source's name (generated/<op>/<op>_<kind>.cc).
+UNIT_KINDS = {
+    "_kernel.cc.o": "the kernel, once per dtype",
+    "_ort.cc.o": "ONNX Runtime custom op",
+    "_pybind.cc.o": "pybind11 binding",
+    "_torch.cc.o": "native PyTorch registration (stable ABI)",
+    "_schema.cc.o": "ONNX C++ schema",
+    "_schema_test.cc.o": "ONNX C++ schema test",
+}
+
+
+def compile_times(build_dir: Path) -> list[list[str]]:
+    """Per kind of per-op translation unit: how many, and their mean compile time, from ninja's
+    log of the cold build (each compiled while the other job ran: 2 jobs on 2 cores)."""
+    log = build_dir / ".ninja_log"
+    if not log.is_file():
+        return []
+    durations: dict[str, list[float]] = {kind: [] for kind in UNIT_KINDS}
+    for line in log.read_text().splitlines()[1:]:
+        start, end, _, target, *_ = line.split("\t")
+        kind = next((k for k in UNIT_KINDS if target.endswith(k)), None)
+        if kind:
+            durations[kind].append((int(end) - int(start)) / 1000)
+    return [
+        [f"`<op>{kind.removesuffix('.o')}`: {what}", str(len(durations[kind])),
+         f"{sum(durations[kind]) / len(durations[kind]):.1f} s"]
+        for kind, what in UNIT_KINDS.items()
+        if durations[kind]
+    ]  # fmt: skip
 
 
 def main() -> None:
@@ -82,6 +114,10 @@ def main() -> None:
                     ],
                 ],
             ),
+        )
+        report(
+            "Compile time per op, by translation unit (cold build, from ninja's log)",
+            table(["unit", "count", "mean compile time"], compile_times(build_dir)),
         )
         if not only_that_op:
             sys.exit("touching one kernel rebuilt objects of other ops")
