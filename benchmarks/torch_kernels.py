@@ -32,13 +32,16 @@ def reference_inverse(x):
 _LIBRARIES: list[torch.library.Library] = []
 
 
-def _pybind_cpu(X, Y):
-    """CustomOpOne's CPU kernel as the Python registrations (`api: library`, `custom_op`) have
-    it: torch -> numpy, the pybind11 module, numpy -> torch."""
-    (Z,) = _support.kernels("test_customop").custom_op_one(
-        _support.to_numpy(X), _support.to_numpy(Y)
-    )
-    return _support.from_numpy(Z)
+def _pybind_cpu(domain_ident: str, op_id: str):
+    """An op's CPU kernel as the Python registrations (`api: library`, `custom_op`) have it:
+    torch -> numpy, the pybind11 module, numpy -> torch (one output)."""
+
+    def cpu(*tensors):
+        kernel = getattr(_support.kernels(domain_ident), op_id)
+        (output,) = kernel(*(_support.to_numpy(t) for t in tensors))
+        return _support.from_numpy(output)
+
+    return cpu
 
 
 def cases():
@@ -59,15 +62,20 @@ def cases():
     # default (`native`): `library` (define/impl from Python, fake kernel, no Autograd kernel
     # needed for this comparison) and `custom_op`.
     from generated.custom_op_one import torch_op as one
+    from generated.inverse import torch_op as inverse
 
     library = torch.library.Library("bench_library", "DEF")
     _LIBRARIES.append(library)  # a Library unregisters its ops when it is collected
-    library.define("custom_op_one" + one.SCHEMA)
-    library.impl("custom_op_one", _pybind_cpu, "CPU")
-    torch.library.register_fake("bench_library::custom_op_one", one._fake, lib=library)
+    for module, domain, op_id in (
+        (one, "test_customop", "custom_op_one"),
+        (inverse, "ai_opgen", "inverse"),
+    ):
+        library.define(op_id + module.SCHEMA)
+        library.impl(op_id, _pybind_cpu(domain, op_id), "CPU")
+        torch.library.register_fake(f"bench_library::{op_id}", module._fake, lib=library)
     with_custom_op = torch.library.custom_op(
         "bench_api::custom_op_one",
-        _pybind_cpu,
+        _pybind_cpu("test_customop", "custom_op_one"),
         mutates_args=(),
         device_types="cpu",
         schema=one.SCHEMA,
@@ -104,6 +112,13 @@ def cases():
             reference_inverse,
             requiring_grad(matrices(1, 4)),
             None,
+        ),
+        (
+            "Inverse registered from Python (`api: library`, the pybind11 kernel)",
+            ops.bench_library.inverse,
+            reference_inverse,
+            matrices(1, 4),
+            matrices(1_000, 64),
         ),
     ]
 
