@@ -181,32 +181,49 @@ def test_aoti_package_runs_from_the_native_libraries_alone(runner, tmp_path):
     assert_outputs(parse(result.stdout), inputs(5))
 
 
-NO_FORMULAS = r"""
+def test_an_op_that_cannot_be_differentiated_runs_no_python_per_call():
+    """custom_op_two (float in, int32 out) has no gradient to give: its only kernels are C++ (CPU)
+    and the Python fake kernel, so an eager call runs no Python. custom_op_one (no formulas,
+    but float in and out) and inverse (a formula) get the Python Autograd kernel: without it,
+    torch.func.grad and forward-mode AD would give zeros without an error."""
+    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
+    assert not has_kernel("test_customop::custom_op_two", "Autograd")
+    assert has_kernel("test_customop::custom_op_one", "Autograd")
+    assert has_kernel("opgen::inverse", "Autograd")
+    assert "custom_op_two_torch.cc" in torch._C._dispatch_dump("test_customop::custom_op_two")
+    x = torch.ones(3, requires_grad=True)
+    y = torch.ops.test_customop.custom_op_two(x)
+    assert y.dtype == torch.int32 and not y.requires_grad
+
+
+SECOND_COPY = r"""
+import sys
 import torch
-import generated
-x = torch.ones(3, requires_grad=True)
-y = torch.ops.test_customop.custom_op_one(x, x)
+torch.ops.load_library(sys.argv[1])  # a copy of the library, loaded by hand
 try:
-    y.sum().backward()
-except UserWarning as error:
-    print("raised:", error)
-print("grad:", x.grad)
+    import generated
+except RuntimeError as error:
+    print("refused:", error)
 """
 
 
-def test_an_op_without_gradient_formulas_has_no_python_per_call():
-    """custom_op_one has no gradient formulas: its only kernels are C++ (CPU) and the Python
-    fake kernel, so an eager call runs no Python; backward through it raises (PyTorch's own
-    warning made an error by the generated package), also outside pytest's warning filters."""
-    has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
-    assert not has_kernel("test_customop::custom_op_one", "Autograd")
-    assert has_kernel("opgen::inverse", "Autograd")  # its gradient formula
-    assert "custom_op_one_torch.cc" in torch._C._dispatch_dump("test_customop::custom_op_one")
+def test_a_second_copy_of_a_native_library_is_refused_clearly(tmp_path):
+    """Two builds of one domain cannot both register its ops (PyTorch takes one definition):
+    importing the package after loading another copy is an error naming both files, and
+    loading a copy never ends the process (an error in a library's registration while it loads
+    would: it is reported and the op left to the first copy)."""
+    original = _support.torch_library("ai_opgen")
+    copy = tmp_path / original.name
+    copy.write_bytes(original.read_bytes())
     result = subprocess.run(
-        [sys.executable, "-c", NO_FORMULAS], capture_output=True, text=True, cwd=ROOT
+        [sys.executable, "-c", SECOND_COPY, str(copy)], capture_output=True, text=True, cwd=ROOT
     )
-    assert result.returncode == 0, result.stderr
-    assert (
-        "raised: test_customop::custom_op_one: an autograd kernel was not registered"
-        in result.stdout
-    ), result.stdout
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"refused: {copy} is loaded in this process, so {original}" in result.stdout
+    both = subprocess.run(
+        [sys.executable, "-c", f"import torch; torch.ops.load_library({str(original)!r}); "
+         f"torch.ops.load_library({str(copy)!r}); print('alive')"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert "alive" in both.stdout, both.stderr[-3000:]
+    assert "opgen: Inverse was not registered by this library" in both.stderr

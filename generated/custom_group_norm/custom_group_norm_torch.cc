@@ -49,13 +49,29 @@ opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value, op
   opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + num_groups_dtype + ", " + scale_dtype + ", " + bias_dtype + "); supported: X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16");
 }
 
+// What the dispatcher calls: the arguments taken from its stack, the outputs put back.
+void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  opgen::torch_support::check_arity(kOpType, num_args, 5, num_outputs, 1);
+  opgen::torch_support::put(stack, cpu_kernel(
+      opgen::torch_support::take<opgen::torch_support::Tensor>(stack[0]),
+      opgen::torch_support::take<opgen::torch_support::Tensor>(stack[1]),
+      opgen::torch_support::take<opgen::torch_support::Tensor>(stack[2]),
+      opgen::torch_support::take<opgen::torch_support::Tensor>(stack[3]),
+      opgen::torch_support::take<double>(stack[4])
+  ));
+}
+
+bool defined = false;  // by this library (not when another copy of it defined the op first)
+
 }  // namespace
 }  // namespace opgen::custom_group_norm
 
 STABLE_TORCH_LIBRARY_FRAGMENT(mydomain, m) {
-  m.def("custom_group_norm(Tensor X, Tensor num_groups, Tensor scale, Tensor bias, float epsilon=1e-05) -> Tensor");
+  opgen::custom_group_norm::defined = opgen::torch_support::define(m, "custom_group_norm(Tensor X, Tensor num_groups, Tensor scale, Tensor bias, float epsilon=1e-05) -> Tensor", opgen::custom_group_norm::kOpType);
 }
 
 STABLE_TORCH_LIBRARY_IMPL(mydomain, CPU, m) {
-  m.impl("custom_group_norm", TORCH_BOX(&opgen::custom_group_norm::cpu_kernel));
+  if (opgen::custom_group_norm::defined) {
+    opgen::torch_support::implement(m, "custom_group_norm", &opgen::custom_group_norm::boxed_cpu_kernel, opgen::custom_group_norm::kOpType);
+  }
 }

@@ -5,7 +5,7 @@
 The schema and the CPU kernel are registered in C++ by the native library of domain
 mydomain, loaded here; this module adds the fake kernel, which applies the op
 definition's shape rule on symbolic shapes (torch.export, torch.compile, the dynamo ONNX
-exporter).
+exporter), and the Autograd kernel.
 """
 
 import onnx  # noqa: F401 (dtype attributes of eager nodes)
@@ -24,6 +24,9 @@ def _fake(
     bias: torch.Tensor,
     epsilon: float = 1e-05,
 ) -> torch.Tensor:
+    _support.check_one_device(
+        "CustomGroupNorm", {"X": X, "num_groups": num_groups, "scale": scale, "bias": bias}
+    )
     torch._check(
         X.dim() >= 2,
         lambda: "CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...]), got shape "
@@ -58,15 +61,54 @@ def _fake(
     return Y
 
 
+def _setup_context(ctx, inputs, output) -> None:
+    """Nothing to keep: the definition has no gradient formulas."""
+
+
+def _backward(ctx, *grads):
+    raise RuntimeError(
+        "mydomain::custom_group_norm has no gradient formula: give one under 'gradients' in opdefs/custom_group_norm.yaml"
+    )
+
+
 # The schema and the CPU kernel come from the native library of domain mydomain
-# (libopgen_mydomain_torch.so, built from custom_group_norm_torch.cc); Python adds the fake kernel.
+# (libopgen_mydomain_torch.so, built from custom_group_norm_torch.cc); Python adds the fake kernel and
+# the Autograd kernel.
 _support.torch_library("mydomain")
 _LIBRARY = torch.library.Library("mydomain", "FRAGMENT")
 torch.library.register_fake("mydomain::custom_group_norm", _fake, lib=_LIBRARY)
 custom_group_norm = torch.ops.mydomain.custom_group_norm.default
-# No gradient formulas, so no Autograd kernel (no Python per call): backward through the op
-# meets PyTorch's autograd fallback, whose warning (the gradients would be left unset) is made
-# an error for this op.
-_support.raise_on_warning(
-    "mydomain::custom_group_norm:\\ an\\ autograd\\ kernel\\ was\\ not\\ registered"
-)
+
+
+class _Differentiable(torch.autograd.Function):
+    """The op as autograd sees it when a gradient can flow (see _autograd)."""
+
+    @staticmethod
+    def forward(X, num_groups, scale, bias, epsilon):
+        return _support.below_autograd(custom_group_norm, X, num_groups, scale, bias, epsilon)
+
+    setup_context = staticmethod(_setup_context)
+    backward = staticmethod(_backward)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "mydomain::custom_group_norm does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_group_norm.yaml gives reverse-mode gradient formulas only"
+        )
+
+
+def _autograd(keyset, X, num_groups, scale, bias, epsilon=1e-05):
+    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
+    if (
+        torch.is_grad_enabled()
+        and (
+            X.requires_grad or num_groups.requires_grad or scale.requires_grad or bias.requires_grad
+        )
+    ) or _support.has_tangent(X, num_groups, scale, bias):
+        return _support.apply_function(_Differentiable, X, num_groups, scale, bias, epsilon)
+    return custom_group_norm.redispatch(
+        keyset & torch._C._after_autograd_keyset, X, num_groups, scale, bias, epsilon
+    )
+
+
+_LIBRARY.impl("custom_group_norm", _autograd, "Autograd", with_keyset=True)

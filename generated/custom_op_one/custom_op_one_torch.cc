@@ -38,13 +38,26 @@ opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value, op
   opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + Y_dtype + "); supported: X: float32; Y: float32");
 }
 
+// What the dispatcher calls: the arguments taken from its stack, the outputs put back.
+void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  opgen::torch_support::check_arity(kOpType, num_args, 2, num_outputs, 1);
+  opgen::torch_support::put(stack, cpu_kernel(
+      opgen::torch_support::take<opgen::torch_support::Tensor>(stack[0]),
+      opgen::torch_support::take<opgen::torch_support::Tensor>(stack[1])
+  ));
+}
+
+bool defined = false;  // by this library (not when another copy of it defined the op first)
+
 }  // namespace
 }  // namespace opgen::custom_op_one
 
 STABLE_TORCH_LIBRARY_FRAGMENT(test_customop, m) {
-  m.def("custom_op_one(Tensor X, Tensor Y) -> Tensor");
+  opgen::custom_op_one::defined = opgen::torch_support::define(m, "custom_op_one(Tensor X, Tensor Y) -> Tensor", opgen::custom_op_one::kOpType);
 }
 
 STABLE_TORCH_LIBRARY_IMPL(test_customop, CPU, m) {
-  m.impl("custom_op_one", TORCH_BOX(&opgen::custom_op_one::cpu_kernel));
+  if (opgen::custom_op_one::defined) {
+    opgen::torch_support::implement(m, "custom_op_one", &opgen::custom_op_one::boxed_cpu_kernel, opgen::custom_op_one::kOpType);
+  }
 }

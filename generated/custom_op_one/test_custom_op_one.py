@@ -438,11 +438,20 @@ def test_vmap_equals_one_call_per_sample():
             torch.testing.assert_close(got[i], want, rtol=0, atol=0, equal_nan=True)
 
 
+def test_inputs_on_two_devices_raise():
+    """An input on the meta device with the others on the CPU dispatches to the fake kernel,
+    which must refuse it rather than return an uninitialized result as if the op had run."""
+    case = RANDOM_CASES[0]
+    inputs = make_inputs(case, 0, TYPES[0], seed=0)
+    last = [name for name in INPUTS if inputs.get(name) is not None][-1]
+    inputs[last] = inputs[last].to("meta")
+    with pytest.raises(RuntimeError, match="the inputs must be on one device"):
+        TORCH_OP(*call_args(inputs), **case["attributes"])
+
+
 def test_backward_without_gradient_formulas_raises():
     """The definition gives no gradient formulas: the op runs on inputs that require grad, and
-    backward through it raises rather than leaving their gradients silently unset. (A native op
-    has no Autograd kernel: PyTorch's autograd fallback warns, which the generated package
-    makes an error; pytest records warnings, so here it is the warning.)"""
+    backward through it raises rather than leaving their gradients silently unset."""
     case = RANDOM_CASES[0]
     for types in TYPES:
         inputs = make_inputs(case, 0, types, seed=5)
@@ -453,11 +462,45 @@ def test_backward_without_gradient_formulas_raises():
         if outputs:
             break
     assert outputs, "no dtypes give a floating input and a floating output"
-    with pytest.warns(
-        UserWarning,
-        match="test_customop::custom_op_one:\\ an\\ autograd\\ kernel\\ was\\ not\\ registered",
+    with pytest.raises(
+        RuntimeError,
+        match="test_customop::custom_op_one\\ has\\ no\\ gradient\\ formula:\\ give\\ one\\ under\\ 'gradients'\\ in\\ opdefs/custom_op_one\\.yaml",
     ):
         sum(o.sum() for o in outputs).backward()
+
+
+# The first forward-mode call scripts torch's own decompositions with torch.jit.script.
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_forward_mode_ad_raises_naming_the_op():
+    """Gradient formulas are reverse-mode only: torch.func.jvp and forward_ad dual tensors raise
+    an error naming the op, never a silently zero tangent."""
+    case = RANDOM_CASES[0]
+    types = next(
+        t
+        for t in TYPES
+        if any(
+            v is not None and v.is_floating_point()
+            for v in make_inputs(case, 0, t, seed=5).values()
+        )
+    )
+    inputs = make_inputs(case, 0, types, seed=5)
+    name = next(n for n, v in inputs.items() if v is not None and v.is_floating_point())
+
+    def op(tensor):
+        return run_torch({**inputs, name: tensor}, case["attributes"])
+
+    with pytest.raises(
+        NotImplementedError,
+        match="test_customop::custom_op_one\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/custom_op_one\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+    ):
+        torch.func.jvp(op, (inputs[name],), (torch.ones_like(inputs[name]),))
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(inputs[name], torch.ones_like(inputs[name]))
+        with pytest.raises(
+            NotImplementedError,
+            match="test_customop::custom_op_one\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/custom_op_one\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+        ):
+            op(dual)
 
 
 # ---------------------------------------------------------------- errors, never crashes

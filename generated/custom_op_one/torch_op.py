@@ -5,7 +5,7 @@
 The schema and the CPU kernel are registered in C++ by the native library of domain
 test.customop, loaded here; this module adds the fake kernel, which applies the op
 definition's shape rule on symbolic shapes (torch.export, torch.compile, the dynamo ONNX
-exporter).
+exporter), and the Autograd kernel.
 """
 
 import onnx  # noqa: F401 (dtype attributes of eager nodes)
@@ -18,6 +18,7 @@ SCHEMA = "(Tensor X, Tensor Y) -> Tensor"
 
 
 def _fake(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
+    _support.check_one_device("CustomOpOne", {"X": X, "Y": Y})
     torch._check(
         list(X.shape) == list(Y.shape),
         lambda: "CustomOpOne: input 'Y' must have the shape of input 'X', got "
@@ -27,15 +28,49 @@ def _fake(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     return Z
 
 
+def _setup_context(ctx, inputs, output) -> None:
+    """Nothing to keep: the definition has no gradient formulas."""
+
+
+def _backward(ctx, *grads):
+    raise RuntimeError(
+        "test_customop::custom_op_one has no gradient formula: give one under 'gradients' in opdefs/custom_op_one.yaml"
+    )
+
+
 # The schema and the CPU kernel come from the native library of domain test.customop
-# (libopgen_test_customop_torch.so, built from custom_op_one_torch.cc); Python adds the fake kernel.
+# (libopgen_test_customop_torch.so, built from custom_op_one_torch.cc); Python adds the fake kernel and
+# the Autograd kernel.
 _support.torch_library("test_customop")
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
 torch.library.register_fake("test_customop::custom_op_one", _fake, lib=_LIBRARY)
 custom_op_one = torch.ops.test_customop.custom_op_one.default
-# No gradient formulas, so no Autograd kernel (no Python per call): backward through the op
-# meets PyTorch's autograd fallback, whose warning (the gradients would be left unset) is made
-# an error for this op.
-_support.raise_on_warning(
-    "test_customop::custom_op_one:\\ an\\ autograd\\ kernel\\ was\\ not\\ registered"
-)
+
+
+class _Differentiable(torch.autograd.Function):
+    """The op as autograd sees it when a gradient can flow (see _autograd)."""
+
+    @staticmethod
+    def forward(X, Y):
+        return _support.below_autograd(custom_op_one, X, Y)
+
+    setup_context = staticmethod(_setup_context)
+    backward = staticmethod(_backward)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "test_customop::custom_op_one does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_op_one.yaml gives reverse-mode gradient formulas only"
+        )
+
+
+def _autograd(keyset, X, Y):
+    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
+    if (torch.is_grad_enabled() and (X.requires_grad or Y.requires_grad)) or _support.has_tangent(
+        X, Y
+    ):
+        return _support.apply_function(_Differentiable, X, Y)
+    return custom_op_one.redispatch(keyset & torch._C._after_autograd_keyset, X, Y)
+
+
+_LIBRARY.impl("custom_op_one", _autograd, "Autograd", with_keyset=True)

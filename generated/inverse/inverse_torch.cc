@@ -36,13 +36,25 @@ opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value) {
   opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32|float64|float16");
 }
 
+// What the dispatcher calls: the arguments taken from its stack, the outputs put back.
+void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  opgen::torch_support::check_arity(kOpType, num_args, 1, num_outputs, 1);
+  opgen::torch_support::put(stack, cpu_kernel(
+      opgen::torch_support::take<opgen::torch_support::Tensor>(stack[0])
+  ));
+}
+
+bool defined = false;  // by this library (not when another copy of it defined the op first)
+
 }  // namespace
 }  // namespace opgen::inverse
 
 STABLE_TORCH_LIBRARY_FRAGMENT(opgen, m) {
-  m.def("inverse(Tensor X) -> Tensor");
+  opgen::inverse::defined = opgen::torch_support::define(m, "inverse(Tensor X) -> Tensor", opgen::inverse::kOpType);
 }
 
 STABLE_TORCH_LIBRARY_IMPL(opgen, CPU, m) {
-  m.impl("inverse", TORCH_BOX(&opgen::inverse::cpu_kernel));
+  if (opgen::inverse::defined) {
+    opgen::torch_support::implement(m, "inverse", &opgen::inverse::boxed_cpu_kernel, opgen::inverse::kOpType);
+  }
 }

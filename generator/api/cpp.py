@@ -51,13 +51,16 @@ TORCH_ARG_TYPE = {
 }
 
 
-def torch_attribute_param(attr: Attribute) -> str:
-    """The native kernel's parameter for an attribute (`str[]?` for a list of strings with a
-    default: see defaults_via_none)."""
+def torch_attribute_type(attr: Attribute) -> str:
+    """The C++ type of an attribute's argument to the native kernel (`str[]?` for a list of
+    strings with a default: see defaults_via_none)."""
     cpp_type = TORCH_ARG_TYPE[attr.type]
-    if defaults_via_none(attr):
-        cpp_type = f"std::optional<{cpp_type}>"
-    return f"{cpp_type} {attr.name}"
+    return f"std::optional<{cpp_type}>" if defaults_via_none(attr) else cpp_type
+
+
+def torch_attribute_param(attr: Attribute) -> str:
+    """The native kernel's parameter for an attribute."""
+    return f"{torch_attribute_type(attr)} {attr.name}"
 
 
 def torch_attribute_assignment(attr: Attribute) -> str:

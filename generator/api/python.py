@@ -246,12 +246,6 @@ def no_gradient_message(op: OpDef) -> str:
     )
 
 
-def unregistered_autograd_warning(op: OpDef) -> str:
-    """How PyTorch's warning starts when backward reaches an op without an Autograd kernel (a
-    native op without gradient formulas); the generated package turns it into an error."""
-    return f"{torch_binding(op).qualified_name}: an autograd kernel was not registered"
-
-
 def forward_mode_message(op: OpDef) -> str:
     """What forward-mode AD through a new PyTorch op raises (definitions give reverse-mode
     formulas only; a silently zero tangent would be a wrong answer)."""

@@ -396,6 +396,7 @@ class TorchOpView(KernelWrapperView):
     return_type: str
     run_params: str  # the input tensors, by value (made dense in place)
     kernel_params: str  # the schema's arguments
+    boxed_args: tuple[str, ...]  # each taken from the dispatcher's stack
     run_args: str
     torch_attributes: tuple[TorchAttribute, ...]
     elements_expr: str  # the elements the op touches, for the thread pool's grain
@@ -406,14 +407,19 @@ class TorchOpView(KernelWrapperView):
 
 def torch_op_view(op: OpDef) -> TorchOpView:
     torch = py.torch_binding(op)
-    tensor_params = [
+    tensor_types = [
         (
-            f"std::optional<opgen::torch_support::Tensor> {Local.runtime_value(t.name)}"
+            "std::optional<opgen::torch_support::Tensor>"
             if t.optional
-            else f"opgen::torch_support::Tensor {Local.runtime_value(t.name)}"
+            else "opgen::torch_support::Tensor"
         )
         for t in op.inputs
     ]
+    tensor_params = [
+        f"{cpp_type} {Local.runtime_value(t.name)}"
+        for cpp_type, t in zip(tensor_types, op.inputs, strict=True)
+    ]
+    arg_types = tensor_types + [cpp.torch_attribute_type(a) for a in op.attributes]
     outputs = [Local.runtime_value(t.name) for t in op.outputs]
     allocated = op.shape_rule.kernel_allocated
     result = [
@@ -437,6 +443,10 @@ def torch_op_view(op: OpDef) -> TorchOpView:
         run_params=", ".join(tensor_params),
         kernel_params=", ".join(
             tensor_params + [cpp.torch_attribute_param(a) for a in op.attributes]
+        ),
+        boxed_args=tuple(
+            f"opgen::torch_support::take<{arg_type}>(stack[{i}])"
+            for i, arg_type in enumerate(arg_types)
         ),
         run_args=", ".join(Local.runtime_value(t.name) for t in op.inputs),
         torch_attributes=tuple(

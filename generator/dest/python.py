@@ -3,7 +3,6 @@ template reads one view (a frozen dataclass) built here from the op."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from generator.api import onnx as onnx_api
@@ -156,6 +155,7 @@ class TorchOpView:
     return_annotation: str
     doc_escaped: str  # the definition's doc, inside a """ string
     checks: tuple[SpelledCheck, ...]
+    device_check_args: str | None  # for _support.check_one_device: two tensor inputs or more
     data_dependent_sizes: tuple[str, ...]
     outputs: tuple[TorchOutputView, ...]
     first_input: str
@@ -168,9 +168,6 @@ class TorchOpView:
     needs_autograd: str  # the condition for going through the autograd Function
     gradient_formulas: GradientFormulasView | None
     no_gradient_message: str | None  # a literal: backward without formulas raises it
-    # A literal regular expression: PyTorch's warning about backward through the op made an
-    # error (a native op without formulas: no Autograd kernel of ours, no Python per call).
-    unregistered_autograd_warning: str | None
     forward_mode_message: str
 
 
@@ -202,6 +199,14 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         ),
         doc_escaped=op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
         checks=tuple(python_shapes.torch_checks(op)),
+        device_check_args=(
+            f"{py.literal(op.message_prefix)}, "
+            + "{"
+            + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs)
+            + "}"
+            if len(op.inputs) > 1
+            else None
+        ),
         data_dependent_sizes=tuple(op.shape_rule.data_dependent_sizes),
         outputs=tuple(
             TorchOutputView(o.name, shape.expr, output_dtype_expr(op, o))
@@ -220,11 +225,6 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         no_gradient_message=(
             py.literal(py.no_gradient_message(op))
             if op.raises_without_gradients and op.has_autograd_kernel
-            else None
-        ),
-        unregistered_autograd_warning=(
-            py.literal(re.escape(py.unregistered_autograd_warning(op)))
-            if op.raises_without_gradients and not op.has_autograd_kernel
             else None
         ),
         forward_mode_message=py.literal(py.forward_mode_message(op)),

@@ -182,7 +182,6 @@ class ParityTestView:
     earlier_versions: str  # {version: [its attributes]}
     gradient_inputs: str
     no_gradient_message: str | None  # a regular expression's literal
-    no_gradient_warns: bool  # PyTorch's warning (made an error outside pytest), not our error
     forward_mode_message: str | None  # a regular expression's literal
     unsupported_dtype: str | None  # a dtype the first input does not accept
     unsupported_inputs: str  # the inputs that take it
@@ -279,7 +278,6 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         earlier_versions=_earlier_versions(op),
         gradient_inputs=py.literal(list(op.gradients)),
         no_gradient_message=_no_gradient_message(op),
-        no_gradient_warns=not op.has_autograd_kernel,
         forward_mode_message=_forward_mode_message(op),
         unsupported_dtype=_unsupported_dtype(op) if op.defines_onnx_op else None,
         unsupported_inputs=py.literal(unsupported_inputs),
@@ -325,6 +323,7 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         ("test_earlier_version_runs", bool(op.earlier_versions)),
         ("test_opcheck", op.new_torch_op),
         ("test_native_registration", _native_tests(op) is not None),
+        ("test_inputs_on_two_devices_raise", op.new_torch_op and _present_inputs(op) > 1),
         ("test_gradients", bool(op.gradients)),
         ("test_gradients_through_torch_func", _tests_torch_func(op)),
         ("test_backward_without_gradient_formulas_raises", _no_gradient_message(op) is not None),
@@ -369,13 +368,16 @@ def _tests_torch_func(op: OpDef) -> bool:
     return bool(op.gradients) and op.has_autograd_kernel
 
 
+def _present_inputs(op: OpDef) -> int:
+    """How many inputs the first random case passes (the others are absent optional ones)."""
+    return len(op.tests.random[0].shapes) if op.tests.random else 0
+
+
 def _no_gradient_message(op: OpDef) -> str | None:
     """What backward raises, as a regular expression's literal; tested where some dtypes let a
     gradient reach the op."""
     if not (op.raises_without_gradients and op.differentiable):
         return None
-    if not op.has_autograd_kernel:
-        return py.literal(re.escape(py.unregistered_autograd_warning(op)))
     return py.literal(re.escape(py.no_gradient_message(op)))
 
 

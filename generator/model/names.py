@@ -56,8 +56,9 @@ OPGEN_NAMESPACE_NAMES = frozenset(
 OP_NAMESPACE_NAMES = frozenset(
     """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
     InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
-    RegisterSchema TensorProto_DataType add_ort_ops bind compute cpu_kernel describe expect
-    infer_shapes kOpType main make_model only_node run set_shape""".split()
+    RegisterSchema TensorProto_DataType add_ort_ops bind boxed_cpu_kernel compute cpu_kernel
+    describe expect infer_shapes kOpType main make_model only_node run
+    set_shape""".split()
 )
 
 

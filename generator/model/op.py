@@ -78,6 +78,12 @@ class TorchBinding:
         return f"{self.qualified_name}.{self.overload}"
 
 
+def message_prefix(op_type: str | None, torch: TorchBinding | None, op_id: str | None) -> str:
+    """How the op's error messages start: the ONNX op type (kOpType in C++), else the PyTorch
+    op."""
+    return op_type or (torch.qualified_name if torch else op_id) or ""
+
+
 @dataclass(frozen=True)
 class OpDef:
     op_id: str  # file stem: names generated/<op_id>/ and the C++ namespace
@@ -147,6 +153,10 @@ class OpDef:
         return self.torch.overload_name
 
     @property
+    def message_prefix(self) -> str:
+        return message_prefix(self.op_type, self.torch, self.op_id)
+
+    @property
     def has_cpp_schema(self) -> bool:
         """Ops we implement get an ONNX C++ schema; ops a runtime provides do not."""
         return self.kernel is not None or self.function is not None
@@ -206,15 +216,15 @@ class OpDef:
 
     @property
     def has_autograd_kernel(self) -> bool:
-        """The generated package registers its own Autograd kernel: the `library` api always,
-        `native` only for gradient formulas (Python at call time; without formulas, backward
-        meets PyTorch's autograd fallback, which the package makes raise: see
-        api/python.unregistered_autograd_warning)."""
+        """The generated package registers its own Autograd kernel (Python): the `library` api
+        always; `native` for gradient formulas, or to raise without them where a gradient can
+        flow (PyTorch's fallback for an op without one gives torch.func.grad and forward-mode
+        AD zero gradients and tangents without an error)."""
         if self.torch is None or self.torch.is_override:
             return False
         if self.torch.api is TorchApi.library:
             return True
-        return self.torch.api is TorchApi.native and bool(self.gradients)
+        return self.torch.api is TorchApi.native and (bool(self.gradients) or self.differentiable)
 
     @property
     def differentiable(self) -> bool:

@@ -22,6 +22,7 @@ from generator.model.op import (
     ProvidedBy,
     Runtime,
     TorchBinding,
+    message_prefix,
 )
 from generator.model.shapes import ShapeRule
 from generator.model.tensors import Attribute, TensorParam
@@ -152,9 +153,13 @@ def parse_opdef(path: Path, display_name: str, definition_path: str | None = Non
     signature = _read_signature(d)
     _check_signature(d, signature, versions)
     implementation_key = _implementation_key(d, versions)
-    # How the shape rule's messages start: the op type (kOpType in C++), else the PyTorch op.
-    message_prefix = op_type or (torch_binding.qualified_name if torch_binding else op_id) or ""
-    shape_rule = _read_shape_rule(d, signature, message_prefix, implementation_key, torch_binding)
+    shape_rule = _read_shape_rule(
+        d,
+        signature,
+        message_prefix(op_type, torch_binding, op_id),
+        implementation_key,
+        torch_binding,
+    )
     reference = d.get(
         "reference",
         parse_reference,

@@ -41,6 +41,13 @@ def torch_library(domain_ident: str) -> Path:
     if domain_ident not in _torch_libraries:
         if not path.is_file():
             raise NotBuiltError(f"{path} does not exist; run `python -m generator build`")
+        other = _mapped_elsewhere(path)
+        if other is not None:
+            raise RuntimeError(
+                f"{other} is loaded in this process, so {path} cannot be: both define the "
+                "same PyTorch ops, and PyTorch takes one definition of an op (load one build, "
+                "or point OPGEN_BUILD_DIR at the one loaded)"
+            )
         import torch
 
         torch.ops.load_library(str(path))
@@ -48,13 +55,29 @@ def torch_library(domain_ident: str) -> Path:
     return path
 
 
-def raise_on_warning(pattern: str) -> None:
-    """Turns the warnings whose message starts with `pattern` (a regular expression) into
-    errors, from here on (filters are process-wide; `warnings.catch_warnings` blocks and
-    `warnings.resetwarnings` undo it in their scope)."""
-    import warnings
+def _mapped_elsewhere(path: Path) -> str | None:
+    """Another file of the same name that this process has loaded (a second build, or a copy
+    loaded by hand with torch.ops.load_library), if any."""
+    try:
+        maps = Path("/proc/self/maps").read_text()
+    except OSError:  # not Linux: nothing to compare
+        return None
+    real = os.path.realpath(path)
+    for line in maps.splitlines():
+        mapped = line.split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
+        if os.path.basename(mapped) == path.name and os.path.realpath(mapped) != real:
+            return mapped
+    return None
 
-    warnings.filterwarnings("error", message=pattern)
+
+def check_one_device(op: str, tensors: dict) -> None:
+    """Raises unless the present tensors are on one device. The fake kernel calls it: a call
+    with inputs on the meta device and on the CPU dispatches to it, and it would make its
+    outputs on the first input's device, uninitialized, as if the call had run."""
+    devices = {name: t.device for name, t in tensors.items() if t is not None}
+    if len(set(devices.values())) > 1:
+        where = ", ".join(f"input '{name}' on {device}" for name, device in devices.items())
+        raise RuntimeError(f"{op}: the inputs must be on one device, got {where}")
 
 
 def kernels(domain_ident: str):

@@ -11,7 +11,9 @@
 #include <sys/mman.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <exception>
+#include <tuple>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -207,6 +209,107 @@ class ParallelContext final : public opgen::Context {
   static constexpr int64_t kElementsPerTask = 32768;  // at::internal::GRAIN_SIZE
   int64_t elements_;
 };
+
+// ---- The boxed calling convention: the dispatcher hands a kernel a stack of StableIValues
+// holding the schema's arguments, and takes the outputs back from its start.
+
+// An argument taken from its stack slot (the slot's ownership passes to the result).
+template <typename T>
+struct Take {
+  static T from(StableIValue value) { return torch::stable::detail::to<T>(value); }
+};
+// Strings are read here: torch 2.13's own conversion (ToImpl<std::string>, which TORCH_BOX
+// uses) copies a string argument into a std::string it never frees, a leak on every call.
+template <>
+struct Take<std::string> {
+  static std::string from(StableIValue value) {
+    const auto handle = torch::stable::detail::to<StringHandle>(value);
+    size_t length = 0;
+    const char* data = nullptr;
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_length(handle, &length));
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_string_c_str(handle, &data));
+    std::string text(data, length);
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_delete_string(handle));
+    return text;
+  }
+};
+template <>
+struct Take<std::vector<std::string>> {
+  static std::vector<std::string> from(StableIValue value) {
+    const auto list = torch::stable::detail::to<StableListHandle>(value);
+    size_t size = 0;
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_list_size(list, &size));
+    std::vector<std::string> texts;
+    texts.reserve(size);
+    for (size_t i = 0; i < size; ++i) {
+      StableIValue element;
+      STABLE_TORCH_ERROR_CODE_CHECK(torch_list_get_item(list, i, &element));
+      texts.push_back(Take<std::string>::from(element));
+    }
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_delete_list(list));
+    return texts;
+  }
+};
+template <>
+struct Take<std::optional<std::vector<std::string>>> {
+  static std::optional<std::vector<std::string>> from(StableIValue value) {
+    // None is a null pointer, anything else a pointer to the value's slot, which we free (as
+    // ToImpl<std::optional<T>> does for the targeted ABI version).
+    auto* slot = torch::stable::detail::to<StableIValue*>(value);
+    if (slot == nullptr) return std::nullopt;
+    std::vector<std::string> texts = Take<std::vector<std::string>>::from(*slot);
+    delete slot;
+    return texts;
+  }
+};
+template <typename T>
+T take(StableIValue value) {
+  return Take<T>::from(value);
+}
+
+inline void check_arity(const char* op, uint64_t args, uint64_t want_args, uint64_t outputs,
+                        uint64_t want_outputs) {
+  if (args != want_args || outputs != want_outputs) {
+    opgen::fail(std::string(op) + ": called with " + std::to_string(args) + " arguments and " +
+                std::to_string(outputs) + " outputs; its schema has " +
+                std::to_string(want_args) + " and " + std::to_string(want_outputs));
+  }
+}
+
+inline void put(StableIValue* stack, const Tensor& output) {
+  stack[0] = torch::stable::detail::from(output);
+}
+template <typename... Outputs>
+void put(StableIValue* stack, const std::tuple<Outputs...>& outputs) {
+  size_t index = 0;
+  std::apply([&](const auto&... output) { ((stack[index++] = torch::stable::detail::from(output)), ...); },
+             outputs);
+}
+
+// Registration runs while the library loads (static initializers): an exception there would
+// end the process (std::terminate), so a failure is reported on stderr and the op left out.
+// It happens when a second copy of a library defines the same ops in one process.
+using Library = torch::stable::detail::StableLibrary;
+
+inline bool define(Library& library, const char* schema, const char* op) noexcept {
+  try {
+    library.def(schema);
+    return true;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "opgen: %s was not registered by this library: %s\n", op, error.what());
+    return false;
+  }
+}
+
+inline void implement(Library& library, const char* name, void (*kernel)(StableIValue*, uint64_t, uint64_t),
+                      const char* op) noexcept {
+  try {
+    library.impl(name, kernel);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "opgen: %s's CPU kernel was not registered by this library: %s\n", op,
+                 error.what());
+  }
+}
 
 inline int64_t numel(const opgen::Shape& shape) {
   const int64_t count = opgen::checked_numel(shape);
