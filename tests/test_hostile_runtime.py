@@ -160,3 +160,23 @@ def test_empty_tensor_numpy_cannot_hold_is_an_error_naming_the_op():
         "CustomGroupNorm: input 'X' has shape [64, 0, 0, 9223372036854775807], whose size "
         "overflows int64"
     )
+
+
+def test_native_op_that_cannot_allocate_says_what_and_names_the_op():
+    """A broadcast view of 2**40 elements must be copied densely for the kernel, which cannot be
+    done: PyTorch's stable ABI hands back no message, so ours names the op, the input, its shape
+    and its size (never a crash, never the C++ macro text)."""
+    X = torch.ones(1).expand(2**40)
+    with pytest.raises(RuntimeError) as raised:
+        torch.ops.test_customop.custom_op_one(X, X)
+    assert str(raised.value) == (
+        "CustomOpOne: cannot make a dense copy of input 'X' of shape [1099511627776] "
+        "(4398046511104 bytes)"
+    )
+
+
+def test_native_op_names_dtypes_as_torch_does():
+    with pytest.raises(ValueError, match=r"Inverse: unsupported input dtypes \(uint16\)"):
+        torch.ops.opgen.inverse(torch.ones(2, 2, dtype=torch.uint16))
+    with pytest.raises(ValueError, match=r"Inverse: unsupported input dtypes \(float8_e4m3fn\)"):
+        torch.ops.opgen.inverse(torch.ones(2, 2).to(torch.float8_e4m3fn))

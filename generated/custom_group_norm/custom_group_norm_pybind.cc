@@ -53,7 +53,7 @@ void bind(py::module_& module) {
         const std::string num_groups_dtype = opgen::py_support::dtype_name(num_groups_array);
         const std::string scale_dtype = opgen::py_support::dtype_name(scale_array);
         const std::string bias_dtype = opgen::py_support::dtype_name(bias_array);
-        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + num_groups_dtype + ", " + scale_dtype + ", " + bias_dtype + "); supported: X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16");
+        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + opgen::join_present({X_dtype, num_groups_dtype, scale_dtype, bias_dtype}) + "); supported: X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16");
       },
       py::arg("X"),
       py::arg("num_groups"),

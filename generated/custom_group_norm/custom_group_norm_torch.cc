@@ -18,16 +18,16 @@ opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, opgen::to
   const opgen::Shape scale_shape = opgen::torch_support::shape_of(scale_value);
   const opgen::Shape bias_shape = opgen::torch_support::shape_of(bias_value);
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
-  X_value = opgen::torch_support::dense(X_value);
-  num_groups_value = opgen::torch_support::dense(num_groups_value);
-  scale_value = opgen::torch_support::dense(scale_value);
-  bias_value = opgen::torch_support::dense(bias_value);
+  X_value = opgen::torch_support::dense(X_value, kOpType, "input 'X'");
+  num_groups_value = opgen::torch_support::dense(num_groups_value, kOpType, "input 'num_groups'");
+  scale_value = opgen::torch_support::dense(scale_value, kOpType, "input 'scale'");
+  bias_value = opgen::torch_support::dense(bias_value, kOpType, "input 'bias'");
   opgen::AlignedCopies aligned;
   const opgen::Input<T> X{opgen::torch_support::data<T>(X_value, aligned), X_shape};
   const opgen::Input<int64_t> num_groups{opgen::torch_support::data<int64_t>(num_groups_value, aligned), num_groups_shape};
   const opgen::Input<T> scale{opgen::torch_support::data<T>(scale_value, aligned), scale_shape};
   const opgen::Input<T> bias{opgen::torch_support::data<T>(bias_value, aligned), bias_shape};
-  opgen::torch_support::Tensor Y_value = opgen::torch_support::empty<T>(shapes.Y);
+  opgen::torch_support::Tensor Y_value = opgen::torch_support::empty<T>(shapes.Y, kOpType, "output 'Y'");
   const opgen::Output<T> Y{opgen::torch_support::mutable_data<T>(Y_value), shapes.Y};
   const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(num_groups_shape) + opgen::torch_support::numel(scale_shape) + opgen::torch_support::numel(bias_shape) + opgen::torch_support::numel(shapes.Y));
   compute<T>(parallel, X, num_groups, scale, bias, Y, attrs);
@@ -46,7 +46,7 @@ opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value, op
   const std::string num_groups_dtype = opgen::torch_support::dtype_name(num_groups_value);
   const std::string scale_dtype = opgen::torch_support::dtype_name(scale_value);
   const std::string bias_dtype = opgen::torch_support::dtype_name(bias_value);
-  opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + num_groups_dtype + ", " + scale_dtype + ", " + bias_dtype + "); supported: X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16");
+  opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + opgen::join_present({X_dtype, num_groups_dtype, scale_dtype, bias_dtype}) + "); supported: X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16");
 }
 
 // What the dispatcher calls: the arguments taken from its stack, the outputs put back.

@@ -44,7 +44,7 @@ void bind(py::module_& module) {
         // No kernel for these dtypes: name them (spelling a dtype costs microseconds, so only here).
         const std::string X_dtype = opgen::py_support::dtype_name(X_array);
         const std::string Y_dtype = opgen::py_support::dtype_name(Y_array);
-        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + Y_dtype + "); supported: X: float32; Y: float32");
+        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + opgen::join_present({X_dtype, Y_dtype}) + "); supported: X: float32; Y: float32");
       },
       py::arg("X"),
       py::arg("Y"),

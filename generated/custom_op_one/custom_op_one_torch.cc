@@ -16,12 +16,12 @@ opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, opgen::to
   const opgen::Shape X_shape = opgen::torch_support::shape_of(X_value);
   const opgen::Shape Y_shape = opgen::torch_support::shape_of(Y_value);
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Y_shape, attrs);
-  X_value = opgen::torch_support::dense(X_value);
-  Y_value = opgen::torch_support::dense(Y_value);
+  X_value = opgen::torch_support::dense(X_value, kOpType, "input 'X'");
+  Y_value = opgen::torch_support::dense(Y_value, kOpType, "input 'Y'");
   opgen::AlignedCopies aligned;
   const opgen::Input<T> X{opgen::torch_support::data<T>(X_value, aligned), X_shape};
   const opgen::Input<T> Y{opgen::torch_support::data<T>(Y_value, aligned), Y_shape};
-  opgen::torch_support::Tensor Z_value = opgen::torch_support::empty<T>(shapes.Z);
+  opgen::torch_support::Tensor Z_value = opgen::torch_support::empty<T>(shapes.Z, kOpType, "output 'Z'");
   const opgen::Output<T> Z{opgen::torch_support::mutable_data<T>(Z_value), shapes.Z};
   const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(Y_shape) + opgen::torch_support::numel(shapes.Z));
   compute<T>(parallel, X, Y, Z, attrs);
@@ -35,7 +35,7 @@ opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value, op
   // No kernel for these dtypes: name them.
   const std::string X_dtype = opgen::torch_support::dtype_name(X_value);
   const std::string Y_dtype = opgen::torch_support::dtype_name(Y_value);
-  opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + ", " + Y_dtype + "); supported: X: float32; Y: float32");
+  opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + opgen::join_present({X_dtype, Y_dtype}) + "); supported: X: float32; Y: float32");
 }
 
 // What the dispatcher calls: the arguments taken from its stack, the outputs put back.

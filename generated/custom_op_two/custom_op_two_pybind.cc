@@ -41,7 +41,7 @@ void bind(py::module_& module) {
         if (opgen::py_support::has_dtype<float>(X_array)) return run<float>(X_array, attrs);
         // No kernel for these dtypes: name them (spelling a dtype costs microseconds, so only here).
         const std::string X_dtype = opgen::py_support::dtype_name(X_array);
-        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32");
+        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + opgen::join_present({X_dtype}) + "); supported: X: float32");
       },
       py::arg("X"),
       "Y = int32(round(X)), element-wise: C's round, so halves go away from zero (2.5 -> 3,\012-0.5 -> -1), unlike torch.round, which rounds halves to even. Same semantics as ONNX\012Runtime's test library for every X whose rounded value fits in int32; where that library's\012conversion is undefined behaviour (NaN, infinities, out of range), this one reports an error.");

@@ -43,7 +43,7 @@ void bind(py::module_& module) {
         if (opgen::py_support::has_dtype<opgen::float16>(X_array)) return run<opgen::float16>(X_array, attrs);
         // No kernel for these dtypes: name them (spelling a dtype costs microseconds, so only here).
         const std::string X_dtype = opgen::py_support::dtype_name(X_array);
-        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32|float64|float16");
+        opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + opgen::join_present({X_dtype}) + "); supported: X: float32|float64|float16");
       },
       py::arg("X"),
       "Inverts each square matrix in a batch. X has shape [..., N, N]; Y has the same shape and\012holds the inverse of every N x N matrix. The kernel uses Gauss-Jordan elimination with\012partial pivoting; float16 is computed in float32 and rounded once. A singular matrix (a zero pivot)\012is an error, as in torch.linalg.inv.");

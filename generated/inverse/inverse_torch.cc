@@ -15,10 +15,10 @@ template <typename T>
 opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, const Attributes& attrs) {
   const opgen::Shape X_shape = opgen::torch_support::shape_of(X_value);
   const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
-  X_value = opgen::torch_support::dense(X_value);
+  X_value = opgen::torch_support::dense(X_value, kOpType, "input 'X'");
   opgen::AlignedCopies aligned;
   const opgen::Input<T> X{opgen::torch_support::data<T>(X_value, aligned), X_shape};
-  opgen::torch_support::Tensor Y_value = opgen::torch_support::empty<T>(shapes.Y);
+  opgen::torch_support::Tensor Y_value = opgen::torch_support::empty<T>(shapes.Y, kOpType, "output 'Y'");
   const opgen::Output<T> Y{opgen::torch_support::mutable_data<T>(Y_value), shapes.Y};
   const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(shapes.Y));
   compute<T>(parallel, X, Y, attrs);
@@ -33,7 +33,7 @@ opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value) {
   if (opgen::torch_support::has_dtype<opgen::float16>(X_value)) return run<opgen::float16>(X_value, attrs);
   // No kernel for these dtypes: name them.
   const std::string X_dtype = opgen::torch_support::dtype_name(X_value);
-  opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + X_dtype + "); supported: X: float32|float64|float16");
+  opgen::fail(std::string(kOpType) + ": unsupported input dtypes (" + opgen::join_present({X_dtype}) + "); supported: X: float32|float64|float16");
 }
 
 // What the dispatcher calls: the arguments taken from its stack, the outputs put back.

@@ -322,8 +322,9 @@ def ort_op_view(op: OpDef) -> OrtOpView:
 
 
 def _dtype_list_expr(op: OpDef) -> str:
-    """The inputs' dtype names joined, as C++ (for the unsupported-dtypes message)."""
-    return ' + ", " + '.join(Local.dtype_name(t.name) for t in op.inputs)
+    """The inputs' dtype names joined, as C++ (for the unsupported-dtypes message); an absent
+    optional input's name is empty and left out."""
+    return "opgen::join_present({" + ", ".join(Local.dtype_name(t.name) for t in op.inputs) + "})"
 
 
 def _supported_dtypes(op: OpDef) -> str:

@@ -46,7 +46,8 @@ OPGEN_NAMESPACE_NAMES = frozenset(
     """AlignedCopies AllocatedOutput Context Error Input Output SerialContext Shape SymDim
     TensorView append_dims axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes
     check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
-    dim_floor_div dim_mul dim_sub dim_to_string fail fail_overflow float16 floor_div kShapeEnd ort
+    dim_floor_div dim_mul dim_sub dim_to_string fail fail_overflow float16 floor_div join_present
+    kShapeEnd ort
     py_support quoted reduced_shape schema shape_to_string torch_support""".split()
 )
 

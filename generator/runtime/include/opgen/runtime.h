@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -28,6 +29,16 @@ class Error : public std::invalid_argument {
 };
 
 [[noreturn]] inline void fail(const std::string& message) { throw Error(message); }
+
+// The non-empty texts joined by ", " (the dtypes of the inputs present, for a message).
+inline std::string join_present(std::initializer_list<std::string> texts) {
+  std::string joined;
+  for (const std::string& text : texts) {
+    if (text.empty()) continue;
+    joined += (joined.empty() ? "" : ", ") + text;
+  }
+  return joined;
+}
 
 inline std::string dim_to_string(int64_t dim) { return std::to_string(dim); }
 

@@ -10,16 +10,19 @@
 
 #include <sys/mman.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <tuple>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "opgen/runtime.h"
+#include "opgen/shape_rule.h"
 
 namespace opgen::torch_support {
 
@@ -73,7 +76,12 @@ inline std::string dtype_name(const Tensor& tensor) {
     case ScalarType::Bool: return "bool";
     case ScalarType::ComplexFloat: return "complex64";
     case ScalarType::ComplexDouble: return "complex128";
-    default: return torch::headeronly::toString(tensor.scalar_type());
+    case ScalarType::ComplexHalf: return "complex32";
+    default: {  // as torch names them: UInt16 is torch.uint16, Float8_e4m3fn torch.float8_e4m3fn
+      std::string name = torch::headeronly::toString(tensor.scalar_type());
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      return name;
+    }
   }
 }
 inline std::string dtype_name(const std::optional<Tensor>& tensor) {
@@ -82,12 +90,35 @@ inline std::string dtype_name(const std::optional<Tensor>& tensor) {
 
 // Only CPU tensors reach the kernels (the op registers a CPU kernel only), but a strided or
 // non-dense view may: the kernels read dense row-major data, so such an input is copied.
-inline Tensor dense(const Tensor& tensor) {
-  return tensor.is_contiguous() ? tensor : torch::stable::contiguous(tensor);
+// A failed call into PyTorch reaches us without PyTorch's message (the stable ABI of 2.10 has
+// no way to read it): what failed is said here, naming the op and the tensor.
+[[noreturn]] inline void fail_allocation(const char* op, const char* what, const opgen::Shape& shape,
+                                         int64_t element_size, const char* doing) {
+  int64_t elements = 1;
+  bool fits = true;
+  for (int64_t d : shape) fits = fits && !__builtin_mul_overflow(elements, d, &elements);
+  int64_t bytes = 0;
+  fits = fits && !__builtin_mul_overflow(elements, element_size, &bytes);
+  throw std::runtime_error(std::string(op) + ": cannot " + doing + " " + what + " of shape " +
+                           opgen::shape_to_string(shape) + " (" +
+                           (fits ? std::to_string(bytes) + " bytes" : "more bytes than int64 holds") +
+                           ")");
 }
-inline std::optional<Tensor> dense(const std::optional<Tensor>& tensor) {
+
+inline opgen::Shape shape_of(const Tensor& tensor);
+
+inline Tensor dense(const Tensor& tensor, const char* op, const char* what) {
+  if (tensor.is_contiguous()) return tensor;
+  try {
+    return torch::stable::contiguous(tensor);
+  } catch (const std::runtime_error&) {
+    fail_allocation(op, what, shape_of(tensor), static_cast<int64_t>(tensor.element_size()),
+                    "make a dense copy of");
+  }
+}
+inline std::optional<Tensor> dense(const std::optional<Tensor>& tensor, const char* op, const char* what) {
   if (!tensor.has_value()) return std::nullopt;
-  return dense(*tensor);
+  return dense(*tensor, op, what);
 }
 
 inline opgen::Shape shape_of(const Tensor& tensor) {
@@ -124,38 +155,44 @@ inline void advise_huge_pages(const Tensor& tensor) {
 
 // A new dense CPU tensor (aoti_torch_empty_strided: no trip through the dispatcher, which
 // torch::stable::empty takes; a microsecond per output on small tensors).
-inline Tensor empty(const opgen::Shape& shape, ScalarType dtype) {
+inline Tensor empty(const opgen::Shape& shape, ScalarType dtype, const char* op, const char* what) {
+  // The shape rule checked that the sizes fit int64 (opgen::check_extent), so these strides do.
   std::vector<int64_t> strides(shape.size());
   int64_t stride = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= shape[i] > 1 ? shape[i] : 1;
+    if (shape[i] > 1 && __builtin_mul_overflow(stride, shape[i], &stride)) {
+      opgen::fail(std::string(op) + ": " + what + " has shape " + opgen::shape_to_string(shape) +
+                  ", whose size overflows int64");
+    }
   }
   int32_t dtype_code = 0;
+  int64_t element_size = 0;
   switch (dtype) {
-    case ScalarType::Float: dtype_code = aoti_torch_dtype_float32(); break;
-    case ScalarType::Double: dtype_code = aoti_torch_dtype_float64(); break;
-    case ScalarType::Half: dtype_code = aoti_torch_dtype_float16(); break;
-    case ScalarType::BFloat16: dtype_code = aoti_torch_dtype_bfloat16(); break;
-    case ScalarType::Char: dtype_code = aoti_torch_dtype_int8(); break;
-    case ScalarType::Short: dtype_code = aoti_torch_dtype_int16(); break;
-    case ScalarType::Int: dtype_code = aoti_torch_dtype_int32(); break;
-    case ScalarType::Long: dtype_code = aoti_torch_dtype_int64(); break;
-    case ScalarType::Byte: dtype_code = aoti_torch_dtype_uint8(); break;
-    case ScalarType::Bool: dtype_code = aoti_torch_dtype_bool(); break;
+    case ScalarType::Float: dtype_code = aoti_torch_dtype_float32(); element_size = 4; break;
+    case ScalarType::Double: dtype_code = aoti_torch_dtype_float64(); element_size = 8; break;
+    case ScalarType::Half: dtype_code = aoti_torch_dtype_float16(); element_size = 2; break;
+    case ScalarType::BFloat16: dtype_code = aoti_torch_dtype_bfloat16(); element_size = 2; break;
+    case ScalarType::Char: dtype_code = aoti_torch_dtype_int8(); element_size = 1; break;
+    case ScalarType::Short: dtype_code = aoti_torch_dtype_int16(); element_size = 2; break;
+    case ScalarType::Int: dtype_code = aoti_torch_dtype_int32(); element_size = 4; break;
+    case ScalarType::Long: dtype_code = aoti_torch_dtype_int64(); element_size = 8; break;
+    case ScalarType::Byte: dtype_code = aoti_torch_dtype_uint8(); element_size = 1; break;
+    case ScalarType::Bool: dtype_code = aoti_torch_dtype_bool(); element_size = 1; break;
     default: opgen::fail("opgen: no output dtype " + std::string(torch::headeronly::toString(dtype)));
   }
   AtenTensorHandle handle = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(
-      static_cast<int64_t>(shape.size()), shape.data(), strides.data(), dtype_code,
-      aoti_torch_device_type_cpu(), 0, &handle));
+  if (aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
+                               dtype_code, aoti_torch_device_type_cpu(), 0, &handle) != AOTI_TORCH_SUCCESS) {
+    fail_allocation(op, what, shape, element_size, "allocate");
+  }
   Tensor tensor(handle);
   advise_huge_pages(tensor);
   return tensor;
 }
 template <typename T>
-Tensor empty(const opgen::Shape& shape) {
-  return empty(shape, scalar_type_of<T>());
+Tensor empty(const opgen::Shape& shape, const char* op, const char* what) {
+  return empty(shape, scalar_type_of<T>(), op, what);
 }
 template <typename T>
 T* mutable_data(const Tensor& tensor) {
@@ -166,13 +203,17 @@ T* mutable_data(const Tensor& tensor) {
 template <typename T>
 class LateOutput {
  public:
+  LateOutput(const char* op, const char* what) : op_(op), what_(what) {}
   T* allocate(const opgen::Shape& shape) {
-    tensor_ = empty<T>(shape);
+    opgen::check_extent(op_, what_, shape);  // the kernel's shape: unchecked by the rule
+    tensor_ = empty<T>(shape, op_, what_);
     return mutable_data<T>(*tensor_);
   }
   Tensor take() { return std::move(*tensor_); }
 
  private:
+  const char* op_;
+  const char* what_;
   std::optional<Tensor> tensor_;
 };
 
