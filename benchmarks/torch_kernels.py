@@ -84,6 +84,7 @@ def cases():
     add = lambda x, y: x + y  # noqa: E731
     return [
         ("CustomOpOne (X + Y)", ops.test_customop.custom_op_one, add, pair(4), pair(10_000_000)),
+        ("CustomOpOne" + INFERENCE, ops.test_customop.custom_op_one, add, pair(4), None),
         (
             "same, X requires grad",
             ops.test_customop.custom_op_one,
@@ -149,6 +150,20 @@ def zero_copy_evidence() -> tuple[list[list[str]], bool]:
     ], same_address and peak < 1.1 * output_bytes
 
 
+INFERENCE = " in `torch.inference_mode()`"
+
+
+def batch(call, inputs, calls: int, name: str) -> None:
+    """`calls` calls; in inference mode (no Autograd kernel runs) for the cases named so."""
+    if name.endswith(INFERENCE):
+        with torch.inference_mode():
+            for _ in range(calls):
+                call(*inputs)
+    else:
+        for _ in range(calls):
+            call(*inputs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -163,10 +178,10 @@ def main() -> None:
         # Batches of `calls` calls, ours and the reference in turn.
         batches = interleaved_medians(
             {
-                "ours": lambda op=op, tiny=tiny: [op(*tiny) for _ in range(args.calls)],
-                "reference": lambda reference=reference, tiny=tiny: [
-                    reference(*tiny) for _ in range(args.calls)
-                ],
+                "ours": lambda op=op, tiny=tiny, name=name: batch(op, tiny, args.calls, name),
+                "reference": lambda reference=reference, tiny=tiny, name=name: batch(
+                    reference, tiny, args.calls, name
+                ),
             },
             args.repeat,
         )
