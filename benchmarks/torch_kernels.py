@@ -44,6 +44,15 @@ def _pybind_cpu(domain_ident: str, op_id: str):
     return cpu
 
 
+def _redispatching(op):
+    """A Python Autograd kernel that goes straight to the CPU kernel."""
+
+    def autograd(keyset, *args):
+        return op.redispatch(keyset & torch._C._after_autograd_keyset, *args)
+
+    return autograd
+
+
 def cases():
     """(name, generated op call, reference call, tiny inputs, large inputs or None)."""
     ops = torch.ops
@@ -59,8 +68,9 @@ def cases():
         return (tensors[0].clone().requires_grad_(), *tensors[1:])
 
     # The same kernel as the Python registrations would register it, for comparison with the
-    # default (`native`): `library` (define/impl from Python, fake kernel, no Autograd kernel
-    # needed for this comparison) and `custom_op`.
+    # default (`native`): `library` (define/impl from Python, fake kernel, and an Autograd
+    # kernel that only redispatches, as the generated one does when no gradient can flow) and
+    # `custom_op`.
     from generated.custom_op_one import torch_op as one
     from generated.inverse import torch_op as inverse
 
@@ -73,6 +83,12 @@ def cases():
         library.define(op_id + module.SCHEMA)
         library.impl(op_id, _pybind_cpu(domain, op_id), "CPU")
         torch.library.register_fake(f"bench_library::{op_id}", module._fake, lib=library)
+        library.impl(
+            op_id,
+            _redispatching(getattr(ops.bench_library, op_id).default),
+            "Autograd",
+            with_keyset=True,
+        )
     with_custom_op = torch.library.custom_op(
         "bench_api::custom_op_one",
         _pybind_cpu("test_customop", "custom_op_one"),
@@ -132,9 +148,11 @@ def zero_copy_evidence() -> tuple[list[list[str]], bool]:
     same_address = as_numpy.ctypes.data == x.data_ptr() == back.data_ptr()
     # numpy reports its allocations to tracemalloc; torch's do not show there. A call that copied
     # its inputs into numpy would allocate 80 MB more than its 40 MB output.
-    torch.ops.test_customop.custom_op_one(x, y)
+    # Through the pybind11 path (the Python registration cases() made): the native one has no
+    # numpy at all.
+    torch.ops.bench_library.custom_op_one(x, y)
     tracemalloc.start()
-    z = torch.ops.test_customop.custom_op_one(x, y)
+    z = torch.ops.bench_library.custom_op_one(x, y)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     output_bytes = z.numel() * z.element_size()
