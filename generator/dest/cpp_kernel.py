@@ -382,8 +382,7 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
 
 @view
 class TorchAttribute:
-    param: str  # the native kernel's parameter
-    assignment: str  # into the Attributes struct
+    assignment: str  # the native kernel's argument into the Attributes struct
 
 
 @view
@@ -451,8 +450,7 @@ def torch_op_view(op: OpDef) -> TorchOpView:
         ),
         run_args=", ".join(Local.runtime_value(t.name) for t in op.inputs),
         torch_attributes=tuple(
-            TorchAttribute(cpp.torch_attribute_param(a), cpp.torch_attribute_assignment(a))
-            for a in op.attributes
+            TorchAttribute(cpp.torch_attribute_assignment(a)) for a in op.attributes
         ),
         elements_expr=" + ".join(f"opgen::torch_support::numel({s})" for s in touched),
         result_expr=(result[0] if len(result) == 1 else f"std::make_tuple({', '.join(result)})"),
