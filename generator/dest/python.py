@@ -148,6 +148,7 @@ class TorchOpView:
     native_domain: str
     native_domain_ident: str
     native_library_file: str
+    native_source: str  # the op's registration in C++
     autograd_kernel: bool  # our own Autograd kernel (library api; native with formulas)
     schema_literal: str
     python_params: str  # annotated, with defaults
@@ -188,6 +189,7 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         native_domain=op.domain or "",
         native_domain_ident=op.domain_ident if op.kernel else "",
         native_library_file=common.torch_library_file(op.domain_ident) if op.kernel else "",
+        native_source=f"{op.op_id}_torch.cc",
         autograd_kernel=op.has_autograd_kernel,
         schema_literal=py.literal(py.torch_schema(op)),
         python_params=py.python_params(op, annotate=True),
