@@ -24,7 +24,8 @@ from generator.generated_file import GENERATED_MARK
 # The emitters build their files through render(): they take the type from here too.
 from generator.generated_file import GeneratedFile as GeneratedFile
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "templates"
+# Package data (pyproject.toml), found through importlib.resources: an installed wheel has them.
+TEMPLATES_DIR = Path(str(resources.files("generator").joinpath("templates")))
 
 _COMMENT = {".py": "#", ".txt": "#", ".h": "//", ".cc": "//", ".md": None}
 

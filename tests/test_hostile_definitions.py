@@ -367,7 +367,9 @@ def test_an_exception_while_rendering_names_the_template_its_line_and_the_file()
         render("docs/op.md.j2", "docs/probe.md", ["opdefs/probe.yaml"], nothing)
     line = next(
         number
-        for number, text in enumerate((ROOT / "templates/docs/op.md.j2").read_text().split("\n"), 1)
+        for number, text in enumerate(
+            (ROOT / "generator/templates/docs/op.md.j2").read_text().split("\n"), 1
+        )
         if "title" in text
     )
     assert raised.value.__notes__ == [
@@ -395,7 +397,9 @@ def test_an_exception_in_an_included_part_names_the_part_and_its_line():
     part = "python/test_parity/test_export_and_parity.py.j2"
     line = next(
         number
-        for number, text in enumerate((ROOT / "templates" / part).read_text().split("\n"), 1)
+        for number, text in enumerate(
+            (ROOT / "generator/templates" / part).read_text().split("\n"), 1
+        )
         if "op_id" in text
     )
     assert raised.value.__notes__ == [

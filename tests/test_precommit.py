@@ -16,7 +16,6 @@ COPIED = [
     "opdefs",
     "generated",
     "generator",
-    "templates",
     "pyproject.toml",
     ".pre-commit-config.yaml",
     ".pre-commit-hooks.yaml",

@@ -1,5 +1,5 @@
-"""The generated parity tests of an op: templates/python/test_parity.py.j2 and the parts it
-includes (templates/python/test_parity/), all reading one ParityTestView."""
+"""The generated parity tests of an op: generator/templates/python/test_parity.py.j2 and the
+parts it includes (generator/templates/python/test_parity/), all reading one ParityTestView."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def _native_tests(op: OpDef) -> NativeTestsView | None:
 class ParityTestView:
     """generated/<op>/test_<op>.py."""
 
-    # The parts of templates/python/test_parity/ this op's tests have, in file order.
+    # The parts of generator/templates/python/test_parity/ this op's tests have, in file order.
     parts: tuple[str, ...]
     title_and_torch_op: str
     what_is_compared: str  # the docstring's list of what runs against the reference
@@ -306,7 +306,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
 
 
 def _parts(op: OpDef) -> tuple[str, ...]:
-    """The parts of templates/python/test_parity/ that the op's test module has, in file order:
+    """The parts of generator/templates/python/test_parity/ that the op's test module has, in file order:
     each is a test (or the data and helpers of some) that an op has or lacks as a whole."""
     has_kernel = op.kernel is not None
     shape_errors = any(case.values is None for case in op.error_cases)
