@@ -3,10 +3,10 @@
 """Every generated op, and the entry points most users need.
 
     import generated
-    generated.register_all()          # ONNX schemas + TorchScript symbolics (PyTorch ops
-                                      # register on import)
+    generated.register_all()  # ONNX schemas + TorchScript symbolics (PyTorch ops register on import)
     generated.export_model(model, (x,), "model.onnx", input_names=["x"],
-                           dynamic_axes={"x": {0: "batch"}})
+                          dynamic_axes={"x": {0: "batch"}})
+    options.register_custom_ops_library(generated.get_library_path("<domain>"))  # ONNX Runtime
 
 Overrides (definitions that change how an existing PyTorch op such as aten::add exports)
 apply only where asked for: `export_model(..., overrides=["aten_add"])`, or
@@ -14,8 +14,8 @@ apply only where asked for: `export_model(..., overrides=["aten_add"])`, or
 ops defined as ONNX functions need `add_functions(model)` after a plain torch.onnx.export
 (export_model does it): the exporters emit the call, the function travels with the model.
 
-The ONNX Runtime libraries and the pybind11 kernel modules come from
-`python -m generator build`; see generated._support for where they are looked up.
+The ONNX Runtime libraries, the pybind11 kernel modules and the native PyTorch libraries
+are in _lib/ of an installed wheel, else where `opgen build` puts them (see _support).
 """
 
 import contextlib
@@ -26,6 +26,7 @@ import tempfile
 import warnings
 
 from . import (
+    _package,
     _support,
     addandround,
     aten_add,
@@ -187,9 +188,25 @@ def add_functions(model) -> bool:
     return added
 
 
+__version__ = _package.VERSION
+
+
+def get_library_path(domain: str | None = None) -> str:
+    """The path of the ONNX Runtime custom-op library serving an ONNX domain, for
+    SessionOptions.register_custom_ops_library; the domain may be left out when the package
+    has one library."""
+    return str(_support.ort_library(_support.library_of(domain, DOMAIN_LIBRARIES)))
+
+
 def ort_library(domain: str) -> str:
-    """Path of the ONNX Runtime custom-op library serving an ONNX domain."""
-    return str(_support.ort_library(DOMAIN_LIBRARIES[domain]))
+    """get_library_path(domain)."""
+    return get_library_path(domain)
+
+
+def build_info() -> dict:
+    """What the libraries were built with: the package's version, opgen's, the ONNX Runtime
+    API version (the oldest runtime they load into), torch's, the compiler."""
+    return _support.build_info()
 
 
 def export_model(

@@ -2,8 +2,8 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """Where the built artifacts are, and small helpers shared by the generated modules.
 
-Artifacts are looked up in $OPGEN_BUILD_DIR/lib, else in build/lib beside generated/
-(where `python -m generator build` puts them).
+Artifacts are looked up in _lib/ beside this file (where a wheel installs them), else in
+$OPGEN_BUILD_DIR/lib, else in the build folder `opgen build` uses (_package.BUILD_DIR).
 """
 
 import importlib.machinery
@@ -13,36 +13,77 @@ import os
 import sys
 from pathlib import Path
 
+from . import _package
 from ._names import library_file, module_name, torch_library_file
 
-GENERATED_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parent
+INSTALLED_LIBRARIES = PACKAGE_DIR / "_lib"
 _modules: dict[str, object] = {}
 _torch_libraries: set[str] = set()
 
 
 class NotBuiltError(RuntimeError):
-    """A compiled artifact is missing: run `python -m generator build`."""
+    """A compiled artifact is missing: run `opgen build`."""
 
 
 def build_dir() -> Path:
-    return Path(os.environ.get("OPGEN_BUILD_DIR") or GENERATED_DIR.parent / "build")
+    return Path(os.environ.get("OPGEN_BUILD_DIR") or PACKAGE_DIR / _package.BUILD_DIR)
+
+
+def library_dir() -> Path:
+    """Where the libraries are: in the installed package, else in the build folder."""
+    if INSTALLED_LIBRARIES.is_dir():
+        return INSTALLED_LIBRARIES
+    return build_dir() / "lib"
+
+
+def _missing(path: Path) -> NotBuiltError:
+    if path.parent == INSTALLED_LIBRARIES:
+        return NotBuiltError(f"{path} does not exist: the installed {_package.NAME} lacks it")
+    return NotBuiltError(f"{path} does not exist; run `opgen build`")
+
+
+def library_of(domain, libraries: dict) -> str:
+    """The library (its domain identifier) serving an ONNX domain; with no domain, the one
+    library when there is one."""
+    if domain is None:
+        if len(libraries) == 1:
+            return next(iter(libraries.values()))
+        raise ValueError(
+            f"{_package.NAME} has a custom-op library for each of the domains "
+            f"{sorted(libraries)}: name one"
+        )
+    if domain not in libraries:
+        raise ValueError(
+            f"{_package.NAME} has no custom-op library serving domain {domain!r}; its "
+            f"libraries serve {sorted(libraries)}"
+        )
+    return libraries[domain]
+
+
+def build_info() -> dict:
+    """build_info.json, which CMake writes beside the libraries."""
+    path = library_dir() / "build_info.json"
+    if not path.is_file():
+        raise _missing(path)
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def ort_library(domain_ident: str) -> Path:
     """The ONNX Runtime custom-op library of one domain."""
-    path = build_dir() / "lib" / library_file(domain_ident)
+    path = library_dir() / library_file(domain_ident)
     if not path.is_file():
-        raise NotBuiltError(f"{path} does not exist; run `python -m generator build`")
+        raise _missing(path)
     return path
 
 
 def torch_library(domain_ident: str) -> Path:
     """Loads the native PyTorch library of one domain once: it registers the schemas and CPU
     kernels of the domain's ops registered with torch.api native."""
-    path = build_dir() / "lib" / torch_library_file(domain_ident)
+    path = library_dir() / torch_library_file(domain_ident)
     if domain_ident not in _torch_libraries:
         if not path.is_file():
-            raise NotBuiltError(f"{path} does not exist; run `python -m generator build`")
+            raise _missing(path)
         other = _mapped_elsewhere(path)
         if other is not None:
             raise RuntimeError(
@@ -87,7 +128,7 @@ def kernels(domain_ident: str):
     if domain_ident in _modules:
         return _modules[domain_ident]
     name = module_name(domain_ident)
-    lib = build_dir() / "lib"
+    lib = library_dir()
     for suffix in importlib.machinery.EXTENSION_SUFFIXES:
         path = lib / f"{name}{suffix}"
         if path.is_file():
@@ -97,7 +138,7 @@ def kernels(domain_ident: str):
             spec.loader.exec_module(module)
             _modules[domain_ident] = module
             return module
-    raise NotBuiltError(f"no {name} module in {lib}; run `python -m generator build`")
+    raise _missing(lib / f"{name}{importlib.machinery.EXTENSION_SUFFIXES[0]}")
 
 
 def name_the_op(op: str, error: ValueError, inputs: dict) -> None:

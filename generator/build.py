@@ -150,6 +150,27 @@ def ort_include_dir(log: Callable[[str], None]) -> Path:
     return cache
 
 
+def headers_main(argv: list[str]) -> int:
+    """`opgen headers`: prints the folder of the verified ONNX Runtime headers (fetching them
+    once), for CMake and for builds outside opgen; progress goes to stderr."""
+    parser = argparse.ArgumentParser(
+        prog="opgen headers",
+        description="Print the folder of the ONNX Runtime C/C++ headers the libraries are "
+        "built against: ORT_INCLUDE_DIR if set, else opgen's verified copy (fetched once).",
+    )
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_BAD_INPUT if exc.code else EXIT_OK
+    try:
+        include = ort_include_dir(lambda message: print(f"[opgen] {message}", file=sys.stderr))
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    print(include)
+    return EXIT_OK
+
+
 def _member(archive: tarfile.TarFile, name: str) -> bytes:
     """A file's bytes from the package (tarfile gives None for a directory or a device)."""
     extracted = archive.extractfile(archive.getmember(name))
@@ -195,9 +216,13 @@ def build(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_INPUT
     sanitize = args.sanitize
-    default_dir = Path("build-sanitize" if sanitize else "build")
-    build_dir = (args.build_dir or default_dir).resolve()
-    project = proj.Project.of(args.opdefs_dir, args.output_dir)
+    build_dir = args.build_dir.resolve()
+    if sanitize and not args.build_dir_given:  # beside the normal build, never mixed with it
+        build_dir = build_dir.with_name(f"{build_dir.name}-sanitize")
+    settings = args.settings
+    project = proj.Project.of(
+        args.opdefs_dir, args.output_dir, settings.generated_package(), settings.torch_api
+    )
     try:
         ops = proj.load(project, proj.discover(project), Path.cwd())
         include = ort_include_dir(log)

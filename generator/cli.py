@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from generator import config
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
 
@@ -25,7 +26,10 @@ def _generate_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m generator",
         description="Generate every artifact of the given op definitions (default: all of "
-        "opdefs/). Subcommands: `new` scaffolds a new op, `build` compiles what was generated, "
+        "the definitions folder). The configuration ([tool.opgen] in pyproject.toml, or "
+        "opgen.toml) is found from the working directory up; flags override it. "
+        "Subcommands: `new` scaffolds a new op, `build` compiles what was generated, "
+        "`wheel` builds the ops' wheel, `headers` prints the ONNX Runtime headers' folder, "
         "`run` runs every op.",
         epilog="Exit codes: 0 ok, 1 out of date (--check), 2 bad usage, bad op definition or "
         "an internal error (nothing written).",
@@ -33,8 +37,7 @@ def _generate_parser() -> argparse.ArgumentParser:
     parser.add_argument("definitions", nargs="*", type=Path, help="op definition files")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     parser.add_argument("--dry-run", action="store_true", help="list what would change")
-    parser.add_argument("--opdefs-dir", type=Path, default=Path("opdefs"))
-    parser.add_argument("--output-dir", type=Path, default=Path("generated"))
+    config.add_arguments(parser, "opdefs_dir", "output_dir", "package")
     verbosity = parser.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="list unchanged files too")
@@ -48,16 +51,13 @@ def _build_parser() -> argparse.ArgumentParser:
         "pybind11 kernel modules and the ONNX C++ schema tests (incremental).",
         epilog="Exit codes: 0 ok, 1 build failed, 2 bad usage.",
     )
-    parser.add_argument("--output-dir", type=Path, default=Path("generated"))
-    parser.add_argument("--opdefs-dir", type=Path, default=Path("opdefs"))
-    parser.add_argument(
-        "--build-dir", type=Path, help="default: build, or build-sanitize with --sanitize"
-    )
+    config.add_arguments(parser, "opdefs_dir", "output_dir", "build_dir")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument(
         "--sanitize",
         action="store_true",
-        help="build with AddressSanitizer and UndefinedBehaviorSanitizer (-DOPGEN_SANITIZE=ON)",
+        help="build with AddressSanitizer and UndefinedBehaviorSanitizer (-DOPGEN_SANITIZE=ON), "
+        "in <build-dir>-sanitize unless --build-dir is given",
     )
     parser.add_argument("-q", "--quiet", action="store_true")
     return parser
@@ -71,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
             description="Export every generated op with both exporters and run it in PyTorch "
             "and ONNX Runtime (after `build`).",
         )
-        parser.add_argument("--output-dir", type=Path, default=Path("generated"))
+        config.add_arguments(parser, "output_dir")
         args = parser.parse_args(argv[1:])
+        if config.apply(args) is None:
+            return EXIT_BAD_INPUT
         from generator.run_ops import run
 
         return run(args.output_dir)
@@ -84,13 +86,25 @@ def main(argv: list[str] | None = None) -> int:
         return scaffold.main(argv[1:], generate=main)
     if argv[:1] == ["build"]:
         args = _build_parser().parse_args(argv[1:])
+        if config.apply(args) is None:
+            return EXIT_BAD_INPUT
         from generator.build import build
 
         return build(args)
+    if argv[:1] == ["headers"]:
+        from generator.build import headers_main
+
+        return headers_main(argv[1:])
+    if argv[:1] == ["wheel"]:
+        from generator import ops_wheel
+
+        return ops_wheel.main(argv[1:], generate=main)
     try:
         args = _generate_parser().parse_args(argv)
     except SystemExit as exc:
         return EXIT_BAD_INPUT if exc.code else EXIT_OK
+    if config.apply(args) is None:
+        return EXIT_BAD_INPUT
     # Modules and op models live until the run ends: frozen, the cyclic garbage collector stops
     # walking them again and again (about 15% of a run of 1000 definitions) and still collects
     # what black leaves behind. Forked workers inherit the frozen state.
@@ -174,7 +188,10 @@ def _generate_checked(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    project = proj.Project.of(args.opdefs_dir, args.output_dir)
+    settings = args.settings
+    project = proj.Project.of(
+        args.opdefs_dir, args.output_dir, settings.generated_package(), settings.torch_api
+    )
     selected_paths = args.definitions or proj.discover(project)
     if not selected_paths:
         print(f"error: no op definitions given and none in {args.opdefs_dir}/", file=sys.stderr)

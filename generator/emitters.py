@@ -12,7 +12,7 @@ from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
 
 OpEmitter = Callable[[OpDef, Emission], list[GeneratedFile]]
-ProjectEmitter = Callable[[Sequence[OpDef]], list[GeneratedFile]]
+ProjectEmitter = Callable[[Sequence[OpDef], Emission], list[GeneratedFile]]
 
 OP_EMITTERS: tuple[OpEmitter, ...] = (
     python.emit,  # the PyTorch op, the ONNX schema and export

@@ -13,7 +13,8 @@ from generator import emitters, parallel
 from generator.dest.emission import Emission
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
 from generator.generated_file import GeneratedFile
-from generator.model.op import OpDef
+from generator.model.op import OpDef, TorchApi
+from generator.model.package import GeneratedPackage
 from generator.parse.op import parse_opdef
 from generator.parse.project import check_project, onnx_op_index
 from generator.render import FormatError, format_all
@@ -30,13 +31,22 @@ class Project:
     root: Path  # generated files name definitions relative to it
     opdefs_dir: Path
     output_dir: Path
+    package: GeneratedPackage = GeneratedPackage()
+    kernel_torch_api: TorchApi = TorchApi.native  # for definitions with a kernel that name none
 
     @classmethod
-    def of(cls, opdefs_dir: Path, output_dir: Path) -> Project:
+    def of(
+        cls,
+        opdefs_dir: Path,
+        output_dir: Path,
+        package: GeneratedPackage | None = None,
+        kernel_torch_api: TorchApi = TorchApi.native,
+    ) -> Project:
         """The project whose definitions are in `opdefs_dir`: its root is that directory's
         parent, whatever the working directory, so that the output is the same bytes from
         anywhere (`opdefs/inverse.yaml` in every header)."""
-        return cls(opdefs_dir.resolve().parent, opdefs_dir, output_dir)
+        root = opdefs_dir.resolve().parent
+        return cls(root, opdefs_dir, output_dir, package or GeneratedPackage(), kernel_torch_api)
 
 
 def display(resolved: Path, resolved_root: Path) -> str:
@@ -62,7 +72,7 @@ _MIN_OPS_PER_WORKER = 16
 
 
 def _parse_collecting(
-    path_and_names: tuple[Path, str, str],
+    path_and_names: tuple[Path, str, str, TorchApi],
 ) -> tuple[OpDef | None, list[DefinitionError]]:
     """One definition's op, or its errors (returned: they cross a process boundary)."""
     errors = ErrorCollector()
@@ -95,7 +105,7 @@ def load(project: Project, paths: list[Path], messages_from: Path | None = None)
     for path in sorted({Path(os.path.abspath(p)) for p in paths}):
         name = display(path, shown_from)
         if os.path.lexists(path):
-            found.append((path, name, display(path, root)))
+            found.append((path, name, display(path, root), project.kernel_torch_api))
         else:
             errors.add(DefinitionError(Location(name, 1, 1), "<file>", "no such file"))
     ops = []
@@ -232,13 +242,13 @@ def generate(
     index = onnx_op_index(all_ops)
     ops = sorted(selected, key=lambda op: op.op_id)
 
-    emission = Emission(project.output_dir, index)
+    emission = Emission(project.output_dir, index, project.package)
 
     def op_files(op: OpDef) -> list[GeneratedFile]:
         return [file for emit in emitters.OP_EMITTERS for file in emit(op, emission)]
 
     def shared_files() -> list[GeneratedFile]:
-        return [file for emit in emitters.PROJECT_EMITTERS for file in emit(all_ops)]
+        return [file for emit in emitters.PROJECT_EMITTERS for file in emit(all_ops, emission)]
 
     def compare(files: list[GeneratedFile]) -> Output:
         changes = plan_changes(project.output_dir, files)

@@ -5,6 +5,7 @@ commit and must not pay for compiling 20 templates and formatting 40 files each 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from functools import cache
 from importlib import resources
@@ -27,7 +28,7 @@ from generator.generated_file import GeneratedFile as GeneratedFile
 # Package data (pyproject.toml), found through importlib.resources: an installed wheel has them.
 TEMPLATES_DIR = Path(str(resources.files("generator").joinpath("templates")))
 
-_COMMENT = {".py": "#", ".txt": "#", ".h": "//", ".cc": "//", ".md": None}
+_COMMENT = {".py": "#", ".txt": "#", ".toml": "#", ".h": "//", ".cc": "//", ".md": None}
 
 
 @cache
@@ -46,6 +47,8 @@ def environment() -> jinja2.Environment:
         ),
     )
     env.filters["py"] = repr  # a Python literal of a str, int or None
+    # A TOML basic string (JSON's escapes are TOML's; Jinja's tojson escapes < > & for HTML).
+    env.filters["toml"] = lambda value: json.dumps(value, ensure_ascii=False)
     return env
 
 

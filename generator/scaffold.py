@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
+from generator import config
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH
@@ -64,7 +65,9 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m generator new",
         description="Write a new op definition (an identity to start from, with TODO markers) "
-        "and its kernel stub into the opdefs directory, then generate it. Never overwrites.",
+        "and its kernel stub into the definitions folder, then generate it. Never overwrites. "
+        "Where no configuration is found, writes one first ([tool.opgen] in pyproject.toml, "
+        "or opgen.toml), naming the package after the folder unless --package is given.",
         epilog="Example: python -m generator new MyScale --domain my.ops --inputs X,W "
         "--attribute alpha:float=1.0 --attribute steps:int. "
         "Exit codes: 0 ok, 2 bad usage or the files exist.",
@@ -88,8 +91,7 @@ def parser() -> argparse.ArgumentParser:
         "--dtypes", default="float32,float64", help="T's dtypes (default: float32,float64)"
     )
     parser.add_argument("--name", help="the definition's file name stem (default: <op_snake>)")
-    parser.add_argument("--opdefs-dir", type=Path, default=Path("opdefs"))
-    parser.add_argument("--output-dir", type=Path, default=Path("generated"))
+    config.add_arguments(parser, "opdefs_dir", "output_dir", "package")
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     return parser
 
@@ -270,6 +272,16 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
         args = parser().parse_args(argv)
     except SystemExit as exc:
         return EXIT_BAD_INPUT if exc.code else EXIT_OK
+    try:
+        needs_config = (args.config or config.find(Path.cwd())) is None
+        if needs_config and args.package is None and args.output_dir is None:
+            args.package = config.package_for_folder(Path.cwd())
+    except config.ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    settings = config.apply(args)
+    if settings is None:
+        return EXIT_BAD_INPUT
     op_id = args.name or snake_case(args.op)
     try:
         text = _definition_text(args, op_id, f"{op_id}_kernel.h")
@@ -301,6 +313,10 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
         return EXIT_BAD_INPUT
     from generator.writer import write_atomic
 
+    if needs_config:
+        written = config.write_initial(settings)
+        if not args.quiet:
+            print(f"new: {written} (the project's opgen configuration)")
     write_atomic(definition, text)
     write_atomic(kernel, kernel_stub(op, op.definition_path))
     if not args.quiet:
@@ -312,12 +328,14 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
             str(args.opdefs_dir),
             "--output-dir",
             str(args.output_dir),
+            "--package",
+            settings.package,
             *(["-q"] if args.quiet else []),
         ]
     )
     if status == EXIT_OK and not args.quiet:
         print(
-            f"next: python -m generator build && python -m pytest {args.output_dir}/{op_id}"
+            f"next: opgen build && python -m pytest {args.output_dir}/{op_id}"
             f"   (then replace the TODOs in {definition} and {kernel})"
         )
     return status

@@ -1,6 +1,7 @@
 """A malformed op definition: one clear error per problem naming file, line, column and field;
 exit code 2; nothing written."""
 
+import ast
 import re
 import shutil
 from pathlib import Path
@@ -480,13 +481,23 @@ def _namespace_opgen_names(header: str) -> set[str]:
 def test_reserved_op_ids_cover_the_generated_code():
     """An op id becomes generated/<op_id>/, generated/docs/<op_id>.md and namespace
     opgen::<op_id>: the model's reserved lists must name every shared entry beside them."""
-    from generator.model.names import OPGEN_NAMESPACE_NAMES, SHARED_OUTPUT_NAMES
+    from generator.model.names import OPGEN_NAMESPACE_NAMES, PACKAGE_NAMES, SHARED_OUTPUT_NAMES
 
     generated = ROOT / "generated"
     op_ids = {p.stem for p in (ROOT / "opdefs").glob("*.yaml")}
     shared = {p.name.split(".")[0] for p in generated.iterdir()} - op_ids
     shared |= {p.stem for p in (generated / "docs").iterdir()} - op_ids
+    shared.discard("__pycache__")
     assert shared <= SHARED_OUTPUT_NAMES, shared - SHARED_OUTPUT_NAMES
+    # The package's public names (its private ones start with _, which an op id may not).
+    package_names = set()
+    for statement in ast.parse((generated / "__init__.py").read_text()).body:
+        if isinstance(statement, ast.FunctionDef):
+            package_names.add(statement.name)
+        elif isinstance(statement, ast.Assign):
+            package_names |= {t.id for t in statement.targets if isinstance(t, ast.Name)}
+    package_names = {name for name in package_names if not name.startswith("_")}
+    assert package_names <= PACKAGE_NAMES, package_names - PACKAGE_NAMES
     declared = set()
     for header in (generated / "include" / "opgen").glob("*.h"):
         declared |= _namespace_opgen_names(header.read_text())

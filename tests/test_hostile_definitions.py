@@ -390,17 +390,18 @@ def test_an_exception_in_an_included_part_names_the_part_and_its_line():
     project = proj.Project(ROOT, ROOT / "opdefs", ROOT / "generated")
     ops = proj.load(project, [ROOT / "opdefs" / "inverse.yaml"])
     view = tests_dest.parity_test_view(ops[0], onnx_op_index(ops))
-    # op_id: read by parts only, first by the export test
-    context = {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != "op_id"}
-    with pytest.raises(Exception, match="'op_id' is undefined") as raised:
+    # forward_params: read by one part only, the export helpers
+    hidden = "forward_params"
+    context = {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != hidden}
+    with pytest.raises(Exception, match=f"'{hidden}' is undefined") as raised:
         _render("python/test_parity.py.j2", "inverse/test_inverse.py", [], **context)
-    part = "python/test_parity/test_export_and_parity.py.j2"
+    part = "python/test_parity/export_helpers.py.j2"
     line = next(
         number
         for number, text in enumerate(
             (ROOT / "generator/templates" / part).read_text().split("\n"), 1
         )
-        if "op_id" in text
+        if hidden in text
     )
     assert raised.value.__notes__ == [
         f"while rendering inverse/test_inverse.py from template {part}, line {line} "
@@ -479,8 +480,8 @@ def test_one_producer_generating_a_path_twice_is_an_internal_error(tmp_path, mon
     ops = proj.load(project, proj.discover(project))
     emit_index = docs_dest.emit_index
 
-    def index_over_the_package_init(ops):  # the shared files already have an __init__.py
-        (page,) = emit_index(ops)
+    def index_over_the_package_init(ops, emission):  # the shared files have an __init__.py
+        (page,) = emit_index(ops, emission)
         return [type(page)("__init__.py", page.content)]
 
     replace_emitter(monkeypatch, "PROJECT_EMITTERS", emit_index, index_over_the_package_init)
@@ -593,7 +594,7 @@ def test_new_accepts_the_longest_name_and_extreme_values(tmp_path, run_generator
     name = "n" * 128
     result = run_generator(
         "new", "MyOp", "--name", name, "--attribute", "low:int=-9223372036854775808", "-q",
-        cwd=tmp_path,
+        "--package", "generated", cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "opdefs" / f"{name}_kernel.h").is_file()

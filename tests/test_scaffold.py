@@ -37,6 +37,7 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
     new = _run(
         tmp_path,
         "-m", "generator", "new", "MyScale",
+        "--package", "generated",
         "--domain", "test.scaffold",
         "--inputs", "X,W",
         "--outputs", "Y,Z",
@@ -51,7 +52,8 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
     kernel = tmp_path / "opdefs" / "my_scale_kernel.h"
     assert "TODO" in definition.read_text() and "TODO" in kernel.read_text()
     assert (tmp_path / "generated" / "my_scale" / "test_my_scale.py").is_file()
-    assert "next: python -m generator build" in new.stdout
+    assert "next: opgen build" in new.stdout
+    assert 'package = "generated"' in (tmp_path / "opgen.toml").read_text()
 
     build = _run(tmp_path, "-m", "generator", "build", "-q")
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
@@ -65,11 +67,11 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
 
 
 def test_new_never_overwrites(tmp_path):
-    first = _run(tmp_path, "-m", "generator", "new", "Twice", "-q")
+    first = _run(tmp_path, "-m", "generator", "new", "Twice", "-q", "--package", "generated")
     assert first.returncode == 0, first.stderr
     (tmp_path / "opdefs" / "twice_kernel.h").write_text("// my work\n")
     before = _digest(tmp_path)
-    second = _run(tmp_path, "-m", "generator", "new", "Twice")
+    second = _run(tmp_path, "-m", "generator", "new", "Twice", "--package", "generated")
     assert second.returncode == 2
     assert "exists; `new` never overwrites" in second.stderr
     assert _digest(tmp_path) == before

@@ -11,7 +11,7 @@ register_schema = None
 function_proto = None
 TORCH_NAME = "mylibrary::addandround_op"
 # An override changes how an existing PyTorch op exports: opt in per export (see
-# generated.export_model); new ops always export through their translation.
+# the package's export_model); new ops always export through their translation.
 IS_OVERRIDE = False
 OVERLOAD = torch.ops.mylibrary.addandround_op.default
 EXPORT_OPSETS = onnx_export.OPSETS

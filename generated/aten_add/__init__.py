@@ -13,7 +13,7 @@ register_schema = onnx_schema.register_schema
 function_proto = onnx_schema.function_proto
 TORCH_NAME = "aten::add"
 # An override changes how an existing PyTorch op exports: opt in per export (see
-# generated.export_model); new ops always export through their translation.
+# the package's export_model); new ops always export through their translation.
 IS_OVERRIDE = True
 OVERLOAD = torch.ops.aten.add.Tensor
 EXPORT_OPSETS = onnx_export.OPSETS

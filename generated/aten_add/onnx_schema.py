@@ -62,7 +62,7 @@ SCHEMA = SCHEMAS[-1]
 
 
 # The op is this ONNX function; exported models carry it as a model-local function (see
-# generated.add_functions), so any ONNX Runtime runs it without a custom-op library.
+# the package's add_functions), so any ONNX Runtime runs it without a custom-op library.
 FUNCTION_TEXT = '<\n  domain: "custom.aten",\n  opset_import: ["": 15]\n>\nAtenAdd <alpha: float = 1.0> (X, Y) => (Z)\n{\n  alpha_value = Constant <value_float: float = @alpha> ()\n  alpha_cast = CastLike (alpha_value, Y)\n  scaled = Mul (Y, alpha_cast)\n  Z = Add (X, scaled)\n}\n'
 FUNCTION_OPSET = 15
 

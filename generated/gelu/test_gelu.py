@@ -18,8 +18,8 @@ import pytest
 import torch
 import torch.nn.functional as F  # noqa: F401 (reference expressions may use it)
 
-import generated
-from generated import _support, _testing  # noqa: F401
+# The package's own names, relative: its import name is the project's choice.
+from .. import _support, _testing, add_functions, export_model, register_all  # noqa: F401
 
 TITLE = "aten::gelu.default"
 DOMAIN = None
@@ -208,8 +208,8 @@ dynamic_axes = _testing.dynamic_axes
 
 
 def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
-    """Exports the op as a user would (generated.export_model) and returns the model."""
-    generated.export_model(
+    """Exports the op as a user would (the package's export_model) and returns the model."""
+    export_model(
         Model(case["attributes"]).eval(),
         tuple(make_inputs(case, 0, types, seed=0).values()),
         path,
@@ -231,7 +231,9 @@ def test_export_and_parity(index, types, exporter, tmp_path):
     nodes = [(n.domain, n.op_type) for n in exported.graph.node]
     assert nodes == expected_nodes(attributes), f"exported graph: {nodes}"
     imports = {o.domain: o.version for o in exported.opset_import}
-    for domain, version in generated.gelu.EXPORT_OPSETS.items():
+    from . import EXPORT_OPSETS  # the op's module
+
+    for domain, version in EXPORT_OPSETS.items():
         # At least the called op's version (the TorchScript exporter imports a domain at the
         # newest version of any of its ops, where an older op is still valid).
         assert imports.get(domain, 0) >= version, f"opset import of {domain}: {imports}"
@@ -273,7 +275,7 @@ def test_definition_matches_the_overload_schema():
 def test_override_applies_only_when_asked(tmp_path):
     """Without `overrides`, the overload exports as PyTorch would: no node of ours."""
     case = RANDOM_CASES[0]
-    generated.export_model(
+    export_model(
         Model(case["attributes"]).eval(),
         tuple(make_inputs(case, 0, TYPES[0], seed=0).values()),
         tmp_path / "plain.onnx",

@@ -13,7 +13,7 @@ register_schema = onnx_schema.register_schema
 function_proto = None
 TORCH_NAME = "opgen::inverse"
 # An override changes how an existing PyTorch op exports: opt in per export (see
-# generated.export_model); new ops always export through their translation.
+# the package's export_model); new ops always export through their translation.
 IS_OVERRIDE = False
 OVERLOAD = torch.ops.opgen.inverse.default
 EXPORT_OPSETS = onnx_export.OPSETS

@@ -20,8 +20,8 @@ import pytest
 import torch
 import torch.nn.functional as F  # noqa: F401 (reference expressions may use it)
 
-import generated
-from generated import _support, _testing  # noqa: F401
+# The package's own names, relative: its import name is the project's choice.
+from .. import _support, _testing, add_functions, export_model, register_all  # noqa: F401
 
 TITLE = "ai.opgen::Inverse"
 DOMAIN = "ai.opgen"
@@ -143,7 +143,7 @@ def single_node(
         static_shapes=shapes,
         attribute_types=ATTRIBUTE_TYPES,
     )
-    generated.add_functions(model)
+    add_functions(model)
     return model
 
 
@@ -293,8 +293,8 @@ dynamic_axes = _testing.dynamic_axes
 
 
 def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
-    """Exports the op as a user would (generated.export_model) and returns the model."""
-    generated.export_model(
+    """Exports the op as a user would (the package's export_model) and returns the model."""
+    export_model(
         Model(case["attributes"]).eval(),
         tuple(make_inputs(case, 0, types, seed=0).values()),
         path,
@@ -316,7 +316,9 @@ def test_export_and_parity(index, types, exporter, tmp_path):
     nodes = [(n.domain, n.op_type) for n in exported.graph.node]
     assert nodes == expected_nodes(attributes), f"exported graph: {nodes}"
     imports = {o.domain: o.version for o in exported.opset_import}
-    for domain, version in generated.inverse.EXPORT_OPSETS.items():
+    from . import EXPORT_OPSETS  # the op's module
+
+    for domain, version in EXPORT_OPSETS.items():
         # At least the called op's version (the TorchScript exporter imports a domain at the
         # newest version of any of its ops, where an older op is still valid).
         assert imports.get(domain, 0) >= version, f"opset import of {domain}: {imports}"
@@ -350,7 +352,7 @@ def test_export_and_parity(index, types, exporter, tmp_path):
 def test_single_node_parity(index, types):
     """The ONNX op alone, straight from its schema: ONNX shape inference, then ONNX Runtime."""
     case = RANDOM_CASES[index]
-    generated.register_all()
+    register_all()
     first = make_inputs(case, 0, types, seed=0)
     inferred = onnx.shape_inference.infer_shapes(
         single_node(first, case["attributes"], static=True), strict_mode=True
@@ -692,7 +694,7 @@ def test_bad_shapes_give_one_message_everywhere(index):
     with pytest.raises(Exception) as raised:
         run_ort(_testing.session(single_node(inputs, attributes), LIBRARY), inputs)
     messages["ONNX Runtime"] = _op_message(str(raised.value))
-    generated.register_all()
+    register_all()
     with pytest.raises(onnx.shape_inference.InferenceError) as raised:
         onnx.shape_inference.infer_shapes(
             single_node(inputs, attributes, static=True), strict_mode=True
@@ -706,7 +708,7 @@ def test_bad_shapes_give_one_message_everywhere(index):
 @pytest.mark.parametrize("index", ERROR_PARAMS)
 def test_bad_shapes_fail_onnx_shape_inference(index):
     shapes, attributes, message = ERROR_CASES[index]
-    generated.register_all()
+    register_all()
     inputs = {
         name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
@@ -764,7 +766,7 @@ def test_wrong_dtype_is_rejected():
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
     inputs = {k: v.to(torch.int32) if k in ["X"] else v for k, v in inputs.items()}
-    generated.register_all()
+    register_all()
     with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
         onnx.shape_inference.infer_shapes(
             single_node(inputs, case["attributes"], static=True), check_type=True, strict_mode=True

@@ -18,8 +18,8 @@ import pytest
 import torch
 import torch.nn.functional as F  # noqa: F401 (reference expressions may use it)
 
-import generated
-from generated import _support, _testing  # noqa: F401
+# The package's own names, relative: its import name is the project's choice.
+from .. import _support, _testing, add_functions, export_model, register_all  # noqa: F401
 
 TITLE = "com.microsoft::FastGelu"
 DOMAIN = "com.microsoft"
@@ -107,7 +107,7 @@ def single_node(
         static_shapes=shapes,
         attribute_types=ATTRIBUTE_TYPES,
     )
-    generated.add_functions(model)
+    add_functions(model)
     return model
 
 
@@ -203,7 +203,7 @@ RANDOM_PARAMS = [
 def test_single_node_parity(index, types):
     """The ONNX op alone, straight from its schema: ONNX shape inference, then ONNX Runtime."""
     case = RANDOM_CASES[index]
-    generated.register_all()
+    register_all()
     first = make_inputs(case, 0, types, seed=0)
     inferred = onnx.shape_inference.infer_shapes(
         single_node(first, case["attributes"], static=True), strict_mode=True
@@ -255,7 +255,7 @@ def test_bad_shapes_give_one_message_everywhere(index):
         name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
     messages = {}
-    generated.register_all()
+    register_all()
     with pytest.raises(onnx.shape_inference.InferenceError) as raised:
         onnx.shape_inference.infer_shapes(
             single_node(inputs, attributes, static=True), strict_mode=True
@@ -268,7 +268,7 @@ def test_bad_shapes_give_one_message_everywhere(index):
 @pytest.mark.parametrize("index", ERROR_PARAMS)
 def test_bad_shapes_fail_onnx_shape_inference(index):
     shapes, attributes, message = ERROR_CASES[index]
-    generated.register_all()
+    register_all()
     inputs = {
         name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
@@ -291,7 +291,7 @@ def test_wrong_dtype_is_rejected():
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
     inputs = {k: v.to(torch.int32) if k in ["X", "bias"] else v for k, v in inputs.items()}
-    generated.register_all()
+    register_all()
     with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
         onnx.shape_inference.infer_shapes(
             single_node(inputs, case["attributes"], static=True), check_type=True, strict_mode=True

@@ -191,9 +191,9 @@ def _registration(op: OpDef) -> str:
             assert_never(torch.api)
 
 
-def _example(op: OpDef) -> str:
+def _example(op: OpDef, package: str) -> str:
     case = op.tests.random[0] if op.tests.random else None
-    lines = ["import torch", "import generated  # registers the ops (and their ONNX schemas)", ""]
+    lines = ["import torch", f"import {package}  # registers the ops (and their ONNX schemas)", ""]
     shapes = case.shapes if case else {t.name: () for t in op.inputs if not t.optional}
     sizes = case.dynamic if case else {}
     for name, dims in shapes.items():
@@ -207,7 +207,7 @@ def _example(op: OpDef) -> str:
         lines.append(f"{outputs} = torch.ops.{op.torch.namespace}.{op.torch.name}({args}{kwargs})")
     elif op.torch:
         lines.append(f"{outputs} = torch.ops.aten.{op.torch.overload_name[6:]}({args}{kwargs})")
-        lines.append(f"# export with generated.export_model(..., overrides=[{op.op_id!r}])")
+        lines.append(f"# export with {package}.export_model(..., overrides=[{op.op_id!r}])")
     if op.op_type:
         node_kwargs = "".join(
             f", {k}={int(v) if isinstance(v, bool) else v!r}" for k, v in attributes.items()
@@ -222,7 +222,7 @@ def _example(op: OpDef) -> str:
     return "\n".join(lines)
 
 
-def op_page_view(op: OpDef) -> OpPageView:
+def op_page_view(op: OpDef, package: str) -> OpPageView:
     rule = op.shape_rule
     return OpPageView(
         title=_title(op),
@@ -241,13 +241,14 @@ def op_page_view(op: OpDef) -> OpPageView:
             + "; ".join(f"`{onnx_api.node_text(n)}`" for n in r.nodes)
             for r in op.export
         ),
-        example=_example(op),
+        example=_example(op, package),
     )
 
 
 def emit_op(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     """The op's reference page."""
-    return [render("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), op_page_view(op))]
+    view = op_page_view(op, emission.package.name)
+    return [render("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), view)]
 
 
 def index_view(ops: Sequence[OpDef]) -> IndexView:
@@ -265,7 +266,7 @@ def index_view(ops: Sequence[OpDef]) -> IndexView:
     )
 
 
-def emit_index(ops: Sequence[OpDef]) -> list[GeneratedFile]:
+def emit_index(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
     """The table of every op's page."""
     sources = sorted(op.definition_path for op in ops)
     return [render("docs/index.md.j2", "docs/index.md", sources, index_view(ops))]

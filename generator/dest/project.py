@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
+import generator
 from generator.api import cpp
 from generator.dest import common
+from generator.dest.emission import Emission
 from generator.model.op import OpDef, TorchApi
 from generator.render import GeneratedFile, copy_runtime, render
 from generator.view import view
@@ -38,9 +40,48 @@ class DomainView:
 class CMakeView:
     """CMakeLists.txt."""
 
+    package: str
+    version: str
+    cmake_version: str  # the version's release numbers (CMake takes no pre-release suffix)
+    opgen_version: str
     domains: tuple[DomainView, ...]
     has_native_ops: bool  # some domain gets a native PyTorch library
     torch_target_version: str
+
+
+@view
+class PackageInfoView:
+    """_package.py: the package's name and version, and where its libraries are built."""
+
+    name: str
+    version: str
+    opgen_version: str
+    build_dir: str
+
+
+@view
+class PyprojectView:
+    """pyproject.toml: the package as a wheel, built by scikit-build-core."""
+
+    name: str
+    version: str
+    build_requires: tuple[str, ...]
+    dependencies: tuple[str, ...]
+
+
+# What the generated package runs on (the lowest releases opgen is tested with, and the ONNX
+# Runtime its headers are for), and what building it needs.
+RUNTIME_REQUIREMENTS = (
+    "torch>=2.13",
+    "onnx>=1.23",
+    "onnxscript>=0.7",
+    "onnxruntime>=1.29",
+    "numpy>=1.26",
+    "ml_dtypes>=0.5",
+)
+BUILD_REQUIREMENTS = ("scikit-build-core>=0.10", "pybind11>=2.12")
+# The native PyTorch libraries compile against torch's headers: the stable ABI of 2.10.
+TORCH_BUILD_REQUIREMENT = "torch>=2.10"
 
 
 @view
@@ -53,6 +94,7 @@ class DomainLibraryView:
 class PackageInitView:
     """generated/__init__.py: every op's module and the libraries serving their domains."""
 
+    package: str
     op_ids: tuple[str, ...]
     domain_libraries: tuple[DomainLibraryView, ...]  # domains with kernels only
 
@@ -89,11 +131,14 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
     return domains
 
 
-def emit(ops: Sequence[OpDef]) -> list[GeneratedFile]:
+def emit(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
     all_sources = sorted(op.definition_path for op in ops)
     domains = _domains(ops)
     views = tuple(domain for domain, _ in domains)
+    info = emission.package
+    has_native_ops = any(view.native_op_ids for view in views)
     package = PackageInitView(
+        package=info.name,
         op_ids=tuple(sorted(op.op_id for op in ops)),
         domain_libraries=tuple(
             DomainLibraryView(view.domain, view.ident) for view in views if view.has_kernels
@@ -115,9 +160,35 @@ def emit(ops: Sequence[OpDef]) -> list[GeneratedFile]:
             "cmake/CMakeLists.txt.j2",
             "CMakeLists.txt",
             all_sources,
-            CMakeView(views, any(view.native_op_ids for view in views), cpp.TORCH_TARGET_VERSION),
+            CMakeView(
+                package=info.name,
+                version=info.version,
+                cmake_version=_release(info.version),
+                opgen_version=generator.__version__,
+                domains=views,
+                has_native_ops=has_native_ops,
+                torch_target_version=cpp.TORCH_TARGET_VERSION,
+            ),
         ),
         render("python/package_init.py.j2", "__init__.py", all_sources, package),
+        render(
+            "python/package_info.py.j2",
+            "_package.py",
+            all_sources,
+            PackageInfoView(info.name, info.version, generator.__version__, info.build_dir),
+        ),
+        render(
+            "project/pyproject.toml.j2",
+            "pyproject.toml",
+            all_sources,
+            PyprojectView(
+                name=info.name,
+                version=info.version,
+                build_requires=BUILD_REQUIREMENTS
+                + ((TORCH_BUILD_REQUIREMENT,) if has_native_ops else ()),
+                dependencies=RUNTIME_REQUIREMENTS,
+            ),
+        ),
         copy_runtime("_names.py"),
         copy_runtime("_support.py"),
         copy_runtime("_testing.py"),
@@ -131,3 +202,10 @@ def emit(ops: Sequence[OpDef]) -> list[GeneratedFile]:
             ]
         files.append(render("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, domain))
     return files
+
+
+def _release(version: str) -> str:
+    """A PEP 440 version's release numbers, as CMake's project(VERSION) takes them."""
+    from packaging.version import Version  # black depends on packaging
+
+    return ".".join(str(part) for part in Version(version).release[:4])

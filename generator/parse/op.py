@@ -21,6 +21,7 @@ from generator.model.op import (
     OpDef,
     ProvidedBy,
     Runtime,
+    TorchApi,
     TorchBinding,
     message_prefix,
 )
@@ -140,16 +141,22 @@ class _Signature:
         return {a.name: a for a in self.attributes}
 
 
-def parse_opdef(path: Path, display_name: str, definition_path: str | None = None) -> OpDef:
+def parse_opdef(
+    path: Path,
+    display_name: str,
+    definition_path: str | None = None,
+    kernel_torch_api: TorchApi = TorchApi.native,
+) -> OpDef:
     """Parse and validate one definition file; raises DefinitionErrors listing every problem.
     Errors name the file `display_name` (for the terminal); generated files name it
-    `definition_path` (relative to the project root; default: `display_name`)."""
+    `definition_path` (relative to the project root; default: `display_name`).
+    `kernel_torch_api`: the project's default PyTorch registration of an op with a kernel."""
     d = _open(path, display_name)
     errors = d.errors
     op_id = errors.attempt(read.op_id_field, Node(path.stem, d.root.location, "<file name>"))
     op_type, domain, versions = _read_onnx_name(d)
     doc = d.get("doc", read.string) or ""
-    torch_binding = d.get("torch", parse_torch, "kernel" in d)
+    torch_binding = d.get("torch", parse_torch, "kernel" in d, kernel_torch_api)
     signature = _read_signature(d)
     _check_signature(d, signature, versions)
     implementation_key = _implementation_key(d, versions)

@@ -11,6 +11,7 @@ from generator.model.names import (
     IDENTIFIER,
     MAX_NAME_LENGTH,
     OPGEN_NAMESPACE_NAMES,
+    PACKAGE_NAMES,
     SHARED_OUTPUT_NAMES,
     is_reserved,
 )
@@ -174,10 +175,10 @@ def too_long(what: str, name: str) -> str:
 def op_id_field(node: Node) -> str:
     """The definition's file stem: it names generated/<op_id>/ and namespace opgen::<op_id>."""
     op_id = identifier(node, "op definition file name")
-    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES:
+    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES or op_id in PACKAGE_NAMES:
         raise node.error(
-            f"'{op_id}' is taken by the generated code's own files or C++ names; rename "
-            "the definition file"
+            f"'{op_id}' is taken by the generated code's own files, C++ names or package "
+            "functions; rename the definition file"
         )
     if len(op_id) > MAX_NAME_LENGTH:
         raise node.error(too_long("an op definition file name", op_id))

@@ -15,8 +15,12 @@ from generator.parse.expressions import parse_reference
 from generator.source import Node
 
 
-def parse_torch(node: Node, has_kernel: bool) -> TorchBinding:
-    """`has_kernel`: the definition has a C++ kernel, which alone can be registered natively."""
+def parse_torch(
+    node: Node, has_kernel: bool, kernel_api: TorchApi = TorchApi.native
+) -> TorchBinding:
+    """`has_kernel`: the definition has a C++ kernel, which alone can be registered natively.
+    `kernel_api`: the registration of an op with a kernel whose definition names none (the
+    project's `torch-api`); an op without a kernel is registered with `library` unless it says."""
     fields = read.mapping(node, {"name", "api", "overrides"}, set())
     if ("name" in fields) == ("overrides" in fields):
         raise node.error(
@@ -49,8 +53,8 @@ def parse_torch(node: Node, has_kernel: bool) -> TorchBinding:
             "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
             f"'my_ops::{match.group(2)}'"
         )
-    # Native where there is a C++ kernel to register: no Python at call time.
-    api = TorchApi.native if has_kernel else TorchApi.library
+    # Native by default where there is a C++ kernel to register: no Python at call time.
+    api = kernel_api if has_kernel else TorchApi.library
     if "api" in fields:
         api_name = read.string(fields["api"])
         if api_name not in TorchApi.__members__:

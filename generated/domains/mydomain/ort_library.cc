@@ -15,9 +15,13 @@ extern "C" __attribute__((visibility("default"))) OrtStatus* ORT_API_CALL
 RegisterCustomOps(OrtSessionOptions* options, const OrtApiBase* api_base) {
   const OrtApi* api = api_base->GetApi(ORT_API_VERSION);
   if (api == nullptr) {
-    // Older runtime than the headers: report through the oldest API every runtime has.
-    return api_base->GetApi(1)->CreateStatus(
-        ORT_FAIL, ("libopgen_mydomain: this ONNX Runtime is older than the headers it was built with (ORT_API_VERSION " + std::to_string(ORT_API_VERSION) + ")").c_str());
+    // Older runtime than the headers: report through the oldest API every runtime has. API
+    // version N is ONNX Runtime 1.N.
+    const std::string message = "libopgen_mydomain.so needs ONNX Runtime API version " +
+        std::to_string(ORT_API_VERSION) + " (onnxruntime 1." + std::to_string(ORT_API_VERSION) +
+        " or later), and this process runs onnxruntime " + api_base->GetVersionString() +
+        ": upgrade onnxruntime, or rebuild the library against older headers (ORT_INCLUDE_DIR)";
+    return api_base->GetApi(1)->CreateStatus(ORT_FAIL, message.c_str());
   }
   Ort::InitApi(api);
   return opgen::ort::guard("RegisterCustomOps(mydomain)", [&] {
