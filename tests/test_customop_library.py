@@ -63,3 +63,44 @@ def test_random_inputs():
     total = x + y
     want = (np.sign(total) * np.floor(np.abs(total) + 0.5)).astype(np.int32)
     np.testing.assert_array_equal(run(x, y), want)
+
+
+def test_an_onnxruntime_older_than_the_headers_is_refused_naming_both(tmp_path):
+    """The libraries are built against ONNX Runtime 1.29's headers (API version 29): loaded
+    into onnxruntime 1.20, a real install of it in a fresh environment, registration fails with
+    a message naming what is needed and what runs, and the process lives on."""
+    import subprocess
+    import sys
+
+    env_dir = tmp_path / "old-ort"
+    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
+    install = subprocess.run(
+        [env_dir / "bin" / "pip", "install", "-q", "onnxruntime==1.20.0", "numpy<2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    script = (
+        "import onnxruntime as ort, sys\n"
+        "options = ort.SessionOptions()\n"
+        "try:\n"
+        "    options.register_custom_ops_library(sys.argv[1])\n"
+        "except Exception as error:\n"
+        "    print(type(error).__name__, error)\n"
+        "print('alive', ort.__version__)\n"
+    )
+    result = subprocess.run(
+        [env_dir / "bin" / "python", "-c", script, generated.ort_library("test.customop")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "libopgen_test_customop.so needs ONNX Runtime API version 29 (onnxruntime 1.29 or "
+        "later), and this process runs onnxruntime 1.20.0: upgrade onnxruntime, or rebuild "
+        "the library against older headers (ORT_INCLUDE_DIR)"
+    ) in result.stdout, result.stdout
+    assert result.stdout.splitlines()[-1] == "alive 1.20.0"
