@@ -80,6 +80,11 @@ def test_opgen_from_its_wheel_to_a_deployed_wheel_of_ops(tmp_path):
     for library in ("libopgen_my_ops.so", "libopgen_my_ops_torch.so", "build_info.json"):
         assert f"myops/_lib/{library}" in built, built
 
+    # From source, pip builds the package folder itself (in this environment's torch).
+    run(["pip", "install", "-q", "--no-build-isolation", "./myops"], repo, dev)
+    where = run(["python", "-c", "import myops; print(myops.get_library_path())"], tmp_path, dev)
+    assert str(tmp_path / "dev-env") in where and "site-packages/myops/_lib/" in where, where
+
     # Deployment: another fresh environment, the wheel alone, no source tree.
     deploy = fresh_venv(tmp_path / "deploy-env")
     run(["pip", "install", "-q", ops_wheel], tmp_path, deploy)
