@@ -16,7 +16,9 @@ from pathlib import Path
 from . import _package
 from ._names import library_file, module_name, torch_library_file
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+# Not resolved: a package folder reached through a symbolic link finds the build folder where
+# the configuration puts it beside the link (the generator computed BUILD_DIR so).
+PACKAGE_DIR = Path(os.path.abspath(__file__)).parent
 INSTALLED_LIBRARIES = PACKAGE_DIR / "_lib"
 _modules: dict[str, object] = {}
 _torch_libraries: set[str] = set()
@@ -27,7 +29,9 @@ class NotBuiltError(RuntimeError):
 
 
 def build_dir() -> Path:
-    return Path(os.environ.get("OPGEN_BUILD_DIR") or PACKAGE_DIR / _package.BUILD_DIR)
+    if os.environ.get("OPGEN_BUILD_DIR"):
+        return Path(os.environ["OPGEN_BUILD_DIR"])
+    return Path(os.path.normpath(PACKAGE_DIR / _package.BUILD_DIR))
 
 
 def library_dir() -> Path:
@@ -39,13 +43,20 @@ def library_dir() -> Path:
 
 def _missing(path: Path) -> NotBuiltError:
     if path.parent == INSTALLED_LIBRARIES:
-        return NotBuiltError(f"{path} does not exist: the installed {_package.NAME} lacks it")
+        return NotBuiltError(
+            f"{path} does not exist: {_package.NAME}'s _lib/ (where a wheel puts the "
+            "libraries, and where they are looked for first) lacks it"
+        )
     return NotBuiltError(f"{path} does not exist; run `opgen build`")
 
 
 def library_of(domain, libraries: dict) -> str:
     """The library (its domain identifier) serving an ONNX domain; with no domain, the one
     library when there is one."""
+    if not libraries:
+        raise ValueError(
+            f"{_package.NAME} has no custom-op library: ONNX Runtime runs its ops without one"
+        )
     if domain is None:
         if len(libraries) == 1:
             return next(iter(libraries.values()))
@@ -87,9 +98,11 @@ def torch_library(domain_ident: str) -> Path:
         other = _mapped_elsewhere(path)
         if other is not None:
             raise RuntimeError(
-                f"{other} is loaded in this process, so {path} cannot be: both define the "
-                "same PyTorch ops, and PyTorch takes one definition of an op (load one build, "
-                "or point OPGEN_BUILD_DIR at the one loaded)"
+                f"{other} is loaded in this process, so {path} cannot be: both are native "
+                "PyTorch libraries of one ONNX domain (another build of this package, or "
+                "another package using the same domain), and PyTorch takes one definition of "
+                "an op, ONNX Runtime one library per domain (load one build, point "
+                "OPGEN_BUILD_DIR at the one loaded, or give one package another domain)"
             )
         import torch
 

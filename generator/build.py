@@ -111,7 +111,7 @@ def ort_include_dir(log: Callable[[str], None]) -> Path:
     """ORT_INCLUDE_DIR if set, else the verified cache (fetched with npm on first use)."""
     override = os.environ.get("ORT_INCLUDE_DIR")
     if override:
-        path = Path(override)
+        path = Path(override).absolute()  # CMake runs elsewhere (pip builds in the package)
         if not (path / "onnxruntime_cxx_api.h").is_file():
             raise BuildError(f"ORT_INCLUDE_DIR={override} has no onnxruntime_cxx_api.h")
         return path
@@ -148,6 +148,16 @@ def ort_include_dir(log: Callable[[str], None]) -> Path:
             shutil.rmtree(cache)
         shutil.move(str(staging), cache)
     return cache
+
+
+def _configured_source(build_dir: Path) -> Path | None:
+    """The source folder a CMake build folder was configured for (None if it was not)."""
+    try:
+        cache = (build_dir / "CMakeCache.txt").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    match = re.search(r"^CMAKE_HOME_DIRECTORY:INTERNAL=(.*)$", cache, re.M)
+    return Path(match.group(1)).resolve() if match else None
 
 
 def headers_main(argv: list[str]) -> int:
@@ -234,7 +244,16 @@ def build(args: argparse.Namespace) -> int:
             print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     started = time.monotonic()
-    if not (build_dir / "CMakeCache.txt").is_file():
+    configured_for = _configured_source(build_dir)
+    if configured_for is not None and configured_for != source:
+        print(
+            f"error: {build_dir} was configured for {configured_for}, not for this package "
+            f"({source}): delete it, or build elsewhere (--build-dir, or the configuration's "
+            "build-dir)",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    if configured_for is None:
         import pybind11
 
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []

@@ -225,14 +225,8 @@ def _generate_checked(args: argparse.Namespace) -> int:
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
-    """Why the output directory cannot be used (None if it can)."""
-    output, definitions = args.output_dir.resolve(), args.opdefs_dir.resolve()
-    if output.is_relative_to(definitions) or definitions.is_relative_to(output):
-        # Writing (and deleting orphans) there could touch definitions and hand-written kernels.
-        return (
-            f"--output-dir {args.output_dir} and --opdefs-dir {args.opdefs_dir} overlap; "
-            "generated files must live apart from definitions and hand-written kernels"
-        )
+    """Why the output directory cannot be used (None if it can; config.load checked that it
+    overlaps neither the definitions nor the build folder)."""
     problem = _output_dir_problem(args.output_dir)
     return f"--output-dir {args.output_dir} {problem}" if problem else None
 

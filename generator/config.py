@@ -37,9 +37,15 @@ KEYS = {
     "says (default: native)",
     "version": f"the version of the ops' wheel (default: {DEFAULT_VERSION})",
 }
-# Import names a generated package must not take: it would shadow what it runs on (or opgen).
+# Import names a generated package must not take: it would shadow opgen, what opgen or the
+# generated code runs on, or the tools that build and test it. (An installed module of the
+# same name is refused too: see package_problem.)
 _TAKEN_NAMES = frozenset(
-    {"generator", "torch", "onnx", "onnxruntime", "onnxscript", "numpy", "ml_dtypes", "pybind11"}
+    """generator torch onnx onnxruntime onnxscript onnx_ir numpy ml_dtypes pybind11 jinja2
+    markupsafe yaml black packaging click pathspec platformdirs mypy_extensions pytokens
+    pytest _pytest pluggy iniconfig hypothesis setuptools pkg_resources pip wheel flit_core
+    scikit_build_core typing_extensions conftest test tests sympy networkx filelock fsspec
+    mpmath triton functorch torchgen""".split()
 )
 
 
@@ -67,11 +73,14 @@ class ConfigError(Exception):
     """Two configuration files in one folder, or a --config that cannot be used."""
 
 
-def find(start: Path) -> Path | None:
-    """The configuration that applies in `start`: an opgen.toml, or a pyproject.toml with a
+def find(start: Path | None = None) -> Path | None:
+    """The configuration that applies in `start` (the working directory): an opgen.toml, or a pyproject.toml with a
     [tool.opgen] table, in `start` or the nearest parent, stopping at the repository's root
     (a folder holding .git). Two in one folder is an error: which one applies is not obvious."""
-    folder = start.absolute()
+    try:
+        folder = (start or Path.cwd()).absolute()
+    except FileNotFoundError:
+        raise ConfigError("the working directory no longer exists") from None
     while True:
         found = [
             path
@@ -129,11 +138,13 @@ def load(args: argparse.Namespace) -> Config:
     if explicit is not None:
         if not explicit.is_file():
             raise ConfigError(f"--config {explicit}: no such file")
+        if explicit.suffix != ".toml":
+            raise ConfigError(f"--config {explicit}: expected an opgen.toml or a pyproject.toml")
         if explicit.name != OPGEN_TOML and not _has_opgen_table(explicit):
             raise ConfigError(f"--config {explicit}: has no [tool.opgen] table")
         file: Path | None = explicit
     else:
-        file = find(Path.cwd())
+        file = find()
     values = _read(file) if file is not None else {}
     # Paths in the file are relative to its folder, shown relative to the working directory.
     base = Path(os.path.relpath(file.absolute().parent)) if file is not None else Path()
@@ -178,6 +189,7 @@ def load(args: argparse.Namespace) -> Config:
         # the same output from any working directory.
         project_root = Path(os.path.abspath(definitions)).parent
         build_dir = Path(os.path.relpath(project_root / "build"))
+    _check_apart(definitions, package_dir, build_dir)
     return Config(
         file=file,
         definitions=definitions,
@@ -185,8 +197,28 @@ def load(args: argparse.Namespace) -> Config:
         package_dir=package_dir,
         build_dir=build_dir,
         torch_api=TorchApi[values.get("torch-api", TorchApi.native.name)],
-        version=values.get("version", DEFAULT_VERSION),
+        version=normalized_version(values.get("version", DEFAULT_VERSION)),
     )
+
+
+def _check_apart(definitions: Path, package_dir: Path, build_dir: Path) -> None:
+    """The three folders must not overlap: generation writes (and deletes orphans in) the
+    package folder, which would touch hand-written kernels or build files, and the package
+    would carry the build into its wheel."""
+    folders = {
+        "the definitions folder": definitions,
+        "the package folder": package_dir,
+        "the build folder": build_dir,
+    }
+    named = list(folders.items())
+    for index, (first, first_path) in enumerate(named):
+        for second, second_path in named[index + 1 :]:
+            a, b = first_path.resolve(), second_path.resolve()
+            if a.is_relative_to(b) or b.is_relative_to(a):
+                raise ConfigError(
+                    f"{first} {first_path} and {second} {second_path} overlap; keep them "
+                    "apart (definitions and hand-written kernels, generated files, build files)"
+                )
 
 
 def _read(file: Path) -> dict[str, str]:
@@ -242,14 +274,50 @@ def _value_problem(key: str, text: str) -> str | None:
 
 
 def package_problem(name: str) -> str | None:
-    """Why `name` cannot be the generated package's import name, or None."""
+    """Why `name` cannot be the generated package's import name (and its wheel's name), or
+    None."""
     if not name.isidentifier() or not name.isascii():
         return f"'{name}' is not a Python identifier ([A-Za-z_][A-Za-z0-9_]*)"
+    if name.startswith("_") or name.endswith("_"):
+        return f"'{name}' starts or ends with '_', which a wheel's name may not"
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
         return f"'{name}' is a Python keyword"
     if name in sys.stdlib_module_names or name in _TAKEN_NAMES:
         return f"'{name}' is the name of a module it would shadow; choose another"
+    installed = _installed_elsewhere(name)
+    if installed is not None:
+        return (
+            f"'{name}' is the name of a module installed here ({installed}), which it would "
+            "shadow; choose another"
+        )
     return None
+
+
+def _installed_elsewhere(name: str) -> str | None:
+    """Where this Python imports `name` from, unless that is a package opgen generated under
+    that name (the project's own package, or its wheel installed) or nothing."""
+    import importlib.machinery
+
+    # The path finder alone: no import runs, and the working directory (which `python -m`
+    # puts first on sys.path, and which may hold the generated package) is not searched.
+    spec = importlib.machinery.PathFinder.find_spec(
+        name, [entry for entry in sys.path if entry not in ("", os.getcwd())]
+    )
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or []) or [spec.origin or ""]
+    for location in locations:
+        info = Path(location) / "_package.py"
+        if info.is_file() and f"NAME = {json.dumps(name)}" in info.read_text(errors="replace"):
+            return None
+    return locations[0] or name
+
+
+def normalized_version(text: str) -> str:
+    """The version as a wheel's metadata spells it (`v1.0` gives `1.0`)."""
+    from packaging.version import Version
+
+    return str(Version(text))
 
 
 def version_problem(text: str) -> str | None:

@@ -114,10 +114,15 @@ def _build(args: argparse.Namespace, settings: config.Config) -> int:
     if result.returncode != 0:
         print("error: building the wheel failed (pip's output above)", file=sys.stderr)
         return EXIT_FAILED
+    # Wheel file names carry the distribution name normalized (`MyOps` gives `myops-...`).
+    from packaging.utils import canonicalize_name
+
+    distribution = canonicalize_name(settings.package)
     built = [
         path
-        for path in wheel_dir.glob(f"{settings.package}-*.whl")
-        if path not in before or path.stat().st_mtime_ns != before_times[path]
+        for path in wheel_dir.glob("*.whl")
+        if canonicalize_name(path.name.split("-")[0]) == distribution
+        and (path not in before or path.stat().st_mtime_ns != before_times[path])
     ]
     if len(built) != 1:
         print(f"error: expected one new wheel in {wheel_dir}, found {built}", file=sys.stderr)

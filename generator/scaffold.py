@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from generator import config
-from generator.errors import DefinitionErrors
+from generator.errors import DefinitionError, DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH
 from generator.model.op import OpDef
@@ -73,7 +74,11 @@ def parser() -> argparse.ArgumentParser:
         "Exit codes: 0 ok, 2 bad usage or the files exist.",
     )
     parser.add_argument("op", help="the ONNX op type, e.g. MyScale")
-    parser.add_argument("--domain", default="my.ops", help="the ONNX domain (default: my.ops)")
+    parser.add_argument(
+        "--domain",
+        help="the ONNX domain (default: the package's name: an ONNX Runtime process takes one "
+        "library per domain, so two packages must not share one)",
+    )
     parser.add_argument(
         "--torch-name", help="the PyTorch op, namespace::name (default: <domain>::<op_snake>)"
     )
@@ -189,6 +194,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
         .get_template("scaffold/opdef.yaml.j2")
         .render(
             op_type=args.op,
+            package_dir=Path(os.path.relpath(args.output_dir.absolute())).as_posix(),
             op_id=op_id,
             domain_literal=_yaml(args.domain),
             torch_name=torch_name,
@@ -273,15 +279,20 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
     except SystemExit as exc:
         return EXIT_BAD_INPUT if exc.code else EXIT_OK
     try:
-        needs_config = (args.config or config.find(Path.cwd())) is None
+        needs_config = (args.config or config.find()) is None
         if needs_config and args.package is None and args.output_dir is None:
             args.package = config.package_for_folder(Path.cwd())
     except config.ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except DefinitionError as malformed:  # a broken pyproject.toml that mentions opgen
+        print(f"error: {malformed}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     settings = config.apply(args)
     if settings is None:
         return EXIT_BAD_INPUT
+    if args.domain is None:
+        args.domain = settings.package
     op_id = args.name or snake_case(args.op)
     try:
         text = _definition_text(args, op_id, f"{op_id}_kernel.h")

@@ -176,6 +176,9 @@ def test_new_appends_the_configuration_to_an_existing_pyproject(tmp_path):
     assert text.startswith(original + "\n\n[tool.opgen]\n"), text
     assert not (repo / "opgen.toml").exists()
     assert (repo / "theirops" / "my_scale" / "__init__.py").is_file()
+    # The domain defaults to the package's name: one library per domain in a process.
+    definition = (repo / "opdefs" / "my_scale.yaml").read_text()
+    assert 'domain: "theirops"\n' in definition and 'name: "theirops::my_scale"' in definition
     assert opgen("--check", "-q", cwd=repo).returncode == 0
 
 
@@ -187,3 +190,97 @@ def test_new_refuses_a_folder_name_that_is_no_package_name(tmp_path):
     assert "cannot name the package after the folder '3d'" in result.stderr, result.stderr
     assert "give --package NAME" in result.stderr
     assert sorted(p.name for p in repo.iterdir()) == [".git"], "nothing may be written"
+
+
+@pytest.mark.parametrize(
+    "config,message",
+    [
+        (
+            'definitions = "defs"\npackage = "pk"\nbuild-dir = "pk/build"\n',
+            "the package folder pk and the build folder pk/build overlap",
+        ),
+        (
+            'definitions = "defs"\npackage = "pk"\nbuild-dir = "defs"\n',
+            "the definitions folder defs and the build folder defs overlap",
+        ),
+        ('definitions = "defs"\npackage = "jinja2"\n', "'jinja2' is the name of a module"),
+        ('definitions = "defs"\npackage = "pytest"\n', "'pytest' is the name of a module"),
+        ('definitions = "defs"\npackage = "mypy"\n', "'mypy' is the name of a module installed"),
+        ('definitions = "defs"\npackage = "_ops"\n', "starts or ends with '_'"),
+    ],
+)
+def test_folders_that_overlap_and_names_that_shadow_are_refused(tmp_path, config, message):
+    repo = project_with(tmp_path, config, "opgen.toml")
+    for command in ([], ["build"], ["wheel"], ["new", "Foo"]):
+        result = opgen(*command, cwd=repo)
+        assert result.returncode == 2, (command, result.stderr)
+        assert message in result.stderr, (command, result.stderr)
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "defs", "opgen.toml"]
+    assert sorted(p.name for p in (repo / "defs").iterdir()) == ["inverse.yaml", "inverse_kernel.h"]
+
+
+def test_new_checks_the_folders_before_writing(tmp_path):
+    repo = tmp_path / "fresh"
+    (repo / ".git").mkdir(parents=True)
+    result = opgen("new", "Foo", "--opdefs-dir", ".", cwd=repo)
+    assert result.returncode == 2 and "overlap" in result.stderr, result.stderr
+    assert sorted(p.name for p in repo.iterdir()) == [".git"], "nothing may be written"
+
+
+def test_new_reports_a_broken_pyproject_that_mentions_opgen(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[project]\ndependencies = ["opgen"]\n[tool.black\n')
+    result = opgen("new", "Foo", cwd=repo)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: pyproject.toml:3:"), result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_build_folder_of_another_package_is_refused(tmp_path):
+    repo = project_with(tmp_path, 'definitions = "defs"\n', "opgen.toml")
+    assert opgen("-q", cwd=repo).returncode == 0
+    (repo / "build").mkdir()
+    (repo / "build" / "CMakeCache.txt").write_text(
+        f"CMAKE_HOME_DIRECTORY:INTERNAL={tmp_path / 'other' / 'pk'}\n"
+    )
+    result = opgen("build", cwd=repo)
+    assert result.returncode == 2
+    assert f"was configured for {tmp_path / 'other' / 'pk'}, not for this package" in result.stderr
+
+
+def test_a_package_folder_behind_a_symbolic_link_finds_its_build_folder(tmp_path):
+    real = tmp_path / "elsewhere" / "pk"
+    real.mkdir(parents=True)
+    repo = project_with(tmp_path, 'definitions = "defs"\npackage = "pk"\n', "opgen.toml")
+    (repo / "pk").symlink_to(real)
+    assert opgen("-q", cwd=repo).returncode == 0
+    # Not built: the error names where the package looks, which is the link's side.
+    result = subprocess.run(
+        [sys.executable, "-c", "import pk"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
+    )
+    assert f"{repo / 'build' / 'lib' / 'libopgen_ai_opgen_torch.so'} does not exist" in (
+        result.stderr
+    ), result.stderr
+
+
+def test_get_library_path_of_a_package_without_libraries_says_so(tmp_path):
+    repo = project_with(tmp_path, 'definitions = "defs"\npackage = "pk"\n', "opgen.toml")
+    for name in ("inverse.yaml", "inverse_kernel.h"):
+        (repo / "defs" / name).unlink()
+    shutil.copy(ROOT / "opdefs" / "aten_add.yaml", repo / "defs")
+    assert opgen("-q", cwd=repo).returncode == 0
+    result = subprocess.run(
+        [sys.executable, "-c", "import pk; pk.get_library_path()"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
+    )
+    assert "ValueError: pk has no custom-op library: ONNX Runtime runs its ops without one" in (
+        result.stderr
+    ), result.stderr

@@ -489,14 +489,16 @@ def test_reserved_op_ids_cover_the_generated_code():
     shared |= {p.stem for p in (generated / "docs").iterdir()} - op_ids
     shared.discard("__pycache__")
     assert shared <= SHARED_OUTPUT_NAMES, shared - SHARED_OUTPUT_NAMES
-    # The package's public names (its private ones start with _, which an op id may not).
+    # Every name the package's __init__ binds, but its op modules (and the dunders).
     package_names = set()
     for statement in ast.parse((generated / "__init__.py").read_text()).body:
         if isinstance(statement, ast.FunctionDef):
             package_names.add(statement.name)
         elif isinstance(statement, ast.Assign):
             package_names |= {t.id for t in statement.targets if isinstance(t, ast.Name)}
-    package_names = {name for name in package_names if not name.startswith("_")}
+        elif isinstance(statement, ast.Import | ast.ImportFrom):
+            package_names |= {(a.asname or a.name).split(".")[0] for a in statement.names}
+    package_names -= op_ids | SHARED_OUTPUT_NAMES | {"__version__"}
     assert package_names <= PACKAGE_NAMES, package_names - PACKAGE_NAMES
     declared = set()
     for header in (generated / "include" / "opgen").glob("*.h"):

@@ -91,6 +91,17 @@ def test_project_hooks_pass_then_catch_a_stale_file(repo):
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
+def opgen_here(repo: Path) -> subprocess.CompletedProcess:
+    """`opgen` in a repository, run by this project's generator."""
+    return subprocess.run(
+        [sys.executable, "-m", "generator", "-q"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
 def test_hook_for_other_repositories(tmp_path):
     """.pre-commit-hooks.yaml as another repository uses it: the real pre-commit, run from a
     Python environment without opgen, installs opgen itself (`language: python`) through
@@ -117,13 +128,7 @@ def test_hook_for_other_repositories(tmp_path):
     (user / "opgen.toml").write_text('definitions = "defs"\npackage = "userops"\n')
     git(user, "init", "-q")
     # The user's earlier `opgen` run (with their own opgen; here, this project's).
-    generated = subprocess.run(
-        [sys.executable, "-m", "generator", "-q"],
-        cwd=user,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    generated = opgen_here(user)
     assert generated.returncode == 0, generated.stderr
     git(user, "add", "-A")
     git(user, "commit", "-q", "-m", "ops")
@@ -159,13 +164,7 @@ def test_hook_for_other_repositories(tmp_path):
     assert '+_LIBRARY = torch.library.Library("opgen", "FRAGMENT")' in failed.stdout
     assert "orphaned: userops/old_op/torch_op.py" in failed.stdout, failed.stdout
 
-    regenerate = subprocess.run(
-        [sys.executable, "-m", "generator", "-q"],
-        cwd=user,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    regenerate = opgen_here(user)
     assert regenerate.returncode == 0, regenerate.stderr
     git(user, "add", "-A")
     assert try_repo().returncode == 0

@@ -47,6 +47,9 @@ PACKAGE_NAMES = frozenset(
     """OPS DOMAIN_LIBRARIES OVERRIDES register_all custom_translation_table custom_opsets
     torchscript_overrides add_functions get_library_path ort_library build_info
     export_model""".split()
+    # its imports and private names
+    + "contextlib os re sys tempfile warnings _registered _exported_ops".split()
+    + "_without_unused_opset_warnings _without_exporter_notices".split()
 )
 
 
