@@ -153,35 +153,6 @@ def load(args: argparse.Namespace) -> Config:
         given = getattr(args, flag, None)
         return Path(given) if given is not None else base / values.get(key, default)
 
-    package_dir = None
-    if getattr(args, "output_dir", None) is not None:
-        package_dir = Path(args.output_dir)
-    elif "package-dir" in values:
-        package_dir = base / values["package-dir"]
-    package = getattr(args, "package", None)
-    if package is not None:
-        problem = package_problem(package)
-        if problem:
-            raise ConfigError(f"--package {package}: {problem}")
-    elif "package" in values:
-        package = values["package"]
-    elif package_dir is not None:  # named after its folder, as Python imports it
-        package = Path(os.path.abspath(package_dir)).name
-        problem = package_problem(package)
-        if problem:
-            raise ConfigError(
-                f"the package folder {package_dir} cannot be imported as a package: {problem}; "
-                "give the package another folder"
-            )
-    else:
-        package = DEFAULT_PACKAGE
-    if package_dir is None:
-        package_dir = base / package
-    elif Path(os.path.abspath(package_dir)).name != package:
-        raise ConfigError(
-            f"the package folder {package_dir} must be named {package}, as the package: Python "
-            "imports a package by its folder's name"
-        )
     definitions = path("definitions", "opdefs_dir", "opdefs")
     build_dir = path("build-dir", "build_dir", "build")
     if file is None and getattr(args, "build_dir", None) is None:
@@ -189,7 +160,33 @@ def load(args: argparse.Namespace) -> Config:
         # the same output from any working directory.
         project_root = Path(os.path.abspath(definitions)).parent
         build_dir = Path(os.path.relpath(project_root / "build"))
+    package_dir = None
+    if getattr(args, "output_dir", None) is not None:
+        package_dir = Path(args.output_dir)
+    elif "package-dir" in values:
+        package_dir = base / values["package-dir"]
+    package = getattr(args, "package", None) or values.get("package")
+    if package is None and package_dir is not None:  # named after its folder, as Python imports it
+        package = Path(os.path.abspath(package_dir)).name
+    package = package or DEFAULT_PACKAGE
+    package_dir = package_dir or base / package
+    # Where things go first (a folder overlapping another is the larger mistake), then names.
     _check_apart(definitions, package_dir, build_dir)
+    flag = getattr(args, "package", None)
+    # A name from the file was checked where it was read, with its location.
+    problem = package_problem(package) if flag or "package" not in values else None
+    if problem and flag:
+        raise ConfigError(f"--package {package}: {problem}")
+    if problem:
+        raise ConfigError(
+            f"the package folder {package_dir} cannot be imported as a package: {problem}; "
+            "give the package another folder (or name it with --package)"
+        )
+    if Path(os.path.abspath(package_dir)).name != package:
+        raise ConfigError(
+            f"the package folder {package_dir} must be named {package}, as the package: Python "
+            "imports a package by its folder's name"
+        )
     return Config(
         file=file,
         definitions=definitions,
@@ -303,9 +300,9 @@ def _installed_elsewhere(name: str) -> str | None:
     spec = importlib.machinery.PathFinder.find_spec(
         name, [entry for entry in sys.path if entry not in ("", os.getcwd())]
     )
-    if spec is None:
+    if spec is None or spec.origin is None:  # nothing, or a mere folder (a namespace package)
         return None
-    locations = list(spec.submodule_search_locations or []) or [spec.origin or ""]
+    locations = list(spec.submodule_search_locations or []) or [spec.origin]
     for location in locations:
         info = Path(location) / "_package.py"
         if info.is_file() and f"NAME = {json.dumps(name)}" in info.read_text(errors="replace"):
