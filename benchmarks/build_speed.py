@@ -44,6 +44,8 @@ UNIT_KINDS = {
     "_torch.cc.o": "native PyTorch registration (stable ABI)",
     "_schema.cc.o": "ONNX C++ schema",
     "_schema_test.cc.o": "ONNX C++ schema test",
+    # CMake's unity batches (OPGEN_UNITY_BUILD, the default) of a domain's generated wrappers.
+    "_cxx.cxx.o": "a batch of generated wrappers (unity build)",
 }
 
 
