@@ -8,6 +8,7 @@ it. Paths in it are relative to the file's folder; without a file, to the workin
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import keyword
 import os
@@ -108,9 +109,24 @@ def _has_opgen_table(pyproject: Path) -> bool:
         return False
     if "opgen" not in text:
         return False
-    root = load_definition_file(pyproject, _shown(pyproject))
+    root = _located(pyproject)
     tool = root.value.get("tool") if root.is_mapping else None
     return tool is not None and tool.is_mapping and "opgen" in tool.value
+
+
+def _located(path: Path) -> Node:
+    """A configuration file, read once while it is unchanged: finding it and reading its table
+    both need it (and a process may run several commands)."""
+    try:
+        status = path.stat()
+    except OSError:  # the loader reports it, located
+        return load_definition_file(path, _shown(path))
+    return _located_version(path.absolute(), status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _located_version(path: Path, mtime_ns: int, size: int) -> Node:
+    return load_definition_file(path, _shown(path))
 
 
 def _shown(path: Path) -> str:
@@ -123,7 +139,7 @@ def _shown(path: Path) -> str:
 
 def _table(path: Path) -> Node | None:
     """The opgen table of a configuration file (None for an opgen.toml that is empty)."""
-    root = load_definition_file(path, _shown(path))
+    root = _located(path)
     if path.name == OPGEN_TOML:
         return root if root.value else None
     table: Node = root.value["tool"].value["opgen"]
@@ -353,12 +369,9 @@ def apply(args: argparse.Namespace) -> Config | None:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
-    except DefinitionErrors as errors:
-        for error in errors.errors:
+    except (DefinitionError, DefinitionErrors) as problem:
+        for error in problem.errors if isinstance(problem, DefinitionErrors) else [problem]:
             print(f"error: {error}", file=sys.stderr)
-        return None
-    except DefinitionError as error:
-        print(f"error: {error}", file=sys.stderr)
         return None
     args.build_dir_given = getattr(args, "build_dir", None) is not None
     args.opdefs_dir = config.definitions

@@ -89,8 +89,7 @@ def _build(args: argparse.Namespace, settings: config.Config) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_FAILED
     wheel_dir = args.wheel_dir.absolute()
-    before = set(wheel_dir.glob("*.whl"))
-    before_times = {path: path.stat().st_mtime_ns for path in before}
+    before = {path: path.stat().st_mtime_ns for path in wheel_dir.glob("*.whl")}
     # Its own CMake build folder (the wheel's configuration differs from `opgen build`'s),
     # kept, so that the next wheel rebuilds only what changed.
     build_dir = settings.build_dir.absolute() / "wheel"
@@ -122,7 +121,7 @@ def _build(args: argparse.Namespace, settings: config.Config) -> int:
         path
         for path in wheel_dir.glob("*.whl")
         if canonicalize_name(path.name.split("-")[0]) == distribution
-        and (path not in before or path.stat().st_mtime_ns != before_times[path])
+        and before.get(path) != path.stat().st_mtime_ns
     ]
     if len(built) != 1:
         print(f"error: expected one new wheel in {wheel_dir}, found {built}", file=sys.stderr)

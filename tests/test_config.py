@@ -23,6 +23,17 @@ def opgen(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def python_in(repo: Path, code: str) -> subprocess.CompletedProcess:
+    """Python code run in the repository, its package importable from there."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
+    )
+
+
 def project_with(tmp_path: Path, config: str, name: str = "pyproject.toml") -> Path:
     """A repository holding the Inverse definition in defs/ and the given configuration."""
     repo = tmp_path / "repo"
@@ -256,13 +267,7 @@ def test_a_package_folder_behind_a_symbolic_link_finds_its_build_folder(tmp_path
     (repo / "pk").symlink_to(real)
     assert opgen("-q", cwd=repo).returncode == 0
     # Not built: the error names where the package looks, which is the link's side.
-    result = subprocess.run(
-        [sys.executable, "-c", "import pk"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
-    )
+    result = python_in(repo, "import pk")
     assert f"{repo / 'build' / 'lib' / 'libopgen_ai_opgen_torch.so'} does not exist" in (
         result.stderr
     ), result.stderr
@@ -274,13 +279,7 @@ def test_get_library_path_of_a_package_without_libraries_says_so(tmp_path):
         (repo / "defs" / name).unlink()
     shutil.copy(ROOT / "opdefs" / "aten_add.yaml", repo / "defs")
     assert opgen("-q", cwd=repo).returncode == 0
-    result = subprocess.run(
-        [sys.executable, "-c", "import pk; pk.get_library_path()"],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(repo)},
-    )
+    result = python_in(repo, "import pk; pk.get_library_path()")
     assert "ValueError: pk has no custom-op library: ONNX Runtime runs its ops without one" in (
         result.stderr
     ), result.stderr
