@@ -80,3 +80,30 @@ def test_compiler_errors_name_the_op(tmp_path):
     assert result.returncode == 1
     assert "no_such_member" in result.stdout, "the compiler's own message is shown"
     assert "build failed in op(s): inverse (opdefs/inverse.yaml)" in result.stderr, result.stderr
+
+
+def test_build_info_reads_the_headers_api_version_however_it_is_spelled(tmp_path):
+    """build_info.json takes ONNX Runtime's API version from the headers in use; a define with
+    a trailing comment once gave invalid JSON."""
+    import json
+
+    headers = tmp_path / "headers"
+    shutil.copytree(ort_include_dir(lambda message: None), headers)
+    c_api = headers / "onnxruntime_c_api.h"
+    text = c_api.read_text()
+    assert "#define ORT_API_VERSION 29\n" in text
+    c_api.write_text(
+        text.replace("#define ORT_API_VERSION 29\n", "#define ORT_API_VERSION 29 // v\n")
+    )
+    configure = subprocess.run(
+        [
+            "cmake", "-S", ROOT / "generated", "-B", tmp_path / "build",
+            f"-DORT_INCLUDE_DIR={headers}", "-DOPGEN_BUILD_PYTHON=OFF",
+            "-DOPGEN_BUILD_SCHEMA_TESTS=OFF", "-DOPGEN_BUILD_TORCH=OFF",
+        ],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert configure.returncode == 0, configure.stdout[-3000:] + configure.stderr[-3000:]
+    info = json.loads((tmp_path / "build" / "lib" / "build_info.json").read_text())
+    assert info["onnxruntime_api_version"] == 29 and info["package"] == "generated"

@@ -283,3 +283,31 @@ def test_get_library_path_of_a_package_without_libraries_says_so(tmp_path):
     assert "ValueError: pk has no custom-op library: ONNX Runtime runs its ops without one" in (
         result.stderr
     ), result.stderr
+
+
+def test_versions_are_normalized_and_config_must_be_toml(tmp_path):
+    repo = project_with(tmp_path, 'definitions = "defs"\nversion = "v1.0"\n', "opgen.toml")
+    assert opgen("-q", cwd=repo).returncode == 0
+    assert 'VERSION = "1.0"' in (repo / "generated" / "_package.py").read_text()
+    (repo / "c.yaml").write_text("tool: {opgen: {package: x}}\n")
+    result = opgen("--config", "c.yaml", cwd=repo)
+    assert result.returncode == 2
+    assert "--config c.yaml: expected an opgen.toml or a pyproject.toml" in result.stderr
+
+
+def test_a_relative_ort_include_dir_is_made_absolute(tmp_path):
+    """CMake runs elsewhere (pip builds in the package folder): the headers' folder must not
+    depend on the working directory."""
+    from generator.build import ort_include_dir
+
+    headers = Path(ort_include_dir(lambda message: None))
+    (tmp_path / "ortinc").symlink_to(headers)
+    result = subprocess.run(
+        [sys.executable, "-m", "generator", "headers"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "ORT_INCLUDE_DIR": "ortinc"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(tmp_path / "ortinc")
