@@ -28,3 +28,9 @@ def torch_library_name(domain_ident: str) -> str:
 def torch_library_file(domain_ident: str) -> str:
     """The file CMake builds for that target on Linux."""
     return f"lib{torch_library_name(domain_ident)}.so"
+
+
+def schema_tests_name(domain_ident: str) -> str:
+    """The executable running the C++ schema test of every op in the domain (its CMake target
+    and file name in the build's bin/)."""
+    return f"opgen_{domain_ident}_schema_tests"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from generator.cache import cache_root
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from generator.runtime._names import schema_tests_name
 
 if TYPE_CHECKING:  # the model is loaded only by build(), not by importing this module
     from generator.model.op import OpDef
@@ -314,7 +315,7 @@ def build(args: argparse.Namespace) -> int:
     log(f"built in {time.monotonic() - started:.1f} s")
     for artifact in sorted(lib.glob("*.so")):
         print(f"  {artifact}")
-    for test in sorted((build_dir / "bin").glob("*_schema_test")):
+    for test in sorted((build_dir / "bin").glob(schema_tests_name("*"))):
         print(f"  {test}")
     if sanitize:
         log(

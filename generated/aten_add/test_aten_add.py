@@ -378,8 +378,8 @@ def test_wrong_dtype_is_rejected():
 
 # ---------------------------------------------------------------- the C++ schema
 def test_cpp_schema_with_onnx_library():
-    binary = _support.build_dir() / "bin" / "aten_add_schema_test"
+    binary = _support.build_dir() / "bin" / "opgen_custom_aten_schema_tests"
     assert binary.is_file(), f"{binary} is missing; run `python -m generator build`"
-    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([str(binary), "aten_add"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 failed" in result.stdout, result.stdout

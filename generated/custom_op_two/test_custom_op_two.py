@@ -504,8 +504,10 @@ def test_session_without_library_fails_clearly():
 
 # ---------------------------------------------------------------- the C++ schema
 def test_cpp_schema_with_onnx_library():
-    binary = _support.build_dir() / "bin" / "custom_op_two_schema_test"
+    binary = _support.build_dir() / "bin" / "opgen_test_customop_schema_tests"
     assert binary.is_file(), f"{binary} is missing; run `python -m generator build`"
-    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [str(binary), "custom_op_two"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 failed" in result.stdout, result.stdout

@@ -668,8 +668,10 @@ def _op_message(text: str) -> str:
 @functools.cache
 def _cpp_schema_messages() -> dict:
     """The whole message of each error case in ONNX's C++ inference (the schema test prints them)."""
-    binary = _support.build_dir() / "bin" / "inverse_schema_test"
-    output = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120).stdout
+    binary = _support.build_dir() / "bin" / "opgen_ai_opgen_schema_tests"
+    output = subprocess.run(
+        [str(binary), "inverse"], capture_output=True, text=True, timeout=120
+    ).stdout
     found = re.findall(r"^error case (\d+) message: (.*)$", output, re.M)
     return {int(index): _op_message(text) for index, text in found}
 
@@ -789,9 +791,9 @@ def test_session_without_library_fails_clearly():
 
 # ---------------------------------------------------------------- the C++ schema
 def test_cpp_schema_with_onnx_library():
-    binary = _support.build_dir() / "bin" / "inverse_schema_test"
+    binary = _support.build_dir() / "bin" / "opgen_ai_opgen_schema_tests"
     assert binary.is_file(), f"{binary} is missing; run `python -m generator build`"
-    result = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([str(binary), "inverse"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 failed" in result.stdout, result.stdout
 

@@ -14,6 +14,7 @@ from generator.model.tensors import TensorParam
 from generator.runtime._names import library_file as library_file
 from generator.runtime._names import library_name as library_name
 from generator.runtime._names import module_name as module_name
+from generator.runtime._names import schema_tests_name as schema_tests_name
 from generator.runtime._names import torch_library_file as torch_library_file
 from generator.runtime._names import torch_library_name as torch_library_name
 

@@ -18,8 +18,8 @@ from generator.view import view
 @view
 class DomainView:
     """A domain with C++ artifacts (kernel ops or C++ schemas): the view of its files in
-    domains/<ident>/ (ort_library.cc, pybind_module.cc, schemas.cc) and of its section of
-    CMakeLists.txt."""
+    domains/<ident>/ (ort_library.cc, pybind_module.cc, schemas.cc, schema_tests.cc) and of its
+    section of CMakeLists.txt."""
 
     domain: str
     domain_literal: str  # C++
@@ -33,6 +33,7 @@ class DomainView:
     torch_library_name: str  # their library
     module_doc_literal: str  # C++
     register_function: str  # registers every C++ schema of the domain
+    schema_tests_name: str  # the executable running every op's C++ schema test
     max_version: int  # of its ops
 
 
@@ -125,6 +126,7 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
             torch_library_name=common.torch_library_name(ident),
             module_doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain}"),
             register_function=f"Register_{ident}_Schemas",
+            schema_tests_name=common.schema_tests_name(ident),
             max_version=max(op.version or 0 for op in members),
         )
         domains.append((view, sorted(op.definition_path for op in members)))
@@ -152,6 +154,7 @@ def emit(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
                 "shape_rule",
                 "ort_support",
                 "onnx_schema_support",
+                "schema_test_support",
                 "pybind_support",
                 "torch_support",
             )
@@ -200,7 +203,10 @@ def emit(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
                 render("cpp/ort_library.cc.j2", f"{base}/ort_library.cc", sources, domain),
                 render("cpp/pybind_module.cc.j2", f"{base}/pybind_module.cc", sources, domain),
             ]
-        files.append(render("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, domain))
+        files += [
+            render("cpp/schemas.cc.j2", f"{base}/schemas.cc", sources, domain),
+            render("cpp/schema_tests.cc.j2", f"{base}/schema_tests.cc", sources, domain),
+        ]
     return files
 
 

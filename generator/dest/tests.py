@@ -149,6 +149,7 @@ class ParityTestView:
     is_function: bool
     new_torch_op: bool
     has_cpp_schema: bool
+    schema_tests: str  # the domain's schema test executable (when has_cpp_schema)
     # Module constants
     defaults: str
     type_combinations: str
@@ -216,6 +217,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         is_function=op.function is not None,
         new_torch_op=op.new_torch_op,
         has_cpp_schema=op.has_cpp_schema,
+        schema_tests=common.schema_tests_name(op.domain_ident) if op.has_cpp_schema else "",
         defaults=py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
         type_combinations=_type_combinations(op),
         tolerances=tuple(

@@ -59,7 +59,7 @@ OPGEN_NAMESPACE_NAMES = frozenset(
     check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
     dim_floor_div dim_mul dim_sub dim_to_string fail fail_overflow float16 floor_div join_present
     kShapeEnd ort
-    py_support quoted reduced_shape schema shape_to_string torch_support""".split()
+    py_support quoted reduced_shape schema schema_testing shape_to_string torch_support""".split()
 )
 
 
@@ -68,9 +68,8 @@ OPGEN_NAMESPACE_NAMES = frozenset(
 OP_NAMESPACE_NAMES = frozenset(
     """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
     InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
-    RegisterSchema TensorProto_DataType add_ort_ops bind boxed_cpu_kernel compute cpu_kernel
-    describe expect infer_shapes kOpType main make_model only_node run
-    set_shape""".split()
+    RegisterSchema RunSchemaTest add_ort_ops bind boxed_cpu_kernel compute
+    cpu_kernel infer_shapes kOpType make_model only_node run""".split()
 )
 
 
