@@ -54,13 +54,15 @@ def run_measured(
     return elapsed, usage.ru_maxrss
 
 
-def median_run(command: list[str], env: dict | None, repeat: int, before=None) -> tuple[float, int]:
+def median_run(
+    command: list[str], env: dict | None, repeat: int, before=None, cwd: Path = ROOT
+) -> tuple[float, int]:
     """Median wall seconds and the largest peak memory (KiB) over `repeat` runs."""
     times, peaks = [], []
     for _ in range(repeat):
         if before:
             before()
-        elapsed, peak = run_measured(command, env)
+        elapsed, peak = run_measured(command, env, cwd)
         times.append(elapsed)
         peaks.append(peak)
     return statistics.median(times), max(peaks)
