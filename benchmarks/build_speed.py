@@ -53,8 +53,12 @@ class Tree:
     build_size: dict[int, int] = field(default_factory=dict)
 
 
-def python_m_generator(tree: Tree, *args: str) -> list[str]:
-    return [sys.executable, "-m", "generator", "-q", *args]
+def python_m_generator(*args: str) -> list[str]:
+    """The generator (of the tree it runs in), quietly: `python -m generator [build] -q ...`."""
+    command = [sys.executable, "-m", "generator"]
+    if args[:1] == ("build",):
+        return [*command, "build", "-q", *args[1:]]
+    return [*command, "-q", *args]
 
 
 def run(tree: Tree, command: list[str]) -> float:
@@ -78,7 +82,7 @@ def measure(
     """Cold build, no-op rebuild and the rebuild after edit(True) (undone by edit(False))."""
     build_dir = work / f"build-{tree.slug}-{n}"
     build = python_m_generator(
-        tree, "build", "--jobs", str(jobs), "--build-dir", str(build_dir), *folders
+        "build", "--jobs", str(jobs), "--build-dir", str(build_dir), *folders
     )
     tree.cold[n] = run(tree, build)
     tree.build_size[n] = folder_bytes(build_dir)
@@ -87,12 +91,12 @@ def measure(
     edit(True)
     try:
         started = time.perf_counter()
-        run(tree, python_m_generator(tree, *folders))
+        run(tree, python_m_generator(*folders))
         run(tree, build)
         tree.edit[n] = time.perf_counter() - started
     finally:
         edit(False)
-        run(tree, python_m_generator(tree, *folders))  # the tree's generated files as they were
+        run(tree, python_m_generator(*folders))  # the tree's generated files as they were
     tree.edit_units[n] = ninja_targets(build_dir) - before
     shutil.rmtree(build_dir)
 
@@ -120,7 +124,7 @@ def synthetic_series(trees: list[Tree], sizes: list[int], work: Path, jobs: int)
             # The package folder is named as the tree's configured package ("generated").
             output = work / f"{tree.slug}-{n}" / "generated"
             folders = ["--opdefs-dir", str(opdefs), "--output-dir", str(output)]
-            generate = python_m_generator(tree, *folders)
+            generate = python_m_generator(*folders)
             run(tree, generate)  # fills the tree's generator cache
             shutil.rmtree(output)
             tree.generation[n] = run(tree, generate)
