@@ -11,10 +11,12 @@ from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
 
 # Artifact names have one owner, shared with the generated package (it gets a copy of _names).
+from generator.runtime._names import kernel_objects_name as kernel_objects_name
 from generator.runtime._names import library_file as library_file
 from generator.runtime._names import library_name as library_name
 from generator.runtime._names import module_name as module_name
 from generator.runtime._names import schema_tests_name as schema_tests_name
+from generator.runtime._names import schemas_library_name as schemas_library_name
 from generator.runtime._names import torch_library_file as torch_library_file
 from generator.runtime._names import torch_library_name as torch_library_name
 

@@ -34,6 +34,8 @@ class DomainView:
     module_doc_literal: str  # C++
     register_function: str  # registers every C++ schema of the domain
     schema_tests_name: str  # the executable running every op's C++ schema test
+    kernel_objects_name: str  # CMake's object library of its kernels
+    schemas_library_name: str  # CMake's static library of its C++ schemas
     max_version: int  # of its ops
 
 
@@ -127,6 +129,8 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
             module_doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain}"),
             register_function=f"Register_{ident}_Schemas",
             schema_tests_name=common.schema_tests_name(ident),
+            kernel_objects_name=common.kernel_objects_name(ident),
+            schemas_library_name=common.schemas_library_name(ident),
             max_version=max(op.version or 0 for op in members),
         )
         domains.append((view, sorted(op.definition_path for op in members)))

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from generator.errors import DefinitionError, ErrorCollector
 from generator.model.nodes import EAGER_STANDARD_OPS
 from generator.model.op import OpDef
+from generator.runtime._names import target_names
 
 # What a definition defines (a file name, an ONNX op, a PyTorch overload), then the parts of
 # its name: no two definitions may share one.
@@ -34,6 +35,7 @@ def check_project(ops: list[OpDef]) -> None:
     errors = ErrorCollector()
     seen: dict[_Key, OpDef] = {}
     by_domain_ident: dict[str, OpDef] = {}
+    by_target: dict[str, OpDef] = {}
     for op in ops:
         # The op id names output files; some file systems ignore case, so compare without it.
         keys: list[tuple[_Key, str]] = [
@@ -64,6 +66,19 @@ def check_project(ops: list[OpDef]) -> None:
                         f"become '{op.domain_ident}' in file and library names; rename one",
                     )
                 )
+                continue
+            # Each domain's CMake targets (`a` has opgen_a_kernels, and so would `a.kernels`).
+            for target_name in target_names(op.domain_ident):
+                other = by_target.setdefault(target_name, op)
+                if other.domain != op.domain:
+                    errors.add(
+                        op.located(
+                            "domain",
+                            f"'{op.domain}' and '{other.domain}' ({other.display_path}) both "
+                            f"name the build target '{target_name}'; rename one",
+                        )
+                    )
+                    break
     index = onnx_op_index(ops)
     for op in ops:
         for node in op.nodes_used:

@@ -32,3 +32,25 @@ def schema_tests_name(domain_ident: str) -> str:
     """The executable running the C++ schema test of every op in the domain (its CMake target
     and file name in the build's bin/)."""
     return f"opgen_{domain_ident}_schema_tests"
+
+
+def kernel_objects_name(domain_ident: str) -> str:
+    """The CMake object library of the domain's kernels (the three libraries link them)."""
+    return f"opgen_kernels_{domain_ident}"
+
+
+def schemas_library_name(domain_ident: str) -> str:
+    """The CMake static library of the domain's C++ schemas (the schema tests link it)."""
+    return f"opgen_schemas_{domain_ident}"
+
+
+def target_names(domain_ident: str) -> tuple[str, ...]:
+    """Every CMake target of a domain: no two domains of a project may share one."""
+    return (
+        library_name(domain_ident),
+        module_name(domain_ident),
+        torch_library_name(domain_ident),
+        schema_tests_name(domain_ident),
+        kernel_objects_name(domain_ident),
+        schemas_library_name(domain_ident),
+    )
