@@ -151,21 +151,30 @@ def plot(trees: list[Tree], sizes: list[int], path: Path, jobs: int) -> None:
 
     plt.rcParams["svg.hashsalt"] = "opgen"  # the same figures give the same file
     figure, (builds, generation) = plt.subplots(1, 2, figsize=(10, 4))
-    for tree, style in zip(trees, ("o--", "o-"), strict=True):
-        builds.plot(sizes, [tree.cold[n] for n in sizes], style, label=f"cold build, {tree.name}")
-        builds.plot(
-            sizes, [tree.edit[n] for n in sizes], style, label=f"one kernel edited, {tree.name}"
+    # One colour per measure; before dashed, after solid.
+    for tree, line in zip(trees, ("--", "-"), strict=True):
+        for measure, series, colour in (
+            ("cold build", tree.cold, "C0"),
+            ("one kernel edited", tree.edit, "C3"),
+            ("no-op rebuild", tree.noop, "C2"),
+        ):
+            builds.plot(
+                sizes, [series[n] for n in sizes], f"o{line}", color=colour,
+                label=f"{measure}, {tree.name}",
+            )  # fmt: skip
+        generation.plot(
+            sizes, [tree.generation[n] for n in sizes], f"o{line}", color="C0", label=tree.name
         )
-        generation.plot(sizes, [tree.generation[n] for n in sizes], style, label=tree.name)
-    builds.set_title(f"Build ({jobs} jobs): configure + compile + link")
+    builds.set_title(f"Build ({jobs} jobs)")
+    builds.set_yscale("log")
     generation.set_title("Generation (`python -m generator`, warm cache)")
+    generation.set_ylim(bottom=0)
     for axes in (builds, generation):
         axes.set_xscale("log")
-        axes.set_yscale("log")
         axes.set_xlabel("synthetic kernel ops (N)")
         axes.set_ylabel("seconds")
         axes.grid(True, which="both", alpha=0.3)
-        axes.legend()
+        axes.legend(fontsize="small")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, metadata={"Date": None})
