@@ -2,10 +2,7 @@
 // Do not edit: change the op definition or the template and run `python -m generator`.
 // The C++ schema tests of domain "ai.opgen", one executable for the domain: registers its
 // schemas once, then runs the test of every op, or of the ops whose ids the arguments name.
-// Exit code 0: every check passed; 1: a check failed; 2: no such op id in this domain.
-#include <cstring>
-#include <iostream>
-#include <vector>
+#include "opgen/schema_test_support.h"
 
 void Register_ai_opgen_Schemas();
 
@@ -13,40 +10,8 @@ namespace opgen::inverse {
 int RunSchemaTest();
 }
 
-namespace {
-
-struct SchemaTest {
-  const char* op_id;
-  int (*run)();
-};
-
-const SchemaTest kSchemaTests[] = {
-    {"inverse", opgen::inverse::RunSchemaTest},
-};
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  std::vector<const SchemaTest*> selected;
-  for (int i = 1; i < argc; ++i) {
-    const SchemaTest* found = nullptr;
-    for (const SchemaTest& test : kSchemaTests) {
-      if (std::strcmp(test.op_id, argv[i]) == 0) found = &test;
-    }
-    if (found == nullptr) {
-      std::cerr << argv[0] << ": no op with id '" << argv[i] << "' in domain ai.opgen; its ops:";
-      for (const SchemaTest& test : kSchemaTests) std::cerr << " " << test.op_id;
-      std::cerr << std::endl;
-      return 2;
-    }
-    selected.push_back(found);
-  }
-  if (selected.empty()) {
-    for (const SchemaTest& test : kSchemaTests) selected.push_back(&test);
-  }
-  Register_ai_opgen_Schemas();
-  int failed = 0;
-  for (const SchemaTest* test : selected) failed += test->run();
-  std::cout << selected.size() << " op(s) tested, " << failed << " check(s) failed" << std::endl;
-  return failed == 0 ? 0 : 1;
+  return opgen::schema_testing::run_schema_tests(argc, argv, "ai.opgen", {
+      {"inverse", opgen::inverse::RunSchemaTest},
+  }, Register_ai_opgen_Schemas);
 }

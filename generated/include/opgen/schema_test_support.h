@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -61,5 +62,40 @@ class Checks {
  private:
   int failures_ = 0;
 };
+
+// One op's test in the domain's executable.
+struct SchemaTest {
+  const char* op_id;
+  int (*run)();  // the number of failed checks
+};
+
+// The domain's executable: registers the schemas, then runs the test of every op, or of the ops
+// whose ids the arguments name. Exit code 0: every check passed; 1: a check failed; 2: no such
+// op id in the domain (nothing runs).
+inline int run_schema_tests(int argc, char** argv, const char* domain, const std::vector<SchemaTest>& tests,
+                            void (*register_schemas)()) {
+  std::vector<const SchemaTest*> selected;
+  for (int i = 1; i < argc; ++i) {
+    const SchemaTest* found = nullptr;
+    for (const SchemaTest& test : tests) {
+      if (std::strcmp(test.op_id, argv[i]) == 0) found = &test;
+    }
+    if (found == nullptr) {
+      std::cerr << argv[0] << ": no op with id '" << argv[i] << "' in domain " << domain << "; its ops:";
+      for (const SchemaTest& test : tests) std::cerr << " " << test.op_id;
+      std::cerr << std::endl;
+      return 2;
+    }
+    selected.push_back(found);
+  }
+  if (selected.empty()) {
+    for (const SchemaTest& test : tests) selected.push_back(&test);
+  }
+  register_schemas();
+  int failed = 0;
+  for (const SchemaTest* test : selected) failed += test->run();
+  std::cout << selected.size() << " op(s) tested, " << failed << " check(s) failed" << std::endl;
+  return failed == 0 ? 0 : 1;
+}
 
 }  // namespace opgen::schema_testing
