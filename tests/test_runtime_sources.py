@@ -58,6 +58,7 @@ _NEEDS = {
     "ort_support.h": (_ort_flags, "onnxruntime_cxx_api.h"),
     "pybind_support.h": (_pybind11_flags, "pybind11/pybind11.h"),
     "onnx_schema_support.h": (lambda: _ONNX_FLAGS, "onnx/defs/shape_inference.h"),
+    "schema_test_support.h": (lambda: _ONNX_FLAGS, "onnx/onnx_pb.h"),
     "torch_support.h": (_torch_flags, "torch/csrc/stable/library.h"),
 }
 
