@@ -188,6 +188,9 @@ def main() -> None:
     parser.add_argument("--before", default=BEFORE, help="the commit to compare with")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "build_scaling.svg")
     args = parser.parse_args()
+    if min(args.sizes) < 1:
+        parser.error("--sizes: every size is a number of ops, at least 1")
+    args.sizes = sorted(set(args.sizes))
     print(f"Machine: {machine()}")
     work = Path(tempfile.mkdtemp(prefix="opgen-bench-build-"))
     before_root = work / "before"
@@ -214,7 +217,7 @@ def main() -> None:
             series_table(trees, args.sizes),
         )
         if len(args.sizes) >= 2:
-            low, high = sorted(args.sizes)[-2:]
+            low, high = args.sizes[-2:]
             report(
                 f"Marginal cost of one more op, slope between N = {low} and N = {high}",
                 table(
@@ -225,7 +228,7 @@ def main() -> None:
                     ],
                 ),  # fmt: skip
             )
-        plot(trees, sorted(args.sizes), args.plot, args.jobs)
+        plot(trees, args.sizes, args.plot, args.jobs)
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(before_root)], cwd=ROOT)
         shutil.rmtree(work, ignore_errors=True)

@@ -38,16 +38,18 @@ def schema_tests_name(domain_ident: str) -> str:
 
 def kernel_objects_name(domain_ident: str) -> str:
     """The CMake object library of the domain's kernels (the three libraries link them)."""
-    return f"opgen_kernels_{domain_ident}"
+    return f"opgen_{domain_ident}_kernel_objects"
 
 
 def schemas_library_name(domain_ident: str) -> str:
     """The CMake static library of the domain's C++ schemas (the schema tests link it)."""
-    return f"opgen_schemas_{domain_ident}"
+    return f"opgen_{domain_ident}_schemas"
 
 
 def target_names(domain_ident: str) -> tuple[str, ...]:
-    """Every CMake target of a domain: no two domains of a project may share one."""
+    """Every CMake target of a domain: opgen_<ident> and opgen_<ident>_<distinct suffix>, so one
+    domain's are distinct; no two domains of a project may share one. (The template's own
+    targets have a '-' in their names, which no domain's can.)"""
     return (
         library_name(domain_ident),
         module_name(domain_ident),

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from generator.build import ort_include_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +44,22 @@ def test_plain_cmake_builds_and_ctest_passes(tmp_path):
     )
     assert ctest.returncode == 0, ctest.stdout + ctest.stderr
     assert "100% tests passed" in ctest.stdout
+
+
+@pytest.mark.parametrize("size", ["abc", "-1", "2.5", ""])
+def test_a_bad_unity_batch_size_is_refused_by_name(tmp_path, size):
+    configure = subprocess.run(
+        [
+            "cmake", "-S", ROOT / "generated", "-B", tmp_path,
+            f"-DORT_INCLUDE_DIR={ort_include_dir(lambda message: None)}",
+            "-DOPGEN_BUILD_PYTHON=OFF", "-DOPGEN_BUILD_SCHEMA_TESTS=OFF", "-DOPGEN_BUILD_TORCH=OFF",
+            f"-DOPGEN_UNITY_BATCH_SIZE={size}",
+        ],
+        capture_output=True,
+        text=True,
+    )  # fmt: skip
+    assert configure.returncode != 0
+    assert f"OPGEN_UNITY_BATCH_SIZE='{size}' is no number" in configure.stderr, configure.stderr
 
 
 def test_rebuild_after_noop_regeneration_does_no_work():

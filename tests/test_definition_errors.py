@@ -422,7 +422,7 @@ COLLISIONS = [
         ("inverse2.yaml", "domain: ai.opgen", f"domain: {domain}", "domain", f"target '{target}'")
         for domain, target in [
             ("ai.opgen.schema_tests", "opgen_ai_opgen_schema_tests"),
-            ("kernels.ai_opgen", "opgen_kernels_ai_opgen"),
+            ("ai.opgen.kernel_objects", "opgen_ai_opgen_kernel_objects"),
         ]
     ),
 ]
@@ -455,6 +455,20 @@ def test_collisions_between_definitions(tmp_path, run_generator, name, old, new,
     assert match and fragment in match.group(1), result.stderr
     assert f"opdefs/{first}" in match.group(1) or f"({first})" in match.group(1), result.stderr
     assert not (project / "generated").exists()
+
+
+@pytest.mark.parametrize("ident", ["a", "kernels", "torch", "schemas", "kernel_objects"])
+def test_a_domains_build_targets_are_distinct(ident):
+    """One domain's CMake targets never meet (domain `kernels` once named its pybind11 module
+    and its kernel objects both opgen_kernels_kernels); the template's own have a '-'."""
+    from generator.runtime._names import target_names
+
+    names = target_names(ident)
+    assert len(set(names)) == len(names) == 6, names
+    assert all(name == f"opgen_{ident}" or name.startswith(f"opgen_{ident}_") for name in names)
+    template = (ROOT / "generator" / "templates" / "cmake" / "CMakeLists.txt.j2").read_text()
+    fixed = set(re.findall(r"add_(?:library|executable)\(([\w-]+)", template))
+    assert fixed == {"opgen-torch-stable-abi"}, fixed
 
 
 @pytest.mark.parametrize("stem", ["docs", "index", "include", "floor_div", "SymDim", "class"])

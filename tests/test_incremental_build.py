@@ -5,7 +5,8 @@ libraries then compute what the new kernel says.
 Three element-wise ops of one domain (CustomOpOne renamed: inc_a and inc_c with the kernel in
 the definition, inc_b with its kernel in a file beside it), built with unity batches of two
 wrappers, so that the ops' wrappers fall into different batches (ONNX Runtime's: [the domain's
-library file, inc_a], [inc_b, inc_c])."""
+library file, inc_a], [inc_b, inc_c]), and CMake's global unity build on, which must leave the
+kernels one unit each."""
 
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ class Project:
     def units_with(self, op_id: str) -> set[str]:
         """The objects (as ninja names them) whose unit compiles a source file of the op: its
         kernel, and the unity batches that include one of its wrappers."""
-        units = {f"CMakeFiles/opgen_kernels_inc_ops.dir/{op_id}/{op_id}_kernel.cc.o"}
+        units = {f"CMakeFiles/opgen_inc_ops_kernel_objects.dir/{op_id}/{op_id}_kernel.cc.o"}
         for batch in self.build_dir.glob("CMakeFiles/*.dir/Unity/unity_*_cxx.cxx"):
             if f"/{op_id}/" in batch.read_text():
                 units.add(f"{batch.relative_to(self.build_dir)}.o")
@@ -144,7 +145,8 @@ def project(tmp_path_factory) -> Project:
             "cmake", "-S", str(root / "generated"), "-B", str(made.build_dir), *generator,
             f"-DORT_INCLUDE_DIR={ort_include_dir(lambda message: None)}",
             f"-DPython_EXECUTABLE={sys.executable}", f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
-            "-DOPGEN_UNITY_BATCH_SIZE=2",
+            # A global unity build (as a parent project might ask) must not batch the kernels.
+            "-DOPGEN_UNITY_BATCH_SIZE=2", "-DCMAKE_UNITY_BUILD=ON",
         ],
         capture_output=True,
         text=True,
@@ -173,7 +175,7 @@ def test_editing_a_kernel_in_a_definition_rebuilds_that_kernel_only(project):
     try:
         assert project.generate() == ["inc_a/inc_a_kernel.cc"]
         compiled, linked = project.build()
-        assert compiled == {"CMakeFiles/opgen_kernels_inc_ops.dir/inc_a/inc_a_kernel.cc.o"}
+        assert compiled == {"CMakeFiles/opgen_inc_ops_kernel_objects.dir/inc_a/inc_a_kernel.cc.o"}
         # The three libraries linking the kernels, and not the schema tests.
         assert _libraries(linked) == {
             "libopgen_inc_ops", "opgen_inc_ops_kernels", "libopgen_inc_ops_torch"
@@ -194,7 +196,7 @@ def test_editing_a_kernel_file_rebuilds_that_kernel_only(project):
     try:
         assert project.generate() == [], "the kernel file is #included, never copied"
         compiled, linked = project.build()
-        assert compiled == {"CMakeFiles/opgen_kernels_inc_ops.dir/inc_b/inc_b_kernel.cc.o"}
+        assert compiled == {"CMakeFiles/opgen_inc_ops_kernel_objects.dir/inc_b/inc_b_kernel.cc.o"}
         assert len(linked) == 3
         results = project.results()
         assert results["inc_b"] == {"torch": [10.0, 40.0], "ort": [10.0, 40.0]}

@@ -68,12 +68,19 @@ struct SchemaTest {
 };
 
 // The domain's executable: registers the schemas, then runs the test of every op, or of the ops
-// whose ids the arguments name. Exit code 0: every check passed; 1: a check failed; 2: no such
-// op id in the domain (nothing runs).
+// whose ids the arguments name (each once). Exit code 0: every check passed (or --help); 1: a
+// check failed; 2: no such op id in the domain (nothing runs).
 inline int run_schema_tests(int argc, char** argv, const char* domain, const std::vector<SchemaTest>& tests,
                             void (*register_schemas)()) {
   std::vector<const SchemaTest*> selected;
   for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+      std::cout << "usage: " << argv[0] << " [op id]...\nRuns the C++ schema test of every op of domain " << domain
+                << ", or of the ops named:";
+      for (const SchemaTest& test : tests) std::cout << " " << test.op_id;
+      std::cout << std::endl;
+      return 0;
+    }
     const SchemaTest* found = nullptr;
     for (const SchemaTest& test : tests) {
       if (std::strcmp(test.op_id, argv[i]) == 0) found = &test;
@@ -84,7 +91,9 @@ inline int run_schema_tests(int argc, char** argv, const char* domain, const std
       std::cerr << std::endl;
       return 2;
     }
-    selected.push_back(found);
+    bool seen = false;
+    for (const SchemaTest* test : selected) seen = seen || test == found;
+    if (!seen) selected.push_back(found);
   }
   if (selected.empty()) {
     for (const SchemaTest& test : tests) selected.push_back(&test);
