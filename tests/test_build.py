@@ -125,3 +125,26 @@ def test_build_info_reads_the_headers_api_version_however_it_is_spelled(tmp_path
     assert configure.returncode == 0, configure.stdout[-3000:] + configure.stderr[-3000:]
     info = json.loads((tmp_path / "build" / "lib" / "build_info.json").read_text())
     assert info["onnxruntime_api_version"] == 29 and info["package"] == "generated"
+
+
+def test_the_schema_test_executable_takes_op_ids():
+    """One executable per domain runs its ops' schema tests: all, or those named (each once);
+    an unknown id runs nothing and exits 2; --help lists the ops."""
+    from generator.runtime._names import schema_tests_name
+
+    binary = ROOT / "build" / "bin" / schema_tests_name("test_customop")
+    assert binary.is_file(), f"{binary} is missing; run `python -m generator build`"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
+
+    every = run()
+    assert every.returncode == 0 and "2 op(s) tested, 0 check(s) failed" in every.stdout
+    twice = run("custom_op_two", "custom_op_two")
+    assert twice.returncode == 0 and "1 op(s) tested" in twice.stdout, twice.stdout
+    assert "custom_op_one:" not in twice.stdout
+    unknown = run("custom_op_two", "")
+    assert unknown.returncode == 2 and "custom_op_two:" not in unknown.stdout
+    assert "its ops: custom_op_one custom_op_two" in unknown.stderr, unknown.stderr
+    usage = run("--help")
+    assert usage.returncode == 0 and "custom_op_one custom_op_two" in usage.stdout
