@@ -244,6 +244,12 @@ def build(args: argparse.Namespace) -> int:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from generator.writer import folder_problem
+
+    problem = folder_problem(build_dir)
+    if problem:
+        print(f"error: the build folder {build_dir} {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     started = time.monotonic()
     configured_for = _configured_source(build_dir)
     if configured_for is not None and configured_for != source:

@@ -19,7 +19,8 @@ from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
 
 if TYPE_CHECKING:  # imported where used: `build`, `run` and `new` need no emitters
-    from generator.project import GenerationError, Output
+    from generator.project import GenerationError, Output, OwnershipError
+    from generator.writer import Leftovers
 
 
 def _generate_parser() -> argparse.ArgumentParser:
@@ -52,7 +53,7 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 build failed, 2 bad usage.",
     )
     config.add_arguments(parser, "opdefs_dir", "output_dir", "build_dir")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=config.positive_int, default=2, help="parallel jobs")
     parser.add_argument(
         "--sanitize",
         action="store_true",
@@ -65,6 +66,16 @@ def _build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        # Relative paths (flags, the configuration's folders, messages) all start from it.
+        print(
+            "error: the working directory no longer exists (deleted after the shell entered "
+            "it): cd into the project again",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     if argv[:1] == ["run"]:
         parser = argparse.ArgumentParser(
             prog="python -m generator run",
@@ -113,20 +124,6 @@ def main(argv: list[str] | None = None) -> int:
         return _generate(args)
     finally:
         gc.unfreeze()
-
-
-def _output_dir_problem(output_dir: Path) -> str | None:
-    """Why the output directory cannot be (made and) written, found before any work."""
-    if output_dir.exists() and not output_dir.is_dir():
-        return "exists and is not a directory"
-    ancestor = output_dir.absolute()
-    while not ancestor.exists():  # the first existing ancestor is where mkdir starts
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        return f"cannot be made: {ancestor} is not a directory"
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        return f"cannot be written: no permission to write in {ancestor}"
-    return None
 
 
 def _report(errors: DefinitionErrors, args: argparse.Namespace) -> int:
@@ -217,6 +214,8 @@ def _generate_checked(args: argparse.Namespace) -> int:
     except proj.OutputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except proj.OwnershipError as refused:
+        return report_not_ours(refused)
     except DefinitionErrors as errors:  # a path that cannot be written, blamed on a definition
         return _report(errors, args)
     if args.check or args.dry_run:
@@ -224,36 +223,54 @@ def _generate_checked(args: argparse.Namespace) -> int:
     return _finish_writing(args, generated, leftovers, len(selected))
 
 
+def report_not_ours(refused: OwnershipError) -> int:
+    """Files opgen would write where a user's file, link or folder is: it replaces only its own."""
+    for conflict in refused.conflicts:
+        print(f"error: {conflict.path} {conflict.not_ours}", file=sys.stderr)
+    print(
+        f"{len(refused.conflicts)} path(s) in the way of generated files; opgen replaces only "
+        "files it generated: move them, or give the package another folder (package-dir); "
+        "nothing written",
+        file=sys.stderr,
+    )
+    return EXIT_BAD_INPUT
+
+
 def _usage_problem(args: argparse.Namespace) -> str | None:
     """Why the output directory cannot be used (None if it can; config.load checked that it
     overlaps neither the definitions nor the build folder)."""
-    problem = _output_dir_problem(args.output_dir)
-    return f"--output-dir {args.output_dir} {problem}" if problem else None
+    from generator.writer import folder_problem
+
+    problem = folder_problem(args.output_dir, writing=not (args.check or args.dry_run))
+    return f"the package folder {args.output_dir} {problem}" if problem else None
 
 
-def _report_differences(args: argparse.Namespace, generated: Output, leftovers: list[Path]) -> int:
+def _report_differences(args: argparse.Namespace, generated: Output, leftovers: Leftovers) -> int:
     """--check and --dry-run: what writing would change (and, with --check, whether stale)."""
-    from generator.writer import ChangeKind, find_orphans
+    from generator.writer import ChangeKind, survey
 
     changes = generated.changes
     # Only a run over every definition knows all the output, so only it looks for orphans.
     if not args.definitions:
-        changes = changes + find_orphans(args.output_dir, generated.paths)
-    for leftover in leftovers:
+        found = survey(args.output_dir, generated.paths)
+        changes = changes + found.orphans
+        if args.verbose:
+            _list_left_alone(found.left_alone, leftovers)
+    for leftover in leftovers.dead:
         print(f"leftover: {leftover} ({_LEFTOVER}; `python -m generator` deletes it)")
     for change in changes:
         if change.kind is ChangeKind.orphaned:
-            print(f"orphaned: {change.path} ({_orphan_advice(change.path)})")
+            print(f"orphaned: {change.path} ({_ORPHAN})")
             continue
         print(f"{change.kind}: {change.path}")
         if args.check and not args.quiet:
             print(_shortened(change.diff))
     if not args.check:
         return EXIT_OK
-    if changes or leftovers:
+    if changes or leftovers.dead:
         print(
             f"{len(changes)} generated file(s) out of date"
-            + (f", {len(leftovers)} leftover temporary file(s)" if leftovers else "")
+            + (f", {len(leftovers.dead)} leftover temporary file(s)" if leftovers.dead else "")
             + "; run `python -m generator`",
             file=sys.stderr,
         )
@@ -263,29 +280,39 @@ def _report_differences(args: argparse.Namespace, generated: Output, leftovers: 
     return EXIT_OK
 
 
+def _list_left_alone(left_alone: list[Path], leftovers: Leftovers) -> None:
+    """-v: what is in the package folder that opgen did not generate, and so never touches."""
+    for path in left_alone:
+        print(f"left alone: {path} ({_NOT_OURS})")
+    for path in leftovers.unproven:
+        print(f"left alone: {path} ({_UNPROVEN})")
+
+
 def _finish_writing(
-    args: argparse.Namespace, generated: Output, leftovers: list[Path], op_count: int
+    args: argparse.Namespace, generated: Output, leftovers: Leftovers, op_count: int
 ) -> int:
     """After the changed files are written: temporary leftovers and orphans go, then the
     report."""
-    from generator.writer import find_orphans, remove_leftovers, remove_orphans
+    from generator.writer import remove_leftovers, remove_orphans, survey
 
     changes = generated.changes
-    remove_leftovers(leftovers)
-    removed, kept = [], []
+    remove_leftovers(leftovers.dead)
+    removed, folders = [], []
     if not args.definitions:  # only a run over every definition knows what is orphaned
-        orphans = find_orphans(args.output_dir, generated.paths)
-        kept = remove_orphans(args.output_dir, orphans)
-        removed = [o for o in orphans if o not in kept]
-    for orphan in kept:
-        print(f"warning: {orphan.path}: {_NOT_OURS}", file=sys.stderr)
+        found = survey(args.output_dir, generated.paths)
+        removed = found.orphans
+        folders = remove_orphans(args.output_dir, removed)
+        if args.verbose:
+            _list_left_alone(found.left_alone, leftovers)
     if args.quiet:
         return EXIT_OK
     for change in changes:
         print(f"{change.kind}: {change.path}")
     for orphan in removed:
         print(f"removed: {orphan.path} (no definition generates it any more)")
-    for leftover in leftovers:
+    for folder in folders:
+        print(f"removed: {folder}/ (held only generated files that were removed)")
+    for leftover in leftovers.dead:
         print(f"removed: {leftover} ({_LEFTOVER})")
     if args.verbose:
         written = {change.path for change in changes}
@@ -301,15 +328,11 @@ def _finish_writing(
 
 
 _LEFTOVER = "a temporary file of a generator run that was killed before renaming it"
-_NOT_OURS = "not generated and not ours to delete: move it out of the output directory"
-
-
-def _orphan_advice(path: Path) -> str:
-    from generator.writer import is_generated
-
-    if is_generated(path):
-        return "no definition generates it any more; `python -m generator` deletes it"
-    return _NOT_OURS
+_ORPHAN = "no definition generates it any more; `python -m generator` deletes it"
+_NOT_OURS = "not generated by opgen: never written or deleted by it"
+_UNPROVEN = (
+    "named like opgen's temporary files, but not provably a dead run's: never deleted by opgen"
+)
 
 
 def _shortened(diff: str, limit: int = 40) -> str:

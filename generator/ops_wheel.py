@@ -26,9 +26,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     config.add_arguments(parser, "opdefs_dir", "output_dir", "build_dir")
     parser.add_argument(
-        "--wheel-dir", type=Path, default=Path("dist"), help="where the wheel goes (default: dist)"
+        "--wheel-dir",
+        type=Path,
+        help="where the wheel goes (default: dist/ beside the configuration file, or beside "
+        "the definitions folder without one)",
     )
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=config.positive_int, default=2, help="parallel jobs")
     parser.add_argument("-q", "--quiet", action="store_true")
     return parser
 
@@ -43,6 +46,10 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
     if settings is None:
         return EXIT_BAD_INPUT
     package_dir = settings.package_dir
+    problem = _wheel_dir_problem(args, settings)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if not (package_dir / "pyproject.toml").is_file():
         print(f"error: {package_dir}/pyproject.toml not found; run `opgen` first", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -72,6 +79,29 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
             print("error: the generated files are out of date: run `opgen`", file=sys.stderr)
         return status
     return _build(args, settings)
+
+
+def _wheel_dir_problem(args: argparse.Namespace, settings: config.Config) -> str | None:
+    """Sets args.wheel_dir (the default: dist/ in the project's root, wherever the command runs)
+    and says why the wheel cannot go there, or None. It must stay out of the definitions and
+    the package folders: opgen writes in those only what it generates."""
+    from generator.writer import folder_problem
+
+    if args.wheel_dir is None:
+        root = settings.file.parent if settings.file else settings.definitions.absolute().parent
+        args.wheel_dir = Path(os.path.relpath(root.absolute() / "dist"))
+    wheel_dir = args.wheel_dir.resolve()
+    for what, folder in (
+        ("the definitions folder", settings.definitions),
+        ("the package folder", settings.package_dir),
+    ):
+        if wheel_dir.is_relative_to(folder.resolve()):
+            return (
+                f"the wheel folder {args.wheel_dir} is inside {what} {folder}; give --wheel-dir "
+                "a folder outside it (default: dist/ beside the configuration)"
+            )
+    problem = folder_problem(args.wheel_dir)
+    return f"the wheel folder {args.wheel_dir} {problem}" if problem else None
 
 
 def _build(args: argparse.Namespace, settings: config.Config) -> int:

@@ -18,7 +18,7 @@ from generator.model.package import GeneratedPackage
 from generator.parse.op import parse_opdef
 from generator.parse.project import check_project, onnx_op_index
 from generator.render import FormatError, format_all
-from generator.writer import Change, plan_changes, write_changes
+from generator.writer import TEMPORARY_EXTRA, Change, folder_conflicts, plan_changes, write_changes
 
 DEFINITION_SUFFIXES = (".yaml", ".yml", ".toml")
 
@@ -130,23 +130,31 @@ class OutputError(Exception):
     """The output cannot be written where it should go (bad usage, not a bad definition)."""
 
 
+class OwnershipError(Exception):
+    """Files would be written where something opgen does not own is: a user's file, link or
+    folder. opgen replaces only its own files (see writer), so nothing is written."""
+
+    def __init__(self, conflicts: list[Change]):
+        self.conflicts = conflicts
+        super().__init__("; ".join(f"{c.path} {c.not_ours}" for c in conflicts))
+
+
 # Linux's limits (macOS has the same name limit, a smaller path limit): a longer name fails only
 # when its file is written, after others were.
 NAME_MAX = 255  # bytes in one file or directory name
 PATH_MAX = 4096  # bytes in a path, the terminating NUL included
-_TEMP_EXTRA = len(".") + len(".4194304.tmp")  # writer._replace's temporary name (largest pid)
 
 
 def _path_problem(output_dir: str, relative: str) -> str | None:
     """Why the file cannot be written under that name (its temporary name too), or None."""
     for name in relative.split("/"):
-        size = len(os.fsencode(name)) + _TEMP_EXTRA
+        size = len(os.fsencode(name)) + TEMPORARY_EXTRA
         if size > NAME_MAX:
             return (
                 f"its name {name[:40]!r}... would be {size} bytes with the temporary suffix; "
                 f"file names have at most {NAME_MAX}"
             )
-    size = len(os.fsencode(os.path.join(output_dir, relative))) + _TEMP_EXTRA
+    size = len(os.fsencode(os.path.join(output_dir, relative))) + TEMPORARY_EXTRA
     if size >= PATH_MAX:
         return f"its path would be {size} bytes long; paths have fewer than {PATH_MAX}"
     return None
@@ -238,7 +246,8 @@ def generate(
     validated by load(). Everything is rendered, compared and its paths checked before the
     first file is written, and the output directory is left as it was when: rendering raises
     or two producers generate one path (a bug in opgen: GenerationError, naming the op); a path
-    cannot be written (DefinitionErrors blaming the definition, or OutputError)."""
+    cannot be written (DefinitionErrors blaming the definition, or OutputError); a path holds
+    something that is not opgen's to replace (OwnershipError)."""
     index = onnx_op_index(all_ops)
     ops = sorted(selected, key=lambda op: op.op_id)
 
@@ -253,7 +262,10 @@ def generate(
     def compare(files: list[GeneratedFile]) -> Output:
         changes = plan_changes(project.output_dir, files)
         if write:  # the old text is for --check's diff only: do not carry it around
-            changes = [Change(change.path, change.kind, new=change.new) for change in changes]
+            changes = [
+                Change(change.path, change.kind, new=change.new, not_ours=change.not_ours)
+                for change in changes
+            ]
         return Output([f.path for f in files], changes)
 
     producers: list[OpDef | None] = [*ops, None]  # None: the shared files, last
@@ -287,6 +299,10 @@ def generate(
         _owners(project, produced)
     # One pass: the paths just produced are checked here, not emitted again beforehand.
     _check_paths(project, produced, all_ops)
+    changes = [change for out in outputs for change in out.changes]
+    conflicts = [c for c in changes if c.not_ours] + folder_conflicts(project.output_dir, changes)
+    if conflicts:
+        raise OwnershipError(sorted(conflicts, key=lambda c: c.path))
     if write:
         # Only now, with every file rendered: written by forked workers where there are many
         # (they inherit the texts), then the texts are dropped.

@@ -24,7 +24,7 @@ from generator.model.types import AttrType, DType
 from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
 from generator.parse.tensors import attribute_value_problem
-from generator.project import display
+from generator.project import OwnershipError, display
 
 # An attribute's value, as given on the command line or sampled.
 AttributeValue = bool | int | float | str | list[int | float | str]
@@ -272,6 +272,43 @@ def _check_op_id(args: argparse.Namespace, op_id: str) -> None:
     raise ScaffoldError(f"--name: {op_id_problem(op_id)}")
 
 
+def _trial(
+    args: argparse.Namespace, text: str, definition: Path, kernel: Path, settings: config.Config
+) -> OpDef:
+    """The new op, parsed, checked with every definition already in the folder, and generated
+    in memory (no file written): a clash, an unusable folder or a user's file where a generated
+    one would go is found now, before anything is written. Raises ScaffoldError, ConfigError,
+    DefinitionErrors or OwnershipError."""
+    from generator import project as proj
+    from generator.parse.project import check_project
+    from generator.writer import folder_problem
+
+    for what, folder in (
+        ("the definitions folder", args.opdefs_dir),
+        ("the package folder", args.output_dir),
+    ):
+        problem = folder_problem(folder)
+        if problem:
+            raise ScaffoldError(f"{what} {folder} {problem}")
+    with tempfile.TemporaryDirectory(prefix="opgen-new-") as scratch:
+        trial = Path(scratch) / definition.name
+        trial.write_text(text, encoding="utf-8")
+        (Path(scratch) / kernel.name).write_text("", encoding="utf-8")
+        # The stub names the definition as generated files do: relative to the project root.
+        root = args.opdefs_dir.resolve().parent
+        op = parse_opdef(trial, definition.as_posix(), display(definition.resolve(), root))
+        project = proj.Project.of(
+            args.opdefs_dir, args.output_dir, settings.generated_package(), settings.torch_api
+        )
+        others = proj.load(project, proj.discover(project), Path.cwd())
+        check_project([*others, op])
+        try:
+            proj.generate(project, [op], [*others, op], write=False)
+        except (proj.GenerationError, proj.OutputError) as exc:
+            raise ScaffoldError(str(exc)) from None
+    return op
+
+
 def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
     """Writes the new op's files, then runs `generate` (the CLI's main) on the definition."""
     try:
@@ -302,30 +339,33 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
         return EXIT_BAD_INPUT
     definition = args.opdefs_dir / f"{op_id}.yaml"
     kernel = args.opdefs_dir / f"{op_id}_kernel.h"
-    existing = [str(p) for p in (definition, kernel) if p.exists()]
+    existing = [str(p) for p in (definition, kernel) if os.path.lexists(p)]
     if existing:
         print(f"error: {', '.join(existing)} exists; `new` never overwrites", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        # Parse what we would write (all the generator's validation), in a scratch directory.
-        with tempfile.TemporaryDirectory(prefix="opgen-new-") as scratch:
-            trial = Path(scratch) / definition.name
-            trial.write_text(text, encoding="utf-8")
-            (Path(scratch) / kernel.name).write_text("", encoding="utf-8")
-            # The stub names the definition as generated files do: relative to the project root.
-            root = args.opdefs_dir.resolve().parent
-            op = parse_opdef(trial, definition.as_posix(), display(definition.resolve(), root))
-    except ScaffoldError as exc:
+        # Everything that could refuse the op is asked before the first byte is written.
+        initial = config.plan_initial(settings) if needs_config else None
+        op = _trial(args, text, definition, kernel, settings)
+    except (ScaffoldError, config.ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except DefinitionError as malformed:
+        print(f"error: {malformed}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except DefinitionErrors as errors:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)
+        print(f"{len(errors.errors)} error(s); nothing written", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OwnershipError as refused:
+        from generator.cli import report_not_ours
+
+        return report_not_ours(refused)
     from generator.writer import write_atomic
 
-    if needs_config:
-        written = config.write_initial(settings)
+    if initial is not None:
+        written = config.write_initial(initial)
         if not args.quiet:
             print(f"new: {written} (the project's opgen configuration)")
     write_atomic(definition, text)
