@@ -12,8 +12,10 @@ import functools
 import json
 import keyword
 import os
+import stat
 import sys
 import tomllib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +23,7 @@ from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector
 from generator.model.op import TorchApi
 from generator.model.package import GeneratedPackage
 from generator.parse import read
-from generator.source import Node, load_definition_file
+from generator.source import Node, file_kind, load_definition_file, read_bounded
 
 OPGEN_TOML = "opgen.toml"
 PYPROJECT_TOML = "pyproject.toml"
@@ -83,6 +85,13 @@ def find(start: Path | None = None) -> Path | None:
     except FileNotFoundError:
         raise ConfigError("the working directory no longer exists") from None
     while True:
+        for candidate in (folder / OPGEN_TOML, folder / PYPROJECT_TOML):
+            problem = _not_a_file(candidate)
+            if problem:
+                raise ConfigError(
+                    f"{_shown(candidate)} {problem}: opgen cannot read it for its configuration "
+                    "(and will not guess one); make it a file, or remove it"
+                )
         found = [
             path
             for path in (folder / OPGEN_TOML, folder / PYPROJECT_TOML)
@@ -98,6 +107,22 @@ def find(start: Path | None = None) -> Path | None:
         if (folder / ".git").exists() or folder.parent == folder:
             return None
         folder = folder.parent
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why a configuration file's name is there but no file to read is (a dangling link, a
+    folder, a FIFO, a device), or None (a regular file, a link to one, or nothing)."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if path.is_symlink():
+            return f"is a symbolic link to {os.readlink(path)!r}, which cannot be read"
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    return f"is {file_kind(mode)}, not a file"
 
 
 def _has_opgen_table(pyproject: Path) -> bool:
@@ -152,6 +177,9 @@ def load(args: argparse.Namespace) -> Config:
     --package) over it. Raises DefinitionErrors (located) or ConfigError."""
     explicit = getattr(args, "config", None)
     if explicit is not None:
+        problem = _not_a_file(explicit)
+        if problem:
+            raise ConfigError(f"--config {explicit}: {problem}")
         if not explicit.is_file():
             raise ConfigError(f"--config {explicit}: no such file")
         if explicit.suffix != ".toml":
@@ -161,7 +189,7 @@ def load(args: argparse.Namespace) -> Config:
         file: Path | None = explicit
     else:
         file = find()
-    values = _read(file) if file is not None else {}
+    values, nodes = _read(file) if file is not None else ({}, {})
     # Paths in the file are relative to its folder, shown relative to the working directory.
     base = Path(os.path.relpath(file.absolute().parent)) if file is not None else Path()
 
@@ -188,6 +216,15 @@ def load(args: argparse.Namespace) -> Config:
     package_dir = package_dir or base / package
     # Where things go first (a folder overlapping another is the larger mistake), then names.
     _check_apart(definitions, package_dir, build_dir)
+    _check_spellable(
+        {
+            "definitions": (definitions, "opdefs_dir"),
+            "package-dir": (package_dir, "output_dir"),
+            "build-dir": (build_dir, "build_dir"),
+        },
+        args,
+        nodes,
+    )
     flag = getattr(args, "package", None)
     # A name from the file was checked where it was read, with its location.
     problem = package_problem(package) if flag or "package" not in values else None
@@ -203,6 +240,14 @@ def load(args: argparse.Namespace) -> Config:
             f"the package folder {package_dir} must be named {package}, as the package: Python "
             "imports a package by its folder's name"
         )
+    version = normalized_version(values.get("version", DEFAULT_VERSION))
+    problem = wheel_name_problem(package, version)
+    if problem:
+        where = nodes.get("version") or nodes.get("package")
+        if where is not None:
+            raise DefinitionErrors([where.error(problem)])
+        given = f"--package {package}" if flag else f"the package {package} (its folder's name)"
+        raise ConfigError(f"{given}: {problem}")
     return Config(
         file=file,
         definitions=definitions,
@@ -210,7 +255,7 @@ def load(args: argparse.Namespace) -> Config:
         package_dir=package_dir,
         build_dir=build_dir,
         torch_api=TorchApi[values.get("torch-api", TorchApi.native.name)],
-        version=normalized_version(values.get("version", DEFAULT_VERSION)),
+        version=version,
     )
 
 
@@ -234,11 +279,60 @@ def _check_apart(definitions: Path, package_dir: Path, build_dir: Path) -> None:
                 )
 
 
-def _read(file: Path) -> dict[str, str]:
-    """The table's values, each checked; every problem is reported, located."""
+# Folder names end up in generated files (the definitions' names in every header, the kernels'
+# #include paths) and in the build (CMake's paths): characters those cannot spell are refused.
+_UNSPELLABLE = {
+    '"': "a double quote, which ends a C++ #include path",
+    "\\": "a backslash, which C++ #include paths and CMake take as an escape",
+    ";": "a semicolon, which CMake takes as a list separator",
+}
+
+
+def spelling_problem(path: Path) -> str | None:
+    """Why a folder's absolute path cannot be spelled in generated C++, CMake and Python, or
+    None."""
+    text = os.path.abspath(path)
+    for character in text:
+        if unicodedata.category(character) in ("Cc", "Cs", "Zl", "Zp"):
+            if "\udc80" <= character <= "\udcff":
+                what = "a byte that is not UTF-8"
+            else:
+                what = f"the control character {character!r}"
+            return f"its path {text!r} has {what}, which generated files cannot spell"
+        if character in _UNSPELLABLE:
+            return f"its path {text!r} has {_UNSPELLABLE[character]}"
+    return None
+
+
+def _check_spellable(
+    folders: dict[str, tuple[Path, str]], args: argparse.Namespace, nodes: dict[str, Node]
+) -> None:
+    """Each folder's path, spellable where the generated files and the build name it; a problem
+    names the key (located) or the flag that gave the folder."""
+    errors = ErrorCollector()
+    for key, (folder, flag) in folders.items():
+        problem = spelling_problem(folder)
+        if problem is None:
+            continue
+        if getattr(args, flag, None) is not None:
+            option = "--" + flag.replace("_", "-")
+            raise ConfigError(f"{option}: {problem}; give another folder")
+        if key in nodes:
+            errors.add(nodes[key].error(f"{problem}; give another folder"))
+        else:
+            raise ConfigError(
+                f"the {key} folder {folder} (the default): {problem}; configure another "
+                f"({key} in the configuration)"
+            )
+    errors.raise_if_any()
+
+
+def _read(file: Path) -> tuple[dict[str, str], dict[str, Node]]:
+    """The table's values, each checked, and their nodes (for located errors about them later);
+    every problem is reported, located."""
     table = _table(file)
     if table is None:
-        return {}
+        return {}, {}
     errors = ErrorCollector()
     if file.name == OPGEN_TOML and "tool" in table.value:
         tool = table.value["tool"]
@@ -264,7 +358,7 @@ def _read(file: Path) -> dict[str, str]:
         else:
             values[key] = text
     errors.raise_if_any()
-    return values
+    return values, fields
 
 
 def _value_problem(key: str, text: str) -> str | None:
@@ -316,8 +410,18 @@ def _installed_elsewhere(name: str) -> str | None:
     spec = importlib.machinery.PathFinder.find_spec(
         name, [entry for entry in sys.path if entry not in ("", os.getcwd())]
     )
-    if spec is None or spec.origin is None:  # nothing, or a mere folder (a namespace package)
+    if spec is None:
         return None
+    if spec.origin is None:
+        # A namespace package: installed portions (google.protobuf's `google`) would all be
+        # hidden by a regular package of that name; a mere folder elsewhere on sys.path (such
+        # as the package folder itself before its first generation) is nobody's module.
+        installed = [
+            portion
+            for portion in spec.submodule_search_locations or []
+            if any(Path(portion).is_relative_to(site) for site in _installation_folders())
+        ]
+        return f"a namespace package in {installed[0]}" if installed else None
     locations = list(spec.submodule_search_locations or []) or [spec.origin]
     for location in locations:
         info = Path(location) / "_package.py"
@@ -326,11 +430,49 @@ def _installed_elsewhere(name: str) -> str | None:
     return locations[0] or name
 
 
+def _installation_folders() -> list[Path]:
+    """Where this Python's packages are installed (site-packages, the user's, the standard
+    library's folders)."""
+    import site
+    import sysconfig
+
+    folders = {sysconfig.get_path(name) for name in ("purelib", "platlib", "stdlib", "platstdlib")}
+    folders.update(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        folders.add(site.getusersitepackages())
+    return [Path(folder) for folder in folders if folder]
+
+
 def normalized_version(text: str) -> str:
     """The version as a wheel's metadata spells it (`v1.0` gives `1.0`)."""
     from packaging.version import Version
 
     return str(Version(text))
+
+
+# The longest platform tag pip may give the wheel, and room for the suffixes of its temporary
+# files: the wheel's file name must fit in one file name (255 bytes on Linux).
+_WHEEL_TAGS = "-cp399-cp399-manylinux_2_999_x86_64.whl"
+_WHEEL_NAME_MAX = 255 - len(".tmp-0123456789")
+
+
+def wheel_name_problem(package: str, version: str) -> str | None:
+    """Why the ops' wheel (package-version-tags.whl) could not be written, or None."""
+    name = f"{package}-{version}{_WHEEL_TAGS}"
+    size = len(name.encode())
+    if size <= _WHEEL_NAME_MAX:
+        return None
+    room = _WHEEL_NAME_MAX - len(f"{package}-{_WHEEL_TAGS}".encode())
+    if room < len(DEFAULT_VERSION):
+        return (
+            f"the package name is {len(package)} characters: the wheel's file name "
+            "(<package>-<version>-<tags>.whl) must fit in one file name; choose a shorter one"
+        )
+    return (
+        f"the version {version[:20]!r}... is {len(version)} characters: the wheel's file name "
+        f"({package}-<version>-<tags>.whl) must fit in one file name, which leaves room for "
+        f"{room} with the package name {package!r}"
+    )
 
 
 def version_problem(text: str) -> str | None:
@@ -342,6 +484,17 @@ def version_problem(text: str) -> str | None:
     except InvalidVersion:
         return f"'{text}' is not a PEP 440 version (such as 1.0.2)"
     return None
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a count of at least 1 (--jobs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: expected at least 1")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser, *flags: str) -> None:
@@ -396,11 +549,23 @@ def package_for_folder(folder: Path) -> str:
     return name
 
 
-def write_initial(settings: Config) -> Path:
-    """Writes the configuration `opgen new` starts a repository with, in the working directory:
-    a [tool.opgen] table appended to its pyproject.toml if it has one (and the result still
-    parses), else an opgen.toml. Returns the file written."""
-    from generator.writer import write_atomic
+@dataclass(frozen=True)
+class InitialConfiguration:
+    """The configuration `opgen new` starts a repository with, planned before anything is
+    written: bytes appended to the pyproject.toml, or a new opgen.toml."""
+
+    path: Path
+    data: bytes
+    append: bool
+
+
+def plan_initial(settings: Config) -> InitialConfiguration:
+    """The configuration for the working directory: a [tool.opgen] table appended to its
+    pyproject.toml if it has one (and the result still parses), else an opgen.toml. The
+    pyproject.toml keeps every byte it had (its line endings are the table's) and stays the same
+    file. Raises DefinitionError (a pyproject.toml that is no valid TOML, located) or ConfigError
+    (a file or folder that cannot be written)."""
+    from generator.writer import folder_problem
 
     def relative(path: Path) -> str:  # as a TOML string (JSON's escapes are TOML's)
         return json.dumps(Path(os.path.relpath(path.absolute())).as_posix())
@@ -418,17 +583,41 @@ def write_initial(settings: Config) -> Path:
         f'version = "{settings.version}"  # the version of the ops\' wheel (`opgen wheel`)',
     ]
     pyproject = Path(PYPROJECT_TOML)
+    problem = _not_a_file(pyproject)
+    if problem:
+        raise ConfigError(f"{PYPROJECT_TOML} {problem}")
     if pyproject.is_file():
-        text = pyproject.read_text(encoding="utf-8")
-        appended = text + ("" if text.endswith("\n") or not text else "\n")
-        appended += "\n[tool.opgen]\n" + "\n".join(lines[1:]) + "\n"
+        _located(pyproject)  # not UTF-8, not TOML: a located error, and nothing written
+        original = read_bounded(pyproject)
+        newline = b"\r\n" if b"\r\n" in original.split(b"\n", 1)[0] + b"\n" else b"\n"
+        table = ["", "[tool.opgen]", *lines[1:]]
+        added = b"" if original.endswith(b"\n") or not original else newline
+        added += newline.join(line.encode() for line in table) + newline
         try:
-            tomllib.loads(appended)
+            tomllib.loads((original + added).decode("utf-8"))
         except tomllib.TOMLDecodeError:
             pass  # a pyproject.toml that an appended table would break: opgen.toml instead
         else:
-            write_atomic(pyproject, appended)
-            return pyproject
-    target = Path(OPGEN_TOML)
-    write_atomic(target, "\n".join(lines) + "\n")
-    return target
+            if not os.access(pyproject, os.W_OK):
+                raise ConfigError(f"{PYPROJECT_TOML} cannot be written (no permission)")
+            problem = folder_problem(Path.cwd())
+            if problem and "read-only" in problem:  # os.access cannot tell: root may write
+                raise ConfigError(f"{PYPROJECT_TOML} {problem}")
+            return InitialConfiguration(pyproject, added, append=True)
+    problem = folder_problem(Path.cwd())
+    if problem:
+        raise ConfigError(f"{OPGEN_TOML} cannot be written: the working directory {problem}")
+    return InitialConfiguration(Path(OPGEN_TOML), ("\n".join(lines) + "\n").encode(), False)
+
+
+def write_initial(plan: InitialConfiguration) -> Path:
+    """Writes a planned configuration; returns the file written."""
+    from generator.writer import write_atomic
+
+    if plan.append:
+        # In place: the file keeps its inode, permissions, links and every byte it had.
+        with open(plan.path, "ab") as handle:
+            handle.write(plan.data)
+    else:
+        write_atomic(plan.path, plan.data.decode())
+    return plan.path

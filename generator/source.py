@@ -378,7 +378,7 @@ class _TomlBuilder:
         return Node(value, loc, path)
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "a directory"
     if stat.S_ISFIFO(mode):
@@ -398,7 +398,7 @@ def read_bounded(path: Path) -> bytes:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise ValueError(f"{_file_kind(mode)}, not a definition file")
+            raise ValueError(f"{file_kind(mode)}, not a definition file")
         chunks, size = [], 0
         while size <= MAX_FILE_BYTES:  # the size stat gives may lie (/proc) or change
             chunk = os.read(fd, MAX_FILE_BYTES + 1 - size)

@@ -2,6 +2,7 @@
 finds it from the working directory up, flags override it, a bad one is refused with located
 errors before anything is written, and `opgen new` writes one where there is none."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+GOOD_INVERSE = (ROOT / "opdefs" / "inverse.yaml").read_text()
 
 
 def opgen(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -311,3 +313,164 @@ def test_a_relative_ort_include_dir_is_made_absolute(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(tmp_path / "ortinc")
+
+
+# ------------------------------------------------ issue 27: bad input, kept bytes, shadowing
+
+
+def test_new_keeps_a_crlf_pyproject_byte_for_byte_and_the_same_file(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    original = b'[project]\r\nname = "theirs"\r\n\r\n[tool.black]\r\nline-length = 99\r\n'
+    real = repo / "config" / "pyproject.toml"
+    real.parent.mkdir()
+    real.write_bytes(original)
+    real.chmod(0o640)
+    (repo / "pyproject.toml").symlink_to("config/pyproject.toml")
+    inode = real.stat().st_ino
+    result = opgen("new", "MyScale", "--package", "theirops", "-q", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    data = real.read_bytes()
+    assert data.startswith(original), "every byte it had, in place"
+    added = data[len(original) :]
+    assert added.startswith(b"\r\n[tool.opgen]\r\n") and b"\n" not in added.replace(b"\r\n", b"")
+    assert (repo / "pyproject.toml").is_symlink(), "the link stays a link"
+    assert real.stat().st_ino == inode and real.stat().st_mode & 0o777 == 0o640
+    assert opgen("--check", "-q", cwd=repo).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "content, location",
+    [
+        (b'[project]\nname = "caf\xe9"\n', "error: pyproject.toml:2:"),
+        (b"[project\nname = 1\n", "error: pyproject.toml:1:"),
+    ],
+    ids=["not-utf8", "not-toml"],
+)
+def test_new_refuses_a_pyproject_it_cannot_extend_with_a_located_error(tmp_path, content, location):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "pyproject.toml").write_bytes(content)
+    result = opgen("new", "Foo", "--package", "fooops", cwd=repo)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(location), result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "pyproject.toml"]
+    assert (repo / "pyproject.toml").read_bytes() == content
+
+
+def test_a_read_only_file_system_is_an_error_before_anything(tmp_path):
+    """A tmpfs mounted read-only (the suite runs as root, as CI does)."""
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], check=True)
+    try:
+        repo = project_with(mount, 'definitions = "defs"\n', "opgen.toml")
+        assert opgen("-q", cwd=repo).returncode == 0
+        (repo / "opdefs").mkdir()
+        (repo / "defs" / "inverse.yaml").write_text(
+            GOOD_INVERSE.replace("doc: |", "doc: |\n  Changed.", 1)
+        )
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        assert opgen("--check", "-q", cwd=repo).returncode == 1, "--check only reads"
+        for command, message in (
+            ([], "the package folder generated cannot be written: "),
+            (["new", "Foo"], "the definitions folder defs cannot be written: "),
+            (["new", "Foo", "--opdefs-dir", "opdefs"], "the definitions folder opdefs cannot be"),
+            (["build"], "cannot be written: "),
+            (["wheel"], "cannot be written: "),
+        ):
+            result = opgen(*command, cwd=repo)
+            assert result.returncode == 2, (command, result.stderr)
+            assert message in result.stderr and "read-only file system" in result.stderr, (
+                command,
+                result.stderr,
+            )
+            assert "Traceback" not in result.stderr
+        fresh = opgen("new", "Foo", cwd=mount)
+        assert fresh.returncode == 2 and "read-only file system" in fresh.stderr, fresh.stderr
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_deleted_working_directory_is_a_clear_error(tmp_path):
+    repo = project_with(tmp_path, 'definitions = "defs"\n', "opgen.toml")
+    gone = tmp_path / "gone"
+    code = (
+        "import os, sys\n"
+        f"os.mkdir({str(gone)!r}); os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})\n"
+        "from generator.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    for command in ([], ["new", "Foo"], ["build"], ["wheel"], ["run"]):
+        result = subprocess.run(
+            [sys.executable, "-c", code, *command, "--config", str(repo / "opgen.toml")],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
+        assert result.returncode == 2, (command, result.stderr)
+        assert result.stderr.startswith("error: the working directory no longer exists"), (
+            command,
+            result.stderr,
+        )
+
+
+@pytest.mark.parametrize(
+    "folder, problem",
+    [
+        ("de\nfs", "the control character '\\n'"),
+        ('de"fs', "a double quote, which ends a C++ #include path"),
+        ("de;fs", "a semicolon, which CMake takes as a list separator"),
+        ("de\\fs", "a backslash"),
+    ],
+)
+def test_folders_generated_files_cannot_spell_are_refused_naming_the_key(tmp_path, folder, problem):
+    repo = project_with(tmp_path, "", "opgen.toml")
+    (repo / "defs").rename(repo / folder)
+    config = f"definitions = {json.dumps(folder)}\n"
+    (repo / "opgen.toml").write_text(config)
+    for command in ([], ["new", "Foo"], ["build"], ["wheel"]):
+        result = opgen(*command, cwd=repo)
+        assert result.returncode == 2, (command, result.stderr)
+        assert result.stderr.startswith("error: opgen.toml:1:"), (command, result.stderr)
+        assert "definitions: its path" in result.stderr and problem in result.stderr
+    (repo / "opgen.toml").write_text("")
+    flag = opgen("--opdefs-dir", folder, cwd=repo)
+    assert flag.returncode == 2
+    assert flag.stderr.startswith("error: --opdefs-dir: its path"), flag.stderr
+    assert sorted(p.name for p in repo.iterdir()) == sorted([".git", folder, "opgen.toml"])
+
+
+@pytest.mark.parametrize("command", ["build", "wheel"])
+@pytest.mark.parametrize("jobs", ["0", "-3", "two"])
+def test_jobs_must_be_a_positive_number(tmp_path, command, jobs):
+    repo = project_with(tmp_path, 'definitions = "defs"\n', "opgen.toml")
+    result = opgen(command, "--jobs", jobs, cwd=repo)
+    assert result.returncode == 2, result.stderr
+    assert "argument --jobs:" in result.stderr and "build failed" not in result.stderr
+
+
+def test_a_version_too_long_for_a_wheel_name_is_refused_up_front(tmp_path):
+    version = "1.0." + "1" * 255
+    repo = project_with(tmp_path, f'definitions = "defs"\nversion = "{version}"\n', "opgen.toml")
+    for command in ([], ["build"], ["wheel"], ["new", "Foo"]):
+        result = opgen(*command, cwd=repo)
+        assert result.returncode == 2, (command, result.stderr)
+        assert result.stderr.startswith("error: opgen.toml:2:"), result.stderr
+        assert "version: the version '1.0.1111" in result.stderr
+        assert "must fit in one file name" in result.stderr
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "defs", "opgen.toml"]
+
+
+@pytest.mark.parametrize("how", ["flag", "file"])
+def test_a_package_that_would_hide_an_installed_namespace_package_is_refused(tmp_path, how):
+    config = 'definitions = "defs"\n' + ('package = "google"\n' if how == "file" else "")
+    repo = project_with(tmp_path, config, "opgen.toml")
+    args = ["--package", "google"] if how == "flag" else []
+    result = opgen(*args, cwd=repo)
+    assert result.returncode == 2, result.stderr
+    assert "'google' is the name of a module installed here (a namespace package in" in (
+        result.stderr
+    )
+    assert not (repo / "google").exists()
