@@ -65,7 +65,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Every command; an operating-system error that no check foresaw (a disk filling up, a
+    file changing under the run) is one error line naming the file, never a traceback."""
+    try:
+        return _command(sys.argv[1:] if argv is None else argv)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _command(argv: list[str]) -> int:
     try:
         os.getcwd()
     except FileNotFoundError:
@@ -167,17 +177,6 @@ def _report_internal(failed: GenerationError, args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    try:
-        return _generate_checked(args)
-    except OSError as exc:
-        # The disk (full, read-only, permissions) while reading or writing output: the
-        # definitions were valid, but the run could not finish.
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-
-def _generate_checked(args: argparse.Namespace) -> int:
     from generator import project as proj
     from generator.writer import find_leftovers
 

@@ -180,13 +180,7 @@ def survey(output_dir: Path, produced_paths: list[str]) -> Survey:
                 name != "__pycache__" and os.path.islink(os.path.join(directory, name))
             ):
                 left_alone.append(output_dir / (prefix + name))
-        subdirectories[:] = [
-            d
-            for d in subdirectories
-            if d != "__pycache__"
-            and not d.startswith(".")
-            and not os.path.islink(os.path.join(directory, d))
-        ]
+        subdirectories[:] = _opgens_folders(directory, subdirectories)
         for name in names:
             relative = prefix + name
             if relative in produced or _TEMPORARY.fullmatch(name):
@@ -199,8 +193,16 @@ def survey(output_dir: Path, produced_paths: list[str]) -> Survey:
     return Survey(sorted(orphans, key=lambda c: c.path), sorted(left_alone))
 
 
-def find_orphans(output_dir: Path, produced_paths: list[str]) -> list[Change]:
-    return survey(output_dir, produced_paths).orphans
+def _opgens_folders(directory: str, subdirectories: list[str]) -> list[str]:
+    """The subfolders a walk looks into for opgen's files: not bytecode caches, dot-folders or
+    links (opgen never writes through one)."""
+    return [
+        name
+        for name in subdirectories
+        if name != "__pycache__"
+        and not name.startswith(".")
+        and not os.path.islink(os.path.join(directory, name))
+    ]
 
 
 # _replace's temporary files: ".<name>.opgen-<pid>-<random>.tmp".
@@ -220,13 +222,7 @@ def find_leftovers(output_dir: Path) -> Leftovers:
     dead: list[Path] = []
     unproven: list[Path] = []
     for directory, subdirectories, names in os.walk(output_dir):
-        subdirectories[:] = [
-            d
-            for d in subdirectories
-            if d != "__pycache__"
-            and not d.startswith(".")
-            and not os.path.islink(os.path.join(directory, d))
-        ]
+        subdirectories[:] = _opgens_folders(directory, subdirectories)
         for name in names:
             if _TEMPORARY.fullmatch(name):
                 path = Path(directory, name)
