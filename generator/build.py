@@ -246,7 +246,8 @@ def build(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     from generator.writer import folder_problem
 
-    problem = folder_problem(build_dir)
+    # As named, not resolved: a link to nowhere is refused, not built at its target.
+    problem = folder_problem(args.build_dir) or folder_problem(build_dir)
     if problem:
         print(f"error: the build folder {build_dir} {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT

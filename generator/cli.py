@@ -177,6 +177,13 @@ def _report_internal(failed: GenerationError, args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from generator.writer import project_lock
+
+    with project_lock(args.opdefs_dir, exclusive=not (args.check or args.dry_run)):
+        return _generate_locked(args)
+
+
+def _generate_locked(args: argparse.Namespace) -> int:
     from generator import project as proj
     from generator.writer import find_leftovers
 

@@ -130,8 +130,11 @@ def _has_opgen_table(pyproject: Path) -> bool:
     (most have none), then the located loader, which reports a malformed file."""
     try:
         text = pyproject.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
+    except OSError as exc:  # unreadable: it may configure opgen, so it cannot be passed over
+        raise ConfigError(
+            f"{_shown(pyproject)} cannot be read ({exc.strerror or exc}), so opgen cannot tell "
+            "whether it holds its configuration"
+        ) from None
     if "opgen" not in text:
         return False
     root = _located(pyproject)
@@ -443,6 +446,9 @@ def _installation_folders() -> list[Path]:
     return [Path(folder) for folder in folders if folder]
 
 
+MAX_VERSION_LENGTH = 200
+
+
 def normalized_version(text: str) -> str:
     """The version as a wheel's metadata spells it (`v1.0` gives `1.0`)."""
     from packaging.version import Version
@@ -477,13 +483,21 @@ def wheel_name_problem(package: str, version: str) -> str | None:
 
 def version_problem(text: str) -> str | None:
     """Why `text` is not a version a wheel can carry (PEP 440), or None."""
-    from packaging.version import InvalidVersion, Version  # black depends on packaging
+    from packaging.version import Version  # black depends on packaging
 
+    if len(text) > MAX_VERSION_LENGTH:  # and packaging's int() refuses 4300 digits
+        return (
+            f"the version '{text[:20]}...' is {len(text)} characters; a wheel's file name has "
+            f"room for {MAX_VERSION_LENGTH} at the most"
+        )
     try:
         Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion is one
         return f"'{text}' is not a PEP 440 version (such as 1.0.2)"
     return None
+
+
+MAX_JOBS = 1024
 
 
 def positive_int(text: str) -> int:
@@ -492,8 +506,8 @@ def positive_int(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: expected at least 1")
+    if not 1 <= value <= MAX_JOBS:
+        raise argparse.ArgumentTypeError(f"{value}: expected 1 to {MAX_JOBS}")
     return value
 
 

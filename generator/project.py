@@ -300,7 +300,9 @@ def generate(
     # One pass: the paths just produced are checked here, not emitted again beforehand.
     _check_paths(project, produced, all_ops)
     changes = [change for out in outputs for change in out.changes]
-    conflicts = [c for c in changes if c.not_ours] + folder_conflicts(project.output_dir, changes)
+    paths = [path for _, produced_paths in produced for path in produced_paths]
+    conflicts = [c for c in changes if c.not_ours]
+    conflicts += folder_conflicts(project.output_dir, paths, changes, writing=write)
     if conflicts:
         raise OwnershipError(sorted(conflicts, key=lambda c: c.path))
     if write:

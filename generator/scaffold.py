@@ -281,7 +281,7 @@ def _trial(
     DefinitionErrors or OwnershipError."""
     from generator import project as proj
     from generator.parse.project import check_project
-    from generator.writer import folder_problem
+    from generator.writer import folder_conflicts, folder_problem
 
     for what, folder in (
         ("the definitions folder", args.opdefs_dir),
@@ -303,9 +303,14 @@ def _trial(
         others = proj.load(project, proj.discover(project), Path.cwd())
         check_project([*others, op])
         try:
-            proj.generate(project, [op], [*others, op], write=False)
+            planned = proj.generate(project, [op], [*others, op], write=False)
         except (proj.GenerationError, proj.OutputError) as exc:
             raise ScaffoldError(str(exc)) from None
+        unwritable = folder_conflicts(
+            project.output_dir, planned.paths, planned.changes, writing=True
+        )
+        if unwritable:
+            raise OwnershipError(unwritable)
     return op
 
 
@@ -337,6 +342,23 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
     except ScaffoldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    from generator.writer import project_lock
+
+    # One run at a time in the project: another's generation would take this op's files for
+    # orphans, or write the shared files without it.
+    with project_lock(args.opdefs_dir, exclusive=True):
+        return _new(args, settings, text, op_id, needs_config, generate)
+
+
+def _new(
+    args: argparse.Namespace,
+    settings: config.Config,
+    text: str,
+    op_id: str,
+    needs_config: bool,
+    generate: Callable[[list[str]], int],
+) -> int:
+    """Checks everything, then writes the new op's files and generates them."""
     definition = args.opdefs_dir / f"{op_id}.yaml"
     kernel = args.opdefs_dir / f"{op_id}_kernel.h"
     existing = [str(p) for p in (definition, kernel) if os.path.lexists(p)]
@@ -381,6 +403,7 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
             str(args.output_dir),
             "--package",
             settings.package,
+            *(["--config", str(args.config)] if args.config is not None else []),
             *(["-q"] if args.quiet else []),
         ]
     )

@@ -443,12 +443,30 @@ def test_folders_generated_files_cannot_spell_are_refused_naming_the_key(tmp_pat
 
 
 @pytest.mark.parametrize("command", ["build", "wheel"])
-@pytest.mark.parametrize("jobs", ["0", "-3", "two"])
+@pytest.mark.parametrize("jobs", ["0", "-3", "two", "99999999999999999999"])
 def test_jobs_must_be_a_positive_number(tmp_path, command, jobs):
     repo = project_with(tmp_path, 'definitions = "defs"\n', "opgen.toml")
     result = opgen(command, "--jobs", jobs, cwd=repo)
     assert result.returncode == 2, result.stderr
     assert "argument --jobs:" in result.stderr and "build failed" not in result.stderr
+
+
+def test_a_version_packaging_cannot_read_is_a_located_error(tmp_path):
+    version = "9" * 4301  # int() refuses more than 4300 digits
+    repo = project_with(tmp_path, f'definitions = "defs"\nversion = "{version}"\n', "opgen.toml")
+    result = opgen("--check", cwd=repo)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("error: opgen.toml:2:"), result.stderr
+
+
+def test_a_build_folder_that_is_a_dangling_link_is_refused(tmp_path):
+    repo = project_with(tmp_path, 'definitions = "defs"\nbuild-dir = "out"\n', "opgen.toml")
+    assert opgen("-q", cwd=repo).returncode == 0
+    (repo / "out").symlink_to(tmp_path / "nowhere" / "build")
+    result = opgen("build", cwd=repo)
+    assert result.returncode == 2, result.stderr
+    assert "is a symbolic link to nothing" in result.stderr
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_a_version_too_long_for_a_wheel_name_is_refused_up_front(tmp_path):
@@ -459,7 +477,7 @@ def test_a_version_too_long_for_a_wheel_name_is_refused_up_front(tmp_path):
         assert result.returncode == 2, (command, result.stderr)
         assert result.stderr.startswith("error: opgen.toml:2:"), result.stderr
         assert "version: the version '1.0.1111" in result.stderr
-        assert "must fit in one file name" in result.stderr
+        assert "is 259 characters; a wheel's file name has room for 200" in result.stderr
     assert sorted(p.name for p in repo.iterdir()) == [".git", "defs", "opgen.toml"]
 
 

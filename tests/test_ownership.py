@@ -334,3 +334,90 @@ def test_wheel_refuses_a_wheel_folder_inside_the_definitions_or_package(tmp_path
     assert result.returncode == 2, result.stderr
     assert "error: the wheel folder . is inside the" in result.stderr
     assert tree(repo) == before
+
+
+def test_a_link_to_a_device_or_a_fifo_where_a_generated_file_goes_is_refused_unread(tmp_path):
+    repo = repository(tmp_path)
+    assert opgen("-q", cwd=repo).returncode == 0
+    (repo / "generated" / "_names.py").unlink()
+    (repo / "generated" / "_names.py").symlink_to("/dev/zero")  # reading it would never end
+    (repo / "generated" / "inverse" / "torch_op.py").unlink()
+    os.mkfifo(repo / "generated" / "inverse" / "torch_op.py")  # opening it would wait forever
+    for mode in ([], ["--check"]):
+        result = opgen(*mode, cwd=repo)  # within TIMEOUT, and without reading the link
+        assert result.returncode == 2, result.stderr
+        assert "error: generated/_names.py is a symbolic link, not a file" in result.stderr
+        assert "error: generated/inverse/torch_op.py is a named pipe (FIFO) where" in (
+            result.stderr
+        )
+
+
+def test_a_folder_that_cannot_be_written_stops_the_run_before_any_file(tmp_path):
+    """A read-only docs/ (a tmpfs mounted there): every other changed file would be written
+    before the first write there failed."""
+    repo = repository(tmp_path)
+    assert opgen("-q", cwd=repo).returncode == 0
+    docs = repo / "generated" / "docs"
+    saved = {p.name: p.read_bytes() for p in docs.iterdir()}
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(docs)], check=True)
+    try:
+        for name, data in saved.items():
+            (docs / name).write_bytes(data)
+        subprocess.run(["mount", "-o", "remount,ro", str(docs)], check=True)
+        (repo / "opdefs" / "inverse.yaml").write_text(
+            (ROOT / "opdefs" / "inverse.yaml").read_text().replace("doc: |", "doc: |\n  New.", 1)
+        )
+        before = tree(repo)
+        result = opgen(cwd=repo)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert "error: generated/docs cannot be written: it is on a read-only file system" in (
+            result.stderr
+        )
+        assert tree(repo) == before, "nothing written"
+        new = opgen("new", "Other", "--domain", "ai.opgen", cwd=repo)
+        assert new.returncode == 2 and "generated/docs cannot be written" in new.stderr
+        assert tree(repo) == before, "no definition, no kernel stub"
+        assert opgen("--check", "-q", cwd=repo).returncode == 1, "--check only reads"
+    finally:
+        subprocess.run(["umount", str(docs)], check=True)
+
+
+def test_runs_in_one_project_take_turns(tmp_path):
+    """A writing run waits for another (here: this test holding the project's lock): a
+    generation and a `new` at once would otherwise delete each other's files as orphans."""
+    repo = repository(tmp_path)
+    fd = os.open(repo, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "generator", "-q"],
+            cwd=repo,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
+        line = waiting.stderr.readline()
+        assert line.startswith("[opgen] waiting for another opgen run in "), line
+        assert waiting.poll() is None and not (repo / "generated").exists()
+    finally:
+        os.close(fd)
+    assert waiting.wait(timeout=TIMEOUT) == 0, waiting.stderr.read()
+    waiting.stderr.close()
+    assert opgen("--check", "-q", cwd=repo).returncode == 0
+
+
+def test_new_with_a_configuration_elsewhere_generates_with_it(tmp_path):
+    repo = repository(tmp_path, config=None)
+    (repo / "conf").mkdir()
+    (repo / "conf" / "opgen.toml").write_text(
+        'definitions = "../opdefs"\npackage = "myops"\npackage-dir = "../myops"\n'
+        'build-dir = "../out"\ntorch-api = "library"\nversion = "2.0"\n'
+    )
+    config = ["--config", "conf/opgen.toml"]
+    assert opgen(*config, "-q", cwd=repo).returncode == 0
+    result = opgen("new", "Foo", "--domain", "my.ops", *config, "-q", cwd=repo)
+    assert result.returncode == 0, result.stderr
+    check = opgen(*config, "--check", cwd=repo)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert 'VERSION = "2.0"' in (repo / "myops" / "_package.py").read_text()
+    assert "torch.library.Library" in (repo / "myops" / "foo" / "torch_op.py").read_text()
