@@ -19,7 +19,7 @@ from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
 
 if TYPE_CHECKING:  # imported where used: `build`, `run` and `new` need no emitters
-    from generator.project import GenerationError, Output, OwnershipError
+    from generator.project import GenerationError, Output
     from generator.writer import Leftovers
 
 
@@ -221,25 +221,12 @@ def _generate_locked(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except proj.OwnershipError as refused:
-        return report_not_ours(refused)
+        return refused.report()
     except DefinitionErrors as errors:  # a path that cannot be written, blamed on a definition
         return _report(errors, args)
     if args.check or args.dry_run:
         return _report_differences(args, generated, leftovers)
     return _finish_writing(args, generated, leftovers, len(selected))
-
-
-def report_not_ours(refused: OwnershipError) -> int:
-    """Files opgen would write where a user's file, link or folder is: it replaces only its own."""
-    for conflict in refused.conflicts:
-        print(f"error: {conflict.path} {conflict.not_ours}", file=sys.stderr)
-    print(
-        f"{len(refused.conflicts)} path(s) in the way of generated files; opgen replaces only "
-        "files it generated: move them, or give the package another folder (package-dir); "
-        "nothing written",
-        file=sys.stderr,
-    )
-    return EXIT_BAD_INPUT
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import ParamSpec, TypeVar
 from generator import emitters, parallel
 from generator.dest.emission import Emission
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector, Location
+from generator.exit_codes import EXIT_BAD_INPUT
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef, TorchApi
 from generator.model.package import GeneratedPackage
@@ -137,6 +139,18 @@ class OwnershipError(Exception):
     def __init__(self, conflicts: list[Change]):
         self.conflicts = conflicts
         super().__init__("; ".join(f"{c.path} {c.not_ours}" for c in conflicts))
+
+    def report(self) -> int:
+        """One error line per path in the way, then what to do; the exit code."""
+        for conflict in self.conflicts:
+            print(f"error: {conflict.path} {conflict.not_ours}", file=sys.stderr)
+        print(
+            f"{len(self.conflicts)} path(s) in the way of generated files; opgen replaces only "
+            "files it generated: move them, or give the package another folder (package-dir); "
+            "nothing written",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
 
 
 # Linux's limits (macOS has the same name limit, a smaller path limit): a longer name fails only

@@ -381,9 +381,7 @@ def _new(
         print(f"{len(errors.errors)} error(s); nothing written", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OwnershipError as refused:
-        from generator.cli import report_not_ours
-
-        return report_not_ours(refused)
+        return refused.report()
     from generator.writer import write_atomic
 
     if initial is not None:
