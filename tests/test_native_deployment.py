@@ -127,6 +127,26 @@ def test_cpp_program_gets_the_kernels_errors(runner, tmp_path):
     assert message in result.stderr, result.stderr
 
 
+def test_cpp_program_with_autograd_on_gets_results_or_an_error_naming_the_op(runner, tmp_path):
+    """A C++ program that runs the model with autograd on (no c10::InferenceMode) goes through
+    the libraries' own Autograd kernels: the same results; and an input that requires grad is an
+    error naming the op and the input (PyTorch's fallback let the gradient come out as None,
+    with a warning at most)."""
+    model = scripted(tmp_path)
+    result = run(runner, "torchscript-autograd", model, inputs(), tmp_path, libraries())
+    assert result.returncode == 0, result.stderr
+    assert_outputs(parse(result.stdout), inputs())
+    grad = inputs()
+    grad[2].requires_grad_()  # scale
+    result = run(runner, "torchscript-autograd", model, grad, tmp_path, libraries())
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (
+        "mydomain::custom_group_norm: no gradient flows through this op here: "
+        f"{libraries()[0]} was loaded without its Python package generated"
+    ) in result.stderr, result.stderr
+    assert "input 'scale' requires grad" in result.stderr
+
+
 def test_cpp_program_without_the_libraries_fails_clearly(runner, tmp_path):
     result = run(runner, "torchscript", scripted(tmp_path), inputs(), tmp_path, [])
     assert result.returncode == 1

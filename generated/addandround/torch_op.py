@@ -41,6 +41,8 @@ def _backward(ctx, *grads):
 
 # torch.library's low-level registration: the dispatcher calls _cpu and _autograd directly,
 # without the Python layers torch.library.custom_op wraps around them (microseconds per call).
+# Nothing else may have defined the name (see _support.bind_op).
+_support.bind_op("mylibrary::addandround_op", "opdefs/addandround.yaml", __file__)
 _LIBRARY = torch.library.Library("mylibrary", "FRAGMENT")
 _LIBRARY.define("addandround_op" + SCHEMA)
 _LIBRARY.impl("addandround_op", _cpu, "CPU")

@@ -4,7 +4,8 @@
 // PyTorch's stable ABI: its schema and its CPU kernel, the same kernel objects as the ONNX
 // Runtime library. Loading the library (torch.ops.load_library, or linking it into a C++
 // program) is enough to call the op: no Python at call time. The Python package adds the
-// fake kernel (symbolic shapes), the gradient formulas and the ONNX export.
+// fake kernel (symbolic shapes), the gradient formulas and the ONNX export; without it, a
+// call through which a gradient could flow is an error (the library's own Autograd kernel).
 #include "custom_group_norm_op.h"
 #include "opgen/torch_support.h"
 
@@ -61,17 +62,37 @@ void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outpu
   ));
 }
 
-bool defined = false;  // by this library (not when another copy of it defined the op first)
+// The op's Autograd kernel for when the generated package, whose own wins over it, is not
+// imported: a call through which a gradient could flow is an error naming the op; any other
+// goes on below the Autograd key.
+void boxed_autograd_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  opgen::torch_support::check_arity(kOpType, num_args, 5, num_outputs, 1);
+  const opgen::torch_support::NoGradientHere checks{kOpType, "mydomain::custom_group_norm", "generated",
+      "mydomain::custom_group_norm does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_group_norm.yaml gives reverse-mode gradient formulas only", reinterpret_cast<const void*>(&boxed_cpu_kernel)};
+  try {
+    checks.input(stack[0], "X");
+    checks.input(stack[1], "num_groups");
+    checks.input(stack[2], "scale");
+    checks.input(stack[3], "bias");
+  } catch (...) {
+    // A kernel owns its arguments: refusing the call, it frees them (taken, then dropped).
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[0]));
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[1]));
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[2]));
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[3]));
+    static_cast<void>(opgen::torch_support::take<double>(stack[4]));
+    throw;
+  }
+  checks.call_below("mydomain::_custom_group_norm_below_autograd", stack);
+}
+
+// Registered while the library loads; PyTorch's debug info names this library and this file.
+const opgen::torch_support::Registration registration(
+    "mydomain",
+    {kOpType, "custom_group_norm", "custom_group_norm(Tensor X, Tensor num_groups, Tensor scale, Tensor bias, float epsilon=1e-05) -> Tensor", &boxed_cpu_kernel,
+     "_custom_group_norm_below_autograd", "_custom_group_norm_below_autograd(Tensor X, Tensor num_groups, Tensor scale, Tensor bias, float epsilon=1e-05) -> Tensor",
+     &opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>, &boxed_autograd_kernel},
+    "custom_group_norm_torch.cc", __LINE__, reinterpret_cast<const void*>(&boxed_cpu_kernel));
 
 }  // namespace
 }  // namespace opgen::custom_group_norm
-
-STABLE_TORCH_LIBRARY_FRAGMENT(mydomain, m) {
-  opgen::custom_group_norm::defined = opgen::torch_support::define(m, "custom_group_norm(Tensor X, Tensor num_groups, Tensor scale, Tensor bias, float epsilon=1e-05) -> Tensor", opgen::custom_group_norm::kOpType);
-}
-
-STABLE_TORCH_LIBRARY_IMPL(mydomain, CPU, m) {
-  if (opgen::custom_group_norm::defined) {
-    opgen::torch_support::implement(m, "custom_group_norm", &opgen::custom_group_norm::boxed_cpu_kernel, opgen::custom_group_norm::kOpType);
-  }
-}

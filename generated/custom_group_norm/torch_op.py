@@ -74,7 +74,13 @@ def _backward(ctx, *grads):
 # The schema and the CPU kernel come from the native library of domain mydomain
 # (libopgen_mydomain_torch.so, built from custom_group_norm_torch.cc); Python adds the fake kernel and
 # the Autograd kernel.
-_support.torch_library("mydomain")
+_support.bind_op(
+    "mydomain::custom_group_norm",
+    "opdefs/custom_group_norm.yaml",
+    __file__,
+    native=("mydomain", "custom_group_norm_torch.cc"),
+    below_autograd=True,
+)
 _LIBRARY = torch.library.Library("mydomain", "FRAGMENT")
 torch.library.register_fake("mydomain::custom_group_norm", _fake, lib=_LIBRARY)
 custom_group_norm = torch.ops.mydomain.custom_group_norm.default
@@ -111,4 +117,6 @@ def _autograd(keyset, X, num_groups, scale, bias, epsilon=1e-05):
     )
 
 
-_LIBRARY.impl("custom_group_norm", _autograd, "Autograd", with_keyset=True)
+# For each backend's Autograd key: the native library's own Autograd kernel (for when this
+# package is not imported, registered for the Autograd alias key) gives way to it.
+_support.register_autograd(_LIBRARY, "custom_group_norm", _autograd)

@@ -4,7 +4,8 @@
 // PyTorch's stable ABI: its schema and its CPU kernel, the same kernel objects as the ONNX
 // Runtime library. Loading the library (torch.ops.load_library, or linking it into a C++
 // program) is enough to call the op: no Python at call time. The Python package adds the
-// fake kernel (symbolic shapes), the gradient formulas and the ONNX export.
+// fake kernel (symbolic shapes), the gradient formulas and the ONNX export; without it, a
+// call through which a gradient could flow is an error (the library's own Autograd kernel).
 #include "custom_op_one_op.h"
 #include "opgen/torch_support.h"
 
@@ -47,17 +48,32 @@ void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outpu
   ));
 }
 
-bool defined = false;  // by this library (not when another copy of it defined the op first)
+// The op's Autograd kernel for when the generated package, whose own wins over it, is not
+// imported: a call through which a gradient could flow is an error naming the op; any other
+// goes on below the Autograd key.
+void boxed_autograd_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  opgen::torch_support::check_arity(kOpType, num_args, 2, num_outputs, 1);
+  const opgen::torch_support::NoGradientHere checks{kOpType, "test_customop::custom_op_one", "generated",
+      "test_customop::custom_op_one does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/custom_op_one.yaml gives reverse-mode gradient formulas only", reinterpret_cast<const void*>(&boxed_cpu_kernel)};
+  try {
+    checks.input(stack[0], "X");
+    checks.input(stack[1], "Y");
+  } catch (...) {
+    // A kernel owns its arguments: refusing the call, it frees them (taken, then dropped).
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[0]));
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[1]));
+    throw;
+  }
+  checks.call_below("test_customop::_custom_op_one_below_autograd", stack);
+}
+
+// Registered while the library loads; PyTorch's debug info names this library and this file.
+const opgen::torch_support::Registration registration(
+    "test_customop",
+    {kOpType, "custom_op_one", "custom_op_one(Tensor X, Tensor Y) -> Tensor", &boxed_cpu_kernel,
+     "_custom_op_one_below_autograd", "_custom_op_one_below_autograd(Tensor X, Tensor Y) -> Tensor",
+     &opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>, &boxed_autograd_kernel},
+    "custom_op_one_torch.cc", __LINE__, reinterpret_cast<const void*>(&boxed_cpu_kernel));
 
 }  // namespace
 }  // namespace opgen::custom_op_one
-
-STABLE_TORCH_LIBRARY_FRAGMENT(test_customop, m) {
-  opgen::custom_op_one::defined = opgen::torch_support::define(m, "custom_op_one(Tensor X, Tensor Y) -> Tensor", opgen::custom_op_one::kOpType);
-}
-
-STABLE_TORCH_LIBRARY_IMPL(test_customop, CPU, m) {
-  if (opgen::custom_op_one::defined) {
-    opgen::torch_support::implement(m, "custom_op_one", &opgen::custom_op_one::boxed_cpu_kernel, opgen::custom_op_one::kOpType);
-  }
-}

@@ -41,7 +41,13 @@ def _backward(ctx, *grads):
 # The schema and the CPU kernel come from the native library of domain test.customop
 # (libopgen_test_customop_torch.so, built from custom_op_one_torch.cc); Python adds the fake kernel and
 # the Autograd kernel.
-_support.torch_library("test_customop")
+_support.bind_op(
+    "test_customop::custom_op_one",
+    "opdefs/custom_op_one.yaml",
+    __file__,
+    native=("test_customop", "custom_op_one_torch.cc"),
+    below_autograd=True,
+)
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
 torch.library.register_fake("test_customop::custom_op_one", _fake, lib=_LIBRARY)
 custom_op_one = torch.ops.test_customop.custom_op_one.default
@@ -73,4 +79,6 @@ def _autograd(keyset, X, Y):
     return custom_op_one.redispatch(keyset & torch._C._after_autograd_keyset, X, Y)
 
 
-_LIBRARY.impl("custom_op_one", _autograd, "Autograd", with_keyset=True)
+# For each backend's Autograd key: the native library's own Autograd kernel (for when this
+# package is not imported, registered for the Autograd alias key) gives way to it.
+_support.register_autograd(_LIBRARY, "custom_op_one", _autograd)

@@ -42,17 +42,12 @@ void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outpu
   ));
 }
 
-bool defined = false;  // by this library (not when another copy of it defined the op first)
+// Registered while the library loads; PyTorch's debug info names this library and this file.
+const opgen::torch_support::Registration registration(
+    "test_customop",
+    {kOpType, "custom_op_two", "custom_op_two(Tensor X) -> Tensor", &boxed_cpu_kernel,
+     nullptr, nullptr, nullptr, nullptr},
+    "custom_op_two_torch.cc", __LINE__, reinterpret_cast<const void*>(&boxed_cpu_kernel));
 
 }  // namespace
 }  // namespace opgen::custom_op_two
-
-STABLE_TORCH_LIBRARY_FRAGMENT(test_customop, m) {
-  opgen::custom_op_two::defined = opgen::torch_support::define(m, "custom_op_two(Tensor X) -> Tensor", opgen::custom_op_two::kOpType);
-}
-
-STABLE_TORCH_LIBRARY_IMPL(test_customop, CPU, m) {
-  if (opgen::custom_op_two::defined) {
-    opgen::torch_support::implement(m, "custom_op_two", &opgen::custom_op_two::boxed_cpu_kernel, opgen::custom_op_two::kOpType);
-  }
-}

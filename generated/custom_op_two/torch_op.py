@@ -24,7 +24,13 @@ def _fake(X: torch.Tensor) -> torch.Tensor:
 
 # The schema and the CPU kernel come from the native library of domain test.customop
 # (libopgen_test_customop_torch.so, built from custom_op_two_torch.cc); Python adds the fake kernel.
-_support.torch_library("test_customop")
+_support.bind_op(
+    "test_customop::custom_op_two",
+    "opdefs/custom_op_two.yaml",
+    __file__,
+    native=("test_customop", "custom_op_two_torch.cc"),
+    below_autograd=False,
+)
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
 torch.library.register_fake("test_customop::custom_op_two", _fake, lib=_LIBRARY)
 custom_op_two = torch.ops.test_customop.custom_op_two.default

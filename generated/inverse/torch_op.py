@@ -48,7 +48,13 @@ def _backward(ctx, grad_Y):
 # The schema and the CPU kernel come from the native library of domain ai.opgen
 # (libopgen_ai_opgen_torch.so, built from inverse_torch.cc); Python adds the fake kernel and
 # the Autograd kernel.
-_support.torch_library("ai_opgen")
+_support.bind_op(
+    "opgen::inverse",
+    "opdefs/inverse.yaml",
+    __file__,
+    native=("ai_opgen", "inverse_torch.cc"),
+    below_autograd=True,
+)
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::inverse", _fake, lib=_LIBRARY)
 inverse = torch.ops.opgen.inverse.default
@@ -78,4 +84,6 @@ def _autograd(keyset, X):
     return inverse.redispatch(keyset & torch._C._after_autograd_keyset, X)
 
 
-_LIBRARY.impl("inverse", _autograd, "Autograd", with_keyset=True)
+# For each backend's Autograd key: the native library's own Autograd kernel (for when this
+# package is not imported, registered for the Autograd alias key) gives way to it.
+_support.register_autograd(_LIBRARY, "inverse", _autograd)

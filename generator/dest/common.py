@@ -9,6 +9,7 @@ from pathlib import Path
 from generator.api import cpp
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
+from generator.runtime._names import below_autograd_op as below_autograd_op
 
 # Artifact names have one owner, shared with the generated package (it gets a copy of _names).
 from generator.runtime._names import kernel_objects_name as kernel_objects_name

@@ -386,6 +386,15 @@ class TorchAttribute:
 
 
 @view
+class AutogradCheck:
+    """One input as the native Autograd kernel checks it in its stack slot."""
+
+    function: str  # input or optional_input (NoGradientHere's)
+    index: int
+    name_literal: str
+
+
+@view
 class TorchOpView(KernelWrapperView):
     """torch_op.cc: the native PyTorch registration (schema and CPU kernel, stable ABI)."""
 
@@ -393,6 +402,19 @@ class TorchOpView(KernelWrapperView):
     torch_name: str
     torch_name_literal: str
     definition_literal: str  # `name(schema)`, for m.def
+    namespace_literal: str
+    qualified_name_literal: str
+    source_literal: str  # the file, for PyTorch's debug info (_support.bind_op reads it)
+    # An op through which a gradient can flow registers its own Autograd kernel too (for when
+    # the generated package, whose Autograd kernel wins over it, is not imported) and the op
+    # it calls below the Autograd key.
+    autograd_kernel: bool
+    below_name_literal: str
+    below_qualified_name_literal: str
+    below_definition_literal: str
+    package_literal: str
+    forward_mode_message_literal: str
+    autograd_checks: tuple[AutogradCheck, ...]
     return_type: str
     run_params: str  # the input tensors, by value (made dense in place)
     kernel_params: str  # the schema's arguments
@@ -405,8 +427,9 @@ class TorchOpView(KernelWrapperView):
     supported_dtypes: str
 
 
-def torch_op_view(op: OpDef) -> TorchOpView:
+def torch_op_view(op: OpDef, package: str) -> TorchOpView:
     torch = py.torch_binding(op)
+    below = common.below_autograd_op(torch.name)
     tensor_types = [
         (
             "std::optional<opgen::torch_support::Tensor>"
@@ -435,6 +458,21 @@ def torch_op_view(op: OpDef) -> TorchOpView:
         torch_name=torch.name,
         torch_name_literal=cpp.string_literal(torch.name),
         definition_literal=cpp.string_literal(torch.name + py.torch_schema(op)),
+        namespace_literal=cpp.string_literal(torch.namespace),
+        qualified_name_literal=cpp.string_literal(torch.qualified_name),
+        source_literal=cpp.string_literal(f"{op.op_id}_torch.cc"),
+        autograd_kernel=op.has_autograd_kernel,
+        below_name_literal=cpp.string_literal(below),
+        below_qualified_name_literal=cpp.string_literal(f"{torch.namespace}::{below}"),
+        below_definition_literal=cpp.string_literal(below + py.torch_schema(op)),
+        package_literal=cpp.string_literal(package),
+        forward_mode_message_literal=cpp.string_literal(py.forward_mode_message(op)),
+        autograd_checks=tuple(
+            AutogradCheck(
+                "optional_input" if t.optional else "input", i, cpp.string_literal(t.name)
+            )
+            for i, t in enumerate(op.inputs)
+        ),
         return_type=(
             "opgen::torch_support::Tensor"
             if len(outputs) == 1
@@ -473,7 +511,14 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
         render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
         render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op)),
     ] + (
-        [render("cpp/torch_op.cc.j2", f"{base}_torch.cc", srcs, torch_op_view(op))]
+        [
+            render(
+                "cpp/torch_op.cc.j2",
+                f"{base}_torch.cc",
+                srcs,
+                torch_op_view(op, emission.package.name),
+            )
+        ]
         if op.torch is not None and op.torch.api is TorchApi.native
         else []
     )

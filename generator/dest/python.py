@@ -141,6 +141,7 @@ class TorchOpView:
     torch_namespace: str
     torch_name: str
     qualified_name: str
+    definition_path: str  # for _support.bind_op's messages
     uses_legacy_api: bool  # torch._custom_op: no autograd
     uses_custom_op_api: bool  # torch.library.custom_op
     uses_library_api: bool  # torch.library.Library with our own Autograd kernel
@@ -182,6 +183,7 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         torch_namespace=torch.namespace,
         torch_name=torch.name,
         qualified_name=torch.qualified_name,
+        definition_path=op.definition_path,
         uses_legacy_api=torch.api is TorchApi.legacy,
         uses_custom_op_api=torch.api is TorchApi.custom_op,
         uses_library_api=torch.api is TorchApi.library,

@@ -28,6 +28,13 @@ def torch_library_file(domain_ident: str) -> str:
     return f"lib{torch_library_name(domain_ident)}.so"
 
 
+def below_autograd_op(name: str) -> str:
+    """The op (in the same namespace) that a native op's own Autograd kernel calls below the
+    Autograd key: the library defines it with the op's schema and CPU kernel, for when the
+    generated package is not imported."""
+    return f"_{name}_below_autograd"
+
+
 def schema_tests_name(domain_ident: str) -> str:
     """The executable running the C++ schema test of every op in the domain (its CMake target
     and file name in the build's bin/)."""

@@ -9,10 +9,11 @@ import importlib.util
 import json
 import os
 import sys
+import types
 from pathlib import Path
 
 from . import _package
-from ._names import library_file, module_name, torch_library_file
+from ._names import below_autograd_op, library_file, module_name, torch_library_file
 
 # Not resolved: a package folder reached through a symbolic link finds the build folder where
 # the configuration puts it beside the link (the generator computed BUILD_DIR so).
@@ -93,35 +94,242 @@ def torch_library(domain_ident: str) -> Path:
     if domain_ident not in _torch_libraries:
         if not path.is_file():
             raise _missing(path)
-        other = _mapped_elsewhere(path)
-        if other is not None:
-            raise RuntimeError(
-                f"{other} is loaded in this process, so {path} cannot be: both are native "
-                "PyTorch libraries of one ONNX domain (another build of this package, or "
-                "another package using the same domain), and PyTorch takes one definition of "
-                "an op, ONNX Runtime one library per domain (load one build, point "
-                "OPGEN_BUILD_DIR at the one loaded, or give one package another domain)"
-            )
-        import torch
 
-        torch.ops.load_library(str(path))
+        def load(path: Path) -> None:
+            import torch
+
+            torch.ops.load_library(str(path))
+
+        load_native(path, load)
         _torch_libraries.add(domain_ident)
     return path
 
 
-def _mapped_elsewhere(path: Path) -> str | None:
-    """Another file of the same name that this process has loaded (a second build, or a copy
-    loaded by hand with torch.ops.load_library), if any."""
+def load_native(path: Path, load) -> None:
+    """Loads a native file (a native PyTorch library, a pybind11 kernel module) with `load`,
+    unless this process has mapped another file of that name: a second copy (another build of
+    this package, a wheel's, another package using the same ONNX domain, a copy loaded by hand),
+    or the file that was at that path when it was loaded and has since been rebuilt or deleted.
+    The dynamic loader hands back the copy it has for a path it loaded before, and PyTorch takes
+    one definition of an op (ONNX Runtime one library per domain): the kernels running would be
+    the old copy's, in silence. The one place the generated package loads native code."""
+    copy = _mapped_copy(path)
+    if copy is not None:
+        loaded, stale = copy
+        if stale:
+            why = (
+                "it is the file that was at that path when this process loaded it (rebuilt, "
+                "moved or deleted since), and loading the path again would run that old copy, "
+                "not the file there now (restart the process to use the new build)"
+            )
+        else:
+            why = (
+                "both are the same native file of one ONNX domain (another build of this "
+                "package, or another package using the same domain), and PyTorch takes one "
+                "definition of an op, ONNX Runtime one library per domain (load one build, "
+                "point OPGEN_BUILD_DIR at the one loaded, or give one package another domain)"
+            )
+        raise RuntimeError(f"{loaded} is loaded in this process, so {path} cannot be: {why}")
+    load(path)
+
+
+_DELETED = " (deleted)"
+
+
+def _mapped_copy(path: Path) -> tuple[str, bool] | None:
+    """A file this process has mapped that is not the file at path (not the same device and
+    inode) and would be taken for it: the one the dynamic loader holds under path's name (it
+    matches a name it loaded before, the file there now unseen), or any mapped under path's
+    file name. Its path ("<path> (deleted)" for one deleted since), and whether it is stale
+    (what was at path, or deleted); None if there is none."""
     try:
-        maps = Path("/proc/self/maps").read_text()
+        lines = Path("/proc/self/maps").read_text().splitlines()
     except OSError:  # not Linux: nothing to compare
         return None
-    real = os.path.realpath(path)
-    for line in maps.splitlines():
-        mapped = line.split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
-        if os.path.basename(mapped) == path.name and os.path.realpath(mapped) != real:
-            return mapped
+    want = os.stat(path)
+    mappings = [fields for fields in (line.split(maxsplit=5) for line in lines) if len(fields) == 6]
+    for name in dict.fromkeys((str(path), os.path.abspath(path), os.path.realpath(path))):
+        address = _loaded_under(name)
+        if address is None:
+            continue
+        for fields in mappings:
+            begin, _, end = fields[0].partition("-")
+            if int(begin, 16) <= address < int(end, 16) and not _same_file(fields, path, want):
+                return fields[5], True
+    for fields in mappings:
+        if fields[5].removesuffix(_DELETED).rpartition("/")[2] != path.name:
+            continue
+        if not _same_file(fields, path, want):
+            stale = fields[5].endswith(_DELETED) or fields[5] == os.path.realpath(path)
+            return fields[5], stale
     return None
+
+
+def _same_file(fields: list[str], path: Path, want: os.stat_result) -> bool:
+    """Whether a line of /proc/self/maps (split in six) maps the file `want` describes. The
+    line's device and inode are the file system's own; an overlay file system (containers)
+    reports others through stat, which the link in /proc/self/map_files then gives too."""
+    if fields[5].endswith(_DELETED):
+        return False
+    major, _, minor = fields[3].partition(":")
+    try:
+        if (os.makedev(int(major, 16), int(minor, 16)), int(fields[4])) == (
+            want.st_dev,
+            want.st_ino,
+        ):
+            return True
+        found = os.stat(f"/proc/self/map_files/{fields[0]}")
+    except (OSError, ValueError):  # no map_files here: the paths then
+        return os.path.realpath(fields[5]) == os.path.realpath(path)
+    return (found.st_dev, found.st_ino) == (want.st_dev, want.st_ino)
+
+
+def _loaded_under(name: str) -> int | None:
+    """An address inside the object the dynamic loader has loaded under this name (dlopen with
+    RTLD_NOLOAD, which loads nothing), None if it has none."""
+    import ctypes
+
+    try:
+        handle = ctypes.CDLL(name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)._handle
+    except OSError:
+        return None
+
+    class LinkMap(ctypes.Structure):  # the start of glibc's struct link_map
+        _fields_ = [("addr", ctypes.c_size_t), ("name", ctypes.c_char_p), ("ld", ctypes.c_void_p)]
+
+    link = ctypes.POINTER(LinkMap)()
+    dlinfo = getattr(ctypes.CDLL(None), "dlinfo", None)
+    if dlinfo is None or dlinfo(ctypes.c_void_p(handle), 2, ctypes.byref(link)) != 0:
+        return None  # 2: RTLD_DI_LINKMAP
+    return link.contents.ld  # its dynamic section
+
+
+def bind_op(
+    qualified_name: str,
+    definition: str,
+    module_file: str,
+    native: tuple[str, str] | None = None,
+    below_autograd: bool = False,
+) -> None:
+    """Decides whether this package may bind a PyTorch op name to its kernels: every generated
+    registration, native or from Python (torch.api library, custom_op, legacy), asks here first.
+    A name binds one kernel: if something else defined it (another generated package, another
+    copy of this one, a torch.library or C++ definition made before), this raises, naming both.
+
+    native: (domain identifier, source file) of an op that the domain's native library defines
+    (loaded here, through load_native), with the op below its Autograd key if below_autograd;
+    they must be that library's. Otherwise the name must be free: the caller defines it next."""
+    module_file = os.path.realpath(module_file)
+    ours = f"package {_package.NAME} ({definition}, {module_file})"
+    names = [qualified_name]
+    if native is not None:
+        domain_ident, source = native
+        library = torch_library(domain_ident)
+        ours = f"package {_package.NAME} ({definition}, {module_file}; native library {library})"
+        if below_autograd:  # what the library's own Autograd kernel calls
+            namespace, name = qualified_name.split("::", 1)
+            names.append(f"{namespace}::{below_autograd_op(name)}")
+    bindings = _bindings()
+    previous = bindings.get(qualified_name)
+    if previous is not None and previous[0] != module_file:
+        raise _bound_twice(qualified_name, previous[1], ours)
+    for name in names:
+        debug = _definition_of(name)
+        if native is None and debug is None:
+            continue
+        if native is not None and debug is not None and _defined_by(debug, library, source):
+            continue
+        if debug is None:
+            raise RuntimeError(f"{library} does not define {name}: rebuild it (`opgen build`)")
+        if debug == "":
+            first = "kernels registered for that name without a definition"
+        else:
+            first = "a registration at " + debug.removeprefix("registered at ")
+        raise _bound_twice(name, first, ours)
+    bindings[qualified_name] = (module_file, ours)
+
+
+def _bound_twice(qualified_name: str, first: str, second: str) -> RuntimeError:
+    return RuntimeError(
+        f"{qualified_name} is defined by {first}, so {second} cannot bind it: a PyTorch op name "
+        "binds one kernel, and the second would run the first's, or lose its own fake or "
+        "Autograd kernel, in silence (give one of the two ops another name under torch: in its "
+        "definition, or import only one of them in a process)"
+    )
+
+
+def _definition_of(qualified_name: str) -> str | None:
+    """PyTorch's debug info for the op's definition ("registered at <file>:<line>"); "" for a
+    name with kernels but no definition; None for a free name."""
+    import torch
+
+    try:
+        return torch._C._dispatch_find_schema_or_throw(qualified_name, "").debug()
+    except RuntimeError:
+        return "" if torch._C._dispatch_has_kernel(qualified_name) else None
+
+
+def _defined_by(debug: str, library: Path, source: str) -> bool:
+    """Whether debug info names this native library and the op's source in it, as the library's
+    registrations spell it: "registered at <library file>, <source>:<line>"."""
+    prefix = "registered at "
+    marker = f", {source}:"
+    if not debug.startswith(prefix) or marker not in debug:
+        return False
+    path = debug[len(prefix) : debug.rindex(marker)]
+    try:
+        return os.path.samefile(path, library)
+    except OSError:
+        return False
+
+
+# The bindings every generated package in this process made, by op name: (module file, who),
+# so that a second binding names the first. Each package has its own _support, so the record
+# lives in a module of its own in sys.modules, which every package's _support shares.
+_BINDINGS_MODULE = "_opgen_torch_bindings"
+
+
+def _bindings() -> dict:
+    module = sys.modules.get(_BINDINGS_MODULE)
+    if module is None:
+        module = types.ModuleType(_BINDINGS_MODULE, "PyTorch ops bound by generated packages")
+        module.BINDINGS = {}
+        module = sys.modules.setdefault(_BINDINGS_MODULE, module)
+    return module.BINDINGS
+
+
+# The per-backend keys the Autograd alias key stands for. A native op's library registers its
+# own Autograd kernel for the alias (used where the generated package is not imported); the
+# package's kernel, registered for each of these, wins over it everywhere.
+AUTOGRAD_KEYS = tuple(
+    "Autograd" + backend
+    for backend in (
+        "CPU", "CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "MTIA", "MAIA",
+        "PrivateUse1", "PrivateUse2", "PrivateUse3", "Meta", "Other", "NestedTensor",
+    )
+)  # fmt: skip
+
+
+def register_autograd(library, name: str, kernel) -> None:
+    """Registers a native op's Autograd kernel (taking the dispatch key set) for each of
+    autograd_keys()."""
+    for key in autograd_keys():
+        library.impl(name, kernel, key, with_keyset=True)
+
+
+def autograd_keys() -> list[str]:
+    """The AUTOGRAD_KEYS that torch.library takes by name in this torch (2.13 lacks HIP, VE,
+    MTIA and MAIA's: there the library's own kernel stays, refusing the device)."""
+    import torch
+
+    keys = []
+    for key in AUTOGRAD_KEYS:
+        try:
+            torch._C._dispatch_key_parse(key)
+        except RuntimeError:
+            continue
+        keys.append(key)
+    return keys
 
 
 def check_one_device(op: str, tensors: dict) -> None:
@@ -140,16 +348,20 @@ def kernels(domain_ident: str):
         return _modules[domain_ident]
     name = module_name(domain_ident)
     lib = library_dir()
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        path = lib / f"{name}{suffix}"
-        if path.is_file():
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-            _modules[domain_ident] = module
-            return module
-    raise _missing(lib / f"{name}{importlib.machinery.EXTENSION_SUFFIXES[0]}")
+    paths = [lib / f"{name}{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES]
+    path = next((path for path in paths if path.is_file()), None)
+    if path is None:
+        raise _missing(paths[0])
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+
+    def load(path: Path) -> None:
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+    load_native(path, load)
+    _modules[domain_ident] = module
+    return module
 
 
 def name_the_op(op: str, error: ValueError, inputs: dict) -> None:

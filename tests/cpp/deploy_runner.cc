@@ -4,12 +4,15 @@
 //
 //   deploy_runner torchscript MODEL.pt INPUTS.pt [LIBRARY.so ...]
 //   deploy_runner aoti PACKAGE.pt2 INPUTS.pt [LIBRARY.so ...]
+//   deploy_runner torchscript-autograd MODEL.pt INPUTS.pt [LIBRARY.so ...]
 //
 // Loads each library (the native op libraries: loading registers the ops), then the model
 // (torch::jit::load, or AOTInductor's AOTIModelPackageLoader), calls it on the tensors of
 // INPUTS.pt (a list saved with torch.save), and prints one line per output tensor:
 // "<dims>|<values>", values in float64 with 17 digits. An error prints "error: <what>" and
-// exits 1; a process that maps libpython exits 3.
+// exits 1; a process that maps libpython exits 3. The model runs under c10::InferenceMode, as a
+// server runs it; torchscript-autograd runs it with autograd on (grad mode, the inputs'
+// requires_grad as saved), as a program that forgot inference mode does.
 #include <dlfcn.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/script.h>
@@ -18,6 +21,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -93,7 +97,8 @@ int main(int argc, char** argv) {
     return 3;
   }
   try {
-    c10::InferenceMode inference;
+    std::optional<c10::InferenceMode> inference;
+    if (mode != "torchscript-autograd") inference.emplace();
     const std::vector<at::Tensor> inputs = read_inputs(argv[3]);
     const std::vector<at::Tensor> outputs =
         mode == "aoti" ? run_aoti(argv[2], inputs) : run_torchscript(argv[2], inputs);

@@ -8,23 +8,44 @@
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 
+#include <dlfcn.h>
 #include <sys/mman.h>
 
+#include <array>
 #include <cctype>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
-#include <tuple>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "opgen/runtime.h"
 #include "opgen/shape_rule.h"
 
+#if TORCH_FEATURE_VERSION < TORCH_VERSION_2_13_0
+// torch 2.13 and later keep the message of the last error a stable-ABI call returned; the
+// releases before (down to the 2.10 targeted) lack the function: a weak reference, null there.
+extern "C" __attribute__((weak, visibility("default"))) const char*
+torch_exception_get_what_without_backtrace();
+#endif
+
 namespace opgen::torch_support {
+
+// The message of the last error a stable-ABI call returned, when the running torch keeps it.
+inline const char* last_torch_error() {
+#if TORCH_FEATURE_VERSION < TORCH_VERSION_2_13_0
+  if (torch_exception_get_what_without_backtrace == nullptr) return nullptr;
+#endif
+  return torch_exception_get_what_without_backtrace();
+}
 
 using Tensor = torch::stable::Tensor;
 using ScalarType = torch::headeronly::ScalarType;
@@ -327,30 +348,245 @@ void put(StableIValue* stack, const std::tuple<Outputs...>& outputs) {
              outputs);
 }
 
-// Registration runs while the library loads (static initializers): an exception there would
-// end the process (std::terminate), so a failure is reported on stderr and the op left out.
-// It happens when a second copy of a library defines the same ops in one process.
+// ---- Registration. It runs while the library loads (static initializers): an exception there
+// would end the process (std::terminate), so a failure is reported on stderr and the op left
+// out. It happens when something else defined the op's name first (another copy of this
+// library, another library or package using the same name, a torch.library definition): the
+// generated package then refuses to import (_support.bind_op), naming both.
 using Library = torch::stable::detail::StableLibrary;
+using BoxedKernel = void (*)(StableIValue*, uint64_t, uint64_t);
+
+// What a failed registration says: PyTorch's message where the running torch keeps it (for a
+// name defined twice, it names both registrations), else the stable ABI's.
+inline const char* registration_error(const std::exception& error) noexcept {
+  const char* what = last_torch_error();
+  return what != nullptr && *what != '\0' ? what : error.what();
+}
 
 inline bool define(Library& library, const char* schema, const char* op) noexcept {
   try {
     library.def(schema);
     return true;
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "opgen: %s was not registered by this library: %s\n", op, error.what());
+    std::fprintf(stderr, "opgen: %s was not registered by this library: %s\n", op,
+                 registration_error(error));
     return false;
   }
 }
 
-inline void implement(Library& library, const char* name, void (*kernel)(StableIValue*, uint64_t, uint64_t),
-                      const char* op) noexcept {
+inline void implement(Library& library, const char* name, BoxedKernel kernel, const char* op,
+                      const char* key) noexcept {
   try {
     library.impl(name, kernel);
   } catch (const std::exception& error) {
-    std::fprintf(stderr, "opgen: %s's CPU kernel was not registered by this library: %s\n", op,
-                 error.what());
+    std::fprintf(stderr, "opgen: %s's %s kernel was not registered by this library: %s\n", op, key,
+                 registration_error(error));
   }
 }
+
+// The file of the shared library holding `address` (this library), resolved: the dynamic
+// loader's name for it while the library loads.
+inline std::string library_file(const void* address) {
+  Dl_info info{};
+  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "(an unknown library)";
+  char resolved[PATH_MAX];
+  return realpath(info.dli_fname, resolved) != nullptr ? std::string(resolved)
+                                                       : std::string(info.dli_fname);
+}
+
+// One op's registrations, held for the life of the library (a static object per op): its
+// schema and CPU kernel; for an op through which a gradient can flow, also the op below the
+// Autograd key (same schema, same CPU kernel) and the Autograd kernel (see NoGradientHere).
+// PyTorch's debug info for them ("registered at <file>:<line>", also in its
+// duplicate-definition errors) names this library's file and the op's source, "<library>,
+// <op>_torch.cc": the generated package reads it to check that this library, not something
+// else, defined the op (_support.bind_op).
+class Registration {
+ public:
+  struct Op {
+    const char* op_type;  // for messages
+    const char* name;
+    const char* schema;  // name(arguments) -> results
+    BoxedKernel cpu;
+    const char* below_name;  // null: no gradient can flow, no Autograd kernel
+    const char* below_schema;
+    BoxedKernel below_cpu;
+    BoxedKernel autograd;
+  };
+
+  Registration(const char* ns, const Op& op, const char* source, uint32_t line, const void* anchor)
+      : file_(library_file(anchor) + ", " + source) {
+    const char* file = file_.c_str();
+    using Kind = Library::Kind;
+    definitions_ = std::make_unique<Library>(Kind::FRAGMENT, ns, nullptr, file, line);
+    const bool defined = define(*definitions_, op.schema, op.op_type);
+    const bool below_defined =
+        defined && op.below_name != nullptr && define(*definitions_, op.below_schema, op.op_type);
+    cpu_ = std::make_unique<Library>(Kind::IMPL, ns, "CPU", file, line);
+    if (defined) implement(*cpu_, op.name, op.cpu, op.op_type, "CPU");
+    if (below_defined) {
+      implement(*cpu_, op.below_name, op.below_cpu, op.op_type, "CPU");
+      autograd_ = std::make_unique<Library>(Kind::IMPL, ns, "Autograd", file, line);
+      implement(*autograd_, op.name, op.autograd, op.op_type, "Autograd");
+    }
+  }
+
+ private:
+  std::string file_;  // PyTorch keeps a pointer to it: declared before the libraries
+  std::unique_ptr<Library> definitions_;
+  std::unique_ptr<Library> cpu_;
+  std::unique_ptr<Library> autograd_;
+};
+
+// ---- Without the generated package: the op's own Autograd kernel.
+//
+// The generated Python package registers the op's Autograd kernel (its gradient formulas, or an
+// error naming the definition) for every backend, which wins over this one; this one, which the
+// library registers for the Autograd alias key, serves where the package is not imported: the
+// library loaded alone (torch.ops.load_library, a C++ program). PyTorch's fallback there would
+// let a gradient through the op come out as zeros (torch.func.grad, forward-mode AD) or as None
+// (backward), with a warning at most. So a call through which a gradient could flow is an
+// error naming the op; any other call goes on below the Autograd key, as PyTorch's fallback
+// would go: to the op below the Autograd key, through the dispatcher (a direct call to the CPU
+// kernel would skip what lies between: tensor subclasses and modes, functionalization, the
+// lazy negation bit, torch.func's levels).
+//
+// PyTorch's stable ABI has no requires_grad query, so autograd is asked through the
+// dispatcher: aten::_unpack_dual(t, 0) gives a tensor's tangent at the dual level (PyTorch has
+// one: it refuses nested forward-AD levels) and its primal, a differentiable view of t, which
+// has a grad_fn exactly when grad mode is on and t requires grad. Under
+// torch.inference_mode() (or a C++ c10::InferenceMode) no Autograd kernel runs at all.
+
+// The last exception the op below the Autograd key threw (see NoGradientHere::call_below).
+inline std::exception_ptr& below_autograd_error() {
+  thread_local std::exception_ptr error;
+  return error;
+}
+
+// The CPU kernel of the op below the Autograd key: the op's own, its exception kept for the
+// Autograd kernel (the dispatcher hands that kernel an error code only).
+template <BoxedKernel Kernel>
+void below_autograd_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  try {
+    Kernel(stack, num_args, num_outputs);
+  } catch (...) {
+    below_autograd_error() = std::current_exception();
+    throw;
+  }
+}
+
+inline std::string device_name(const Tensor& tensor) {
+  int32_t type = 0;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(tensor.get(), &type));
+  if (type == aoti_torch_device_type_cuda()) return "cuda";
+  if (type == aoti_torch_device_type_meta()) return "meta";
+  if (type == aoti_torch_device_type_xpu()) return "xpu";
+  if (type == aoti_torch_device_type_mps()) return "mps";
+  if (type == aoti_torch_device_type_privateuse1()) return "privateuse1";
+  return "device type " + std::to_string(type);
+}
+
+// Only floating-point and complex tensors can require grad or carry a tangent.
+inline bool may_carry_gradient(const Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+    case ScalarType::Bool:
+    case ScalarType::Byte:
+    case ScalarType::Char:
+    case ScalarType::Short:
+    case ScalarType::Int:
+    case ScalarType::Long:
+    case ScalarType::UInt16:
+    case ScalarType::UInt32:
+    case ScalarType::UInt64:
+      return false;
+    default:
+      return true;
+  }
+}
+
+enum class Gradient { none, reverse, forward };
+
+// Whether autograd would track the op on this input: forward (it carries a tangent) or reverse
+// (grad mode is on and it requires grad).
+inline Gradient gradient_through(const Tensor& tensor) {
+  using torch::stable::detail::from;
+  using torch::stable::detail::to;
+  std::array<StableIValue, 2> dual{from(tensor), from(int64_t{0})};
+  STABLE_TORCH_ERROR_CODE_CHECK(
+      torch_call_dispatcher("aten::_unpack_dual", "", dual.data(), TORCH_ABI_VERSION));
+  const Tensor primal(to<AtenTensorHandle>(dual[0]));
+  const Tensor tangent(to<AtenTensorHandle>(dual[1]));
+  if (tangent.defined()) return Gradient::forward;
+  if (!aoti_torch_grad_mode_is_enabled()) return Gradient::none;
+  std::array<StableIValue, 1> leaf{from(primal)};
+  STABLE_TORCH_ERROR_CODE_CHECK(
+      torch_call_dispatcher("aten::is_leaf", "", leaf.data(), TORCH_ABI_VERSION));
+  return to<bool>(leaf[0]) ? Gradient::none : Gradient::reverse;
+}
+
+// The checks of the Autograd kernel, input by input (the stack's arguments stay in place).
+struct NoGradientHere {
+  const char* op_type;         // as the kernels' messages begin
+  const char* qualified_name;  // the PyTorch op
+  const char* package;         // the generated package holding its Autograd kernel
+  const char* forward_mode_message;
+  const void* anchor;  // an address in this library, for its file's name
+
+  void input(StableIValue value, const char* name) const {
+    AtenTensorHandle copy = nullptr;  // a reference of our own: the stack keeps its own
+    STABLE_TORCH_ERROR_CODE_CHECK(
+        aoti_torch_new_tensor_handle(torch::stable::detail::to<AtenTensorHandle>(value), &copy));
+    check(Tensor(copy), name);
+  }
+  void optional_input(StableIValue value, const char* name) const {
+    const auto* slot = torch::stable::detail::to<StableIValue*>(value);  // null: None
+    if (slot != nullptr) input(*slot, name);
+  }
+
+  // Then calls the op below the Autograd key with the arguments on the stack (which it takes),
+  // its outputs put back on the stack; its kernel's exception is rethrown as it was.
+  void call_below(const char* below, StableIValue* stack) const {
+    below_autograd_error() = nullptr;
+    if (torch_call_dispatcher(below, "", stack, TORCH_ABI_VERSION) == AOTI_TORCH_SUCCESS) return;
+    if (std::exception_ptr error = std::exchange(below_autograd_error(), nullptr)) {
+      std::rethrow_exception(error);
+    }
+    const char* what = last_torch_error();
+    throw std::runtime_error(
+        std::string(op_type) + ": PyTorch failed to run " + below + ", the op below the Autograd key" +
+        (what != nullptr && *what != '\0'
+             ? std::string(": ") + what
+             : std::string(what == nullptr ? " (torch 2.13 and later give the reason)"
+                                           : " and gave no reason") +
+                   " (fake tensors, as torch.compile and torch.export use, need the generated "
+                   "package " + package + ", which registers the fake kernel)"));
+  }
+
+ private:
+  void check(const Tensor& tensor, const char* name) const {
+    if (!tensor.is_cpu()) {
+      opgen::fail(std::string(op_type) + ": input '" + name + "' is on " + device_name(tensor) +
+                  ": " + library_file(anchor) +
+                  " has CPU kernels only (the fake kernel, for meta and fake tensors, comes with "
+                  "the generated package " + package + ")");
+    }
+    if (!may_carry_gradient(tensor)) return;
+    switch (gradient_through(tensor)) {
+      case Gradient::none:
+        return;
+      case Gradient::forward:
+        throw std::runtime_error(forward_mode_message);
+      case Gradient::reverse:
+        throw std::runtime_error(
+            std::string(qualified_name) + ": no gradient flows through this op here: " +
+            library_file(anchor) + " was loaded without its Python package " + package +
+            ", which holds the op's Autograd kernel, and input '" + name +
+            "' requires grad (import " + package +
+            " for gradients; without them, call the op under torch.no_grad() or "
+            "torch.inference_mode())");
+    }
+  }
+};
 
 inline int64_t numel(const opgen::Shape& shape) {
   const int64_t count = opgen::checked_numel(shape);
