@@ -68,7 +68,7 @@ OPGEN_NAMESPACE_NAMES = frozenset(
 OP_NAMESPACE_NAMES = frozenset(
     """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
     InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
-    RegisterSchema RunSchemaTest add_ort_ops bind boxed_cpu_kernel compute
+    RegisterSchema RunSchemaTest add_ort_ops bind boxed_autograd_kernel boxed_cpu_kernel compute
     cpu_kernel infer_shapes kOpType make_model only_node run""".split()
 )
 
@@ -95,9 +95,9 @@ def is_reserved(name: str) -> bool:
 
 
 # An op id and a domain become parts of file names (generated/<op_id>/<op_id>_schema_test.cc,
-# libopgen_<domain>.so), and tools derive longer ones from those: `.<name>.<pid>.tmp` while
-# writing, CMake's `<op_id>_schema_test.cc.o.d`, Python's
-# `test_<op_id>.cpython-311-pytest-8.3.4.pyc`. 128 characters leaves room for every one of
+# libopgen_<domain>.so), and tools derive longer ones from those:
+# `.<name>.opgen-<pid>-<random>.tmp` while writing, CMake's `<op_id>_schema_test.cc.o.d`,
+# Python's `test_<op_id>.cpython-311-pytest-8.3.4.pyc`. 128 characters leaves room for every one of
 # them within the usual 255-byte limit of a file name.
 MAX_NAME_LENGTH = 128
 
