@@ -579,7 +579,7 @@ def plan_initial(settings: Config) -> InitialConfiguration:
     pyproject.toml keeps every byte it had (its line endings are the table's) and stays the same
     file. Raises DefinitionError (a pyproject.toml that is no valid TOML, located) or ConfigError
     (a file or folder that cannot be written)."""
-    from generator.writer import folder_problem
+    from generator.writer import folder_problem, write_refusal
 
     def relative(path: Path) -> str:  # as a TOML string (JSON's escapes are TOML's)
         return json.dumps(Path(os.path.relpath(path.absolute())).as_posix())
@@ -603,7 +603,7 @@ def plan_initial(settings: Config) -> InitialConfiguration:
     if pyproject.is_file():
         _located(pyproject)  # not UTF-8, not TOML: a located error, and nothing written
         original = read_bounded(pyproject)
-        newline = b"\r\n" if b"\r\n" in original.split(b"\n", 1)[0] + b"\n" else b"\n"
+        newline = b"\r\n" if original.split(b"\n", 1)[0].endswith(b"\r") else b"\n"
         table = ["", "[tool.opgen]", *lines[1:]]
         added = b"" if original.endswith(b"\n") or not original else newline
         added += newline.join(line.encode() for line in table) + newline
@@ -612,15 +612,13 @@ def plan_initial(settings: Config) -> InitialConfiguration:
         except tomllib.TOMLDecodeError:
             pass  # a pyproject.toml that an appended table would break: opgen.toml instead
         else:
-            if not os.access(pyproject, os.W_OK):
-                raise ConfigError(f"{PYPROJECT_TOML} cannot be written (no permission)")
-            problem = folder_problem(Path.cwd())
-            if problem and "read-only" in problem:  # os.access cannot tell: root may write
-                raise ConfigError(f"{PYPROJECT_TOML} {problem}")
+            refusal = write_refusal(pyproject)
+            if refusal:
+                raise ConfigError(f"{PYPROJECT_TOML} cannot be written: it {refusal}")
             return InitialConfiguration(pyproject, added, append=True)
     problem = folder_problem(Path.cwd())
     if problem:
-        raise ConfigError(f"{OPGEN_TOML} cannot be written: the working directory {problem}")
+        raise ConfigError(f"cannot write {OPGEN_TOML}: the working directory {problem}")
     return InitialConfiguration(Path(OPGEN_TOML), ("\n".join(lines) + "\n").encode(), False)
 
 

@@ -168,11 +168,18 @@ def _unwritable(folder: str) -> str | None:
     these)."""
     if not os.path.isdir(folder):
         return None
+    refusal = write_refusal(folder)
+    return f"cannot be written: it {refusal}" if refusal else None
+
+
+def write_refusal(path: str | Path) -> str | None:
+    """Why an existing file or folder cannot be written ("is on a read-only file system", "has
+    no write permission"), or None. The file system first: os.access says only "no"."""
     with contextlib.suppress(OSError):
-        if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return "cannot be written: it is on a read-only file system"
-    if not os.access(folder, os.W_OK | os.X_OK):
-        return "cannot be written: no permission to write in it"
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "is on a read-only file system"
+    if not os.access(path, os.W_OK | (os.X_OK if os.path.isdir(path) else 0)):
+        return "has no write permission"
     return None
 
 
@@ -471,14 +478,8 @@ def folder_problem(folder: Path, *, writing: bool = True) -> str | None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         return f"cannot be made: {ancestor} is not a folder"
-    if not writing:
-        return None
-    with contextlib.suppress(OSError):
-        if os.statvfs(ancestor).f_flag & os.ST_RDONLY:
-            return f"cannot be written: {ancestor} is on a read-only file system"
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        return f"cannot be written: no permission to write in {ancestor}"
-    return None
+    refusal = write_refusal(ancestor) if writing else None
+    return f"cannot be written: {ancestor} {refusal}" if refusal else None
 
 
 _held_locks: dict[str, tuple[int, int]] = {}  # folder -> (descriptor, depth), this process's
