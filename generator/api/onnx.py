@@ -3,49 +3,62 @@
 from __future__ import annotations
 
 import json
-from typing import TypeAlias
+from typing import TypeAlias, assert_never
 
 from generator.model.nodes import AttrRef, NodeAttribute, OnnxNode
 from generator.model.op import OpDef
-from generator.model.types import AttrType, DType
+from generator.model.tensors import (
+    Differentiation,
+    OptionalArity,
+    SingleArity,
+    TensorParam,
+    VariadicArity,
+)
+from generator.model.types import (
+    AttrType,
+    DType,
+    MapType,
+    OptionalType,
+    SequenceType,
+    SparseTensorType,
+    TensorType,
+    ValueType,
+)
 
-_TYPE_NAME = {
-    DType.float16: "float16",
-    DType.bfloat16: "bfloat16",
-    DType.float32: "float",
-    DType.float64: "double",
-    DType.int8: "int8",
-    DType.int16: "int16",
-    DType.int32: "int32",
-    DType.int64: "int64",
-    DType.uint8: "uint8",
-    DType.bool: "bool",
-}
-TENSOR_PROTO = {
-    DType.float16: "FLOAT16",
-    DType.bfloat16: "BFLOAT16",
-    DType.float32: "FLOAT",
-    DType.float64: "DOUBLE",
-    DType.int8: "INT8",
-    DType.int16: "INT16",
-    DType.int32: "INT32",
-    DType.int64: "INT64",
-    DType.uint8: "UINT8",
-    DType.bool: "BOOL",
-}
-# TensorProto.DataType numbers (what a model stores as elem_type).
+# TensorProto.DataType: each dtype's name and number (what a model stores as elem_type).
 TENSOR_PROTO_NUMBER = {
     DType.float32: 1,
     DType.uint8: 2,
     DType.int8: 3,
+    DType.uint16: 4,
     DType.int16: 5,
     DType.int32: 6,
     DType.int64: 7,
+    DType.string: 8,
     DType.bool: 9,
     DType.float16: 10,
     DType.float64: 11,
+    DType.uint32: 12,
+    DType.uint64: 13,
+    DType.complex64: 14,
+    DType.complex128: 15,
     DType.bfloat16: 16,
+    DType.float8e4m3fn: 17,
+    DType.float8e4m3fnuz: 18,
+    DType.float8e5m2: 19,
+    DType.float8e5m2fnuz: 20,
+    DType.uint4: 21,
+    DType.int4: 22,
+    DType.float4e2m1: 23,
+    DType.float8e8m0: 24,
+    DType.uint2: 25,
+    DType.int2: 26,
+    DType.float6e2m3: 27,
+    DType.float6e3m2: 28,
 }
+# ONNX names float32 and float64 float and double; every other dtype as we do.
+_TYPE_NAME = {d: {DType.float32: "float", DType.float64: "double"}.get(d, d.value) for d in DType}
+TENSOR_PROTO = {d: name.upper() for d, name in _TYPE_NAME.items()}
 ATTR_TYPE = {
     AttrType.bool: "INT",  # ONNX has no bool attributes
     AttrType.int: "INT",
@@ -54,12 +67,78 @@ ATTR_TYPE = {
     AttrType.ints: "INTS",
     AttrType.floats: "FLOATS",
     AttrType.strings: "STRINGS",
+    AttrType.tensor: "TENSOR",
+    AttrType.tensors: "TENSORS",
+    AttrType.sparse_tensor: "SPARSE_TENSOR",
+    AttrType.sparse_tensors: "SPARSE_TENSORS",
+    AttrType.graph: "GRAPH",
+    AttrType.graphs: "GRAPHS",
+    AttrType.type_proto: "TYPE_PROTO",
+    AttrType.type_protos: "TYPE_PROTOS",
 }
 
 
 def onnx_type_string(dtype: DType) -> str:
     """The type string of ONNX schemas: tensor(float), tensor(float16), ..."""
     return f"tensor({_TYPE_NAME[dtype]})"
+
+
+def value_type_string(value_type: ValueType) -> str:
+    """As ONNX schemas spell a type: tensor(float), seq(tensor(float)), map(int64, float) (a
+    map's tensor value by its dtype alone), optional(...), sparse_tensor(float)."""
+    match value_type:
+        case TensorType(dtype):
+            return onnx_type_string(dtype)
+        case SparseTensorType(dtype):
+            return f"sparse_tensor({_TYPE_NAME[dtype]})"
+        case SequenceType(element):
+            return f"seq({value_type_string(element)})"
+        case MapType(key, TensorType(value)):
+            return f"map({_TYPE_NAME[key]}, {_TYPE_NAME[value]})"
+        case MapType(key, value):
+            return f"map({_TYPE_NAME[key]}, {value_type_string(value)})"
+        case OptionalType(element):
+            return f"optional({value_type_string(element)})"
+        case _:
+            assert_never(value_type)
+
+
+def parameter_type_string(param: TensorParam) -> str:
+    """The parameter's type as an ONNX schema names it: its type variable or a fixed type."""
+    if param.type_var is not None:
+        return param.type_var
+    assert param.concrete is not None  # TensorParam: a type variable or a type
+    return value_type_string(param.concrete)
+
+
+_DIFFERENTIATION = {
+    Differentiation.unknown: None,
+    Differentiation.differentiable: "Differentiable",
+    Differentiation.non_differentiable: "NonDifferentiable",
+}
+
+
+def formal_parameter_keywords(param: TensorParam) -> tuple[tuple[str, str], ...]:
+    """The keyword arguments of onnx.defs.OpSchema.FormalParameter that differ from its
+    defaults (Single, homogeneous, min arity 1, Unknown), as (keyword, Python expression)."""
+    keywords: list[tuple[str, str]] = []
+    match param.arity:
+        case SingleArity():
+            pass
+        case OptionalArity():
+            keywords.append(("param_option", "_Schema.FormalParameterOption.Optional"))
+        case VariadicArity(min_arity, homogeneous):
+            keywords.append(("param_option", "_Schema.FormalParameterOption.Variadic"))
+            if not homogeneous:
+                keywords.append(("is_homogeneous", "False"))
+            if min_arity != 1:
+                keywords.append(("min_arity", str(min_arity)))
+        case _:
+            assert_never(param.arity)
+    category = _DIFFERENTIATION[param.differentiation]
+    if category is not None:
+        keywords.append(("differentiation_category", f"_Schema.DifferentiationCategory.{category}"))
+    return tuple(keywords)
 
 
 # ---- nodes in ONNX's textual syntax (onnx.parser in Python, OnnxParser in C++)

@@ -12,7 +12,14 @@ from generator.api import python as py_api
 from generator.dest import common
 from generator.dest.emission import Emission
 from generator.model.op import OpDef, TorchApi
-from generator.model.tensors import Attribute, TensorParam
+from generator.model.tensors import (
+    Attribute,
+    Differentiation,
+    OptionalArity,
+    SingleArity,
+    TensorParam,
+    VariadicArity,
+)
 from generator.model.types import AttrType, message_value
 from generator.render import GeneratedFile, render
 from generator.view import view
@@ -98,8 +105,7 @@ def _title(op: OpDef) -> str:
 def _type(tensor: TensorParam) -> str:
     if tensor.type_var:
         return f"`{tensor.type_var}`"
-    assert tensor.dtype is not None  # TensorParam: a type variable or a dtype
-    return onnx_api.onnx_type_string(tensor.dtype)
+    return onnx_api.parameter_type_string(tensor)
 
 
 def _shape(tensor: TensorParam, is_output: bool) -> str:
@@ -113,8 +119,28 @@ def _shape(tensor: TensorParam, is_output: bool) -> str:
     return "through the function body" if is_output else "any"
 
 
+def _arity(tensor: TensorParam) -> str:
+    match tensor.arity:
+        case SingleArity():
+            return ""
+        case OptionalArity():
+            return "optional. "
+        case VariadicArity(min_arity, homogeneous):
+            kind = "" if homogeneous else ", each of its own type"
+            return f"variadic: {min_arity} or more{kind}. "
+        case _:
+            assert_never(tensor.arity)
+
+
+_DIFFERENTIATION = {
+    Differentiation.unknown: "",
+    Differentiation.differentiable: "differentiable. ",
+    Differentiation.non_differentiable: "not differentiable. ",
+}
+
+
 def _tensor(tensor: TensorParam, is_output: bool) -> TensorRowView:
-    doc = ("optional. " if tensor.optional else "") + tensor.doc
+    doc = _arity(tensor) + _DIFFERENTIATION[tensor.differentiation] + tensor.doc
     return TensorRowView(tensor.name, _type(tensor), _shape(tensor, is_output), _cell(doc))
 
 
@@ -141,7 +167,11 @@ def _attribute(attr: Attribute) -> AttributeRowView:
     return AttributeRowView(
         name=attr.name,
         type=attr.type.value,
-        default="required" if attr.required else f"`{_cell(repr(attr.default))}`",
+        default=(
+            "required"
+            if attr.required
+            else f"`{_cell(repr(attr.default))}`" if attr.has_default else "optional, none"
+        ),
         doc=_cell(
             ". ".join([attr.doc.rstrip(".")] + notes) + "."
             if notes and attr.doc
@@ -155,7 +185,9 @@ def _facts(op: OpDef) -> list[tuple[str, str]]:
     if op.op_type:
         versions = ", ".join(str(v) for v in op.versions)
         facts.append(("ONNX", f"`{op.title}`, version {versions}"))
-    if op.provided_by:
+    if op.is_interface_only:
+        facts.append(("runs in", "nothing yet: the definition declares the ONNX interface only"))
+    elif op.provided_by:
         facts.append(("runs in", "ONNX Runtime's own kernel (no library of ours)"))
     elif op.kernel:
         facts.append(("runs in", f"the custom-op library `{common.library_file(op.domain_ident)}`"))
@@ -192,6 +224,13 @@ def _registration(op: OpDef) -> str:
 
 
 def _example(op: OpDef, package: str) -> str:
+    if op.is_interface_only:
+        names = ([t.name for t in op.inputs], [t.name for t in op.outputs])
+        return (
+            f"import onnx\nimport {package}  # registers the ONNX schemas\n\n"
+            f"node = onnx.helper.make_node({op.op_type!r}, {names[0]!r}, {names[1]!r}, "
+            f"domain={op.domain!r})"
+        )
     case = op.tests.random[0] if op.tests.random else None
     lines = ["import torch", f"import {package}  # registers the ops (and their ONNX schemas)", ""]
     shapes = case.shapes if case else {t.name: () for t in op.inputs if not t.optional}
@@ -232,7 +271,7 @@ def op_page_view(op: OpDef, package: str) -> OpPageView:
         outputs=tuple(_tensor(t, True) for t in op.outputs),
         attributes=tuple(_attribute(a) for a in op.attributes),
         type_constraints=tuple(
-            TypeConstraintRowView(tc.name, ", ".join(d.value for d in tc.dtypes), _cell(tc.doc))
+            TypeConstraintRowView(tc.name, ", ".join(str(t) for t in tc.types), _cell(tc.doc))
             for tc in op.type_constraints
         ),
         checks=tuple(_cell(c.message) for c in rule.attribute_checks + rule.input_checks),

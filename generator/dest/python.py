@@ -4,6 +4,7 @@ template reads one view (a frozen dataclass) built here from the op."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
@@ -45,11 +46,6 @@ def _fixed_dtype(tensor: TensorParam) -> DType:
     """The dtype of a tensor that has no type variable."""
     assert tensor.dtype is not None, tensor.name  # TensorParam: a type variable or a dtype
     return tensor.dtype
-
-
-def _onnx_type(tensor: TensorParam) -> str:
-    """The tensor's type as an ONNX schema names it: its type variable or a fixed type."""
-    return tensor.type_var or onnx_api.onnx_type_string(_fixed_dtype(tensor))
 
 
 # ---- the op's package: op_init.py.j2
@@ -300,11 +296,17 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
 
 
 @view
+class KeywordView:
+    keyword: str
+    value: str  # a Python expression
+
+
+@view
 class SchemaInputView:
     name: str
     type_str: str
     doc_literal: str
-    optional: bool
+    keywords: tuple[KeywordView, ...]  # FormalParameter's, where not its defaults
 
 
 @view
@@ -313,8 +315,9 @@ class SchemaOutputView:
     index: int
     type_str: str
     doc_literal: str
+    keywords: tuple[KeywordView, ...]
     type_variable: str  # its TypeProto in the inference function
-    elem_type_expr: str
+    elem_type_expr: str | None  # None: an interface-only op, which infers nothing
 
 
 @view
@@ -344,10 +347,11 @@ class InferredShapeView:
 @view
 class SchemaAttributeView:
     name: str
-    required: bool
+    has_default: bool
+    required_literal: str  # without a default: required or not (True / False)
     onnx_enum: str
     doc_literal: str
-    python_default: str | None  # None: required
+    python_default: str | None  # None: no default
     since: int  # the op version that added it
 
 
@@ -367,6 +371,7 @@ class OnnxSchemaView:
     op_type: str
     version: int
     provided_by: str | None  # the runtime that implements the op, if not us
+    has_inference: bool  # False: an interface-only op, whose schema has no inference function
     infers_through_function: bool
     input_names: str  # a list literal
     output_names: str  # a list literal
@@ -391,11 +396,7 @@ class OnnxSchemaView:
 
 def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
     assert op.op_type is not None and op.domain is not None and op.version is not None
-    shaped = common.shaped_inputs(op)
-    shaped_names = {s.name for s in shaped}
-    dtype_sources = {op.dtype_source(o) for o in op.outputs}
-    checks = python_shapes.onnx_checks(op)
-    output_shapes = python_shapes.onnx_output_shapes(op)
+    inference = _schema_inference(op) if not op.is_interface_only else _NO_INFERENCE
     function_text = onnx_api.function_text(op) if op.function else None
     return OnnxSchemaView(
         title=op.title,
@@ -403,47 +404,44 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         op_type=op.op_type,
         version=op.version,
         provided_by=op.provided_by.value if op.provided_by else None,
+        has_inference=not op.is_interface_only,
         infers_through_function=op.infers_through_function,
         input_names=py.literal([t.name for t in op.inputs]),
         output_names=py.literal([t.name for t in op.outputs]),
-        inference_attributes=tuple(python_shapes.onnx_inference_attributes(op)),
-        attribute_checks=tuple(python_shapes.onnx_attribute_checks(op)),
-        read_inputs=tuple(
-            ReadInputView(i, t.optional, Local.onnx_type(t.name))
-            for i, t in enumerate(op.inputs)
-            if t.name in shaped_names or t.name in dtype_sources
-        ),
-        infers_shapes=bool(checks or output_shapes),
-        shapes_known=" and ".join(_shape_known(s.name, s.optional) for s in shaped) or "True",
-        shaped_inputs=tuple(
-            ShapedInputView(s.optional, Local.onnx_type(s.name), Local.onnx_dims(s.name))
-            for s in shaped
-        ),
-        checks=tuple(checks),
-        output_shapes=tuple(
-            InferredShapeView(Local.onnx_type(shape.output), shape.expr) for shape in output_shapes
-        ),
+        inference_attributes=inference.attributes,
+        attribute_checks=inference.attribute_checks,
+        read_inputs=inference.read_inputs,
+        infers_shapes=bool(inference.checks or inference.output_shapes),
+        shapes_known=inference.shapes_known,
+        shaped_inputs=inference.shaped_inputs,
+        checks=inference.checks,
+        output_shapes=inference.output_shapes,
         inputs=tuple(
-            SchemaInputView(t.name, _onnx_type(t), py.literal(t.doc), t.optional) for t in op.inputs
+            SchemaInputView(
+                t.name, onnx_api.parameter_type_string(t), py.literal(t.doc), _keywords(t)
+            )
+            for t in op.inputs
         ),
         outputs=tuple(
             SchemaOutputView(
                 name=t.name,
                 index=i,
-                type_str=_onnx_type(t),
+                type_str=onnx_api.parameter_type_string(t),
                 doc_literal=py.literal(t.doc),
+                keywords=_keywords(t),
                 type_variable=Local.onnx_type(t.name),
-                elem_type_expr=_elem_type(op, t),
+                elem_type_expr=None if op.is_interface_only else _elem_type(op, t),
             )
             for i, t in enumerate(op.outputs)
         ),
         attributes=tuple(
             SchemaAttributeView(
                 name=a.name,
-                required=a.required,
+                has_default=a.has_default,
+                required_literal=str(a.required),
                 onnx_enum=onnx_api.ATTR_TYPE[a.type],
                 doc_literal=py.literal(a.doc),
-                python_default=None if a.required else py.literal(_onnx_value(a.default)),
+                python_default=py.literal(_onnx_value(a.default)) if a.has_default else None,
                 since=a.since_version or op.versions[0],
             )
             for a in op.attributes
@@ -451,7 +449,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         type_constraints=tuple(
             TypeConstraintView(
                 tc.name,
-                py.literal([onnx_api.onnx_type_string(d) for d in tc.dtypes]),
+                py.literal([onnx_api.value_type_string(t) for t in tc.types]),
                 py.literal(tc.doc),
             )
             for tc in op.type_constraints
@@ -461,6 +459,51 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         has_function=function_text is not None,
         function_text_literal=py.literal(function_text) if function_text else None,
         function_opset=op.function.opset if op.function else None,
+    )
+
+
+def _keywords(param: TensorParam) -> tuple[KeywordView, ...]:
+    return tuple(KeywordView(k, v) for k, v in onnx_api.formal_parameter_keywords(param))
+
+
+@dataclass(frozen=True)
+class _SchemaInference:
+    """The parts of the schema's inference function (the shape rule, spelled in Python)."""
+
+    attributes: tuple[InferenceAttribute, ...]
+    attribute_checks: tuple[SpelledCheck, ...]
+    read_inputs: tuple[ReadInputView, ...]
+    shapes_known: str
+    shaped_inputs: tuple[ShapedInputView, ...]
+    checks: tuple[SpelledCheck, ...]
+    output_shapes: tuple[InferredShapeView, ...]
+
+
+_NO_INFERENCE = _SchemaInference((), (), (), "True", (), (), ())
+
+
+def _schema_inference(op: OpDef) -> _SchemaInference:
+    shaped = common.shaped_inputs(op)
+    shaped_names = {s.name for s in shaped}
+    dtype_sources = {op.dtype_source(o) for o in op.outputs}
+    return _SchemaInference(
+        attributes=tuple(python_shapes.onnx_inference_attributes(op)),
+        attribute_checks=tuple(python_shapes.onnx_attribute_checks(op)),
+        read_inputs=tuple(
+            ReadInputView(i, t.optional, Local.onnx_type(t.name))
+            for i, t in enumerate(op.inputs)
+            if t.name in shaped_names or t.name in dtype_sources
+        ),
+        shapes_known=" and ".join(_shape_known(s.name, s.optional) for s in shaped) or "True",
+        shaped_inputs=tuple(
+            ShapedInputView(s.optional, Local.onnx_type(s.name), Local.onnx_dims(s.name))
+            for s in shaped
+        ),
+        checks=tuple(python_shapes.onnx_checks(op)),
+        output_shapes=tuple(
+            InferredShapeView(Local.onnx_type(shape.output), shape.expr)
+            for shape in python_shapes.onnx_output_shapes(op)
+        ),
     )
 
 

@@ -13,6 +13,7 @@ from generator.api.names import Local
 from generator.dest import common
 from generator.dest.emission import Emission
 from generator.dest.python import title_and_torch_op, torch_overload_expr
+from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import TensorParam
 from generator.model.tests import RandomCase
@@ -437,6 +438,8 @@ def _random_case(
 
 
 def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    if Target.parity_tests not in targets_of(op):
+        return []
     path = f"{op.op_id}/test_{op.op_id}.py"
     view = parity_test_view(op, emission.onnx_ops)
     return [render("python/test_parity.py.j2", path, common.sources(op), view)]

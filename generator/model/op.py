@@ -144,6 +144,12 @@ class OpDef:
         return self.op_type is not None
 
     @property
+    def is_interface_only(self) -> bool:
+        """Declares an ONNX op's interface only (what `opgen import` writes): nothing implements
+        or exports it, so it gets the ONNX schema alone."""
+        return self.defines_onnx_op and self.implementation is None and self.torch is None
+
+    @property
     def title(self) -> str:
         """How generated code, tests and messages name the op: its ONNX op (`ai.opgen::Inverse`),
         or for an export-only definition the PyTorch overload it exports (`aten::add.Tensor`)."""
@@ -245,7 +251,11 @@ class OpDef:
         """The first input whose dtype an output follows (None for a concrete dtype)."""
         if output.type_var is None:
             return None
-        return next(i.name for i in self.inputs if i.type_var == output.type_var and not i.optional)
+        return next(
+            i.name
+            for i in self.inputs
+            if i.type_var == output.type_var and not i.optional and not i.variadic
+        )
 
     def attributes_at(self, version: int) -> tuple[Attribute, ...]:
         """The attributes the op has at one of its versions."""

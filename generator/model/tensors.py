@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from generator.model.types import AttrType, DType, Instantiation
+from generator.model.types import AttrType, DType, Instantiation, TensorType, ValueType
 
 
 @dataclass(frozen=True)
@@ -78,26 +79,75 @@ class ShapePattern:
 
 
 @dataclass(frozen=True)
+class SingleArity:
+    """Exactly one value."""
+
+
+@dataclass(frozen=True)
+class OptionalArity:
+    """One value or none (None in PyTorch; "" in ONNX for a missing input before others)."""
+
+
+@dataclass(frozen=True)
+class VariadicArity:
+    """Any number of values, at least `min_arity`; the last parameter only. Homogeneous: all of
+    one type (of the type variable's); heterogeneous: each its own."""
+
+    min_arity: int = 1
+    homogeneous: bool = True
+
+
+Arity = SingleArity | OptionalArity | VariadicArity
+
+
+class Differentiation(Enum):
+    """ONNX's differentiation category of an input or output."""
+
+    unknown = "unknown"
+    differentiable = "differentiable"
+    non_differentiable = "non_differentiable"
+
+
+@dataclass(frozen=True)
 class TensorParam:
+    """An input or output: a tensor in most ops; a sequence, map or optional value where its
+    type says so (the ONNX schemas carry those)."""
+
     name: str
     doc: str
-    type_var: str | None  # a type constraint name, or None when dtype is concrete
-    dtype: DType | None
+    type_var: str | None  # a type constraint name, or None when the type is concrete
+    concrete: ValueType | None
     shape: ShapePattern | None  # inputs: the accepted pattern; outputs: see ShapeRule
     same_shape_as: str | None
     # outputs only: `broadcast(A, B)` or `reduce(X, axis, keepdims)`, as (name, arguments)
     shape_function: tuple[str, tuple[str, ...]] | None = None
-    optional: bool = False  # inputs only: may be absent (None in PyTorch, "" in ONNX)
+    arity: Arity = SingleArity()
+    differentiation: Differentiation = Differentiation.unknown
 
     def __post_init__(self) -> None:
-        if (self.type_var is None) == (self.dtype is None):
-            raise ValueError(f"tensor {self.name!r}: give a type variable or a dtype, not both")
+        if (self.type_var is None) == (self.concrete is None):
+            raise ValueError(f"tensor {self.name!r}: give a type variable or a type, not both")
+
+    @property
+    def dtype(self) -> DType | None:
+        """The concrete dtype of a tensor without a type variable (None otherwise)."""
+        return self.concrete.dtype if isinstance(self.concrete, TensorType) else None
+
+    @property
+    def optional(self) -> bool:
+        """May be absent (None in PyTorch, "" in ONNX)."""
+        return isinstance(self.arity, OptionalArity)
+
+    @property
+    def variadic(self) -> bool:
+        return isinstance(self.arity, VariadicArity)
 
     def dtype_in(self, binding: Instantiation) -> DType:
         """The tensor's dtype where the type variables are bound as in `binding`."""
         if self.type_var is not None:
             return binding.dtype(self.type_var)
-        assert self.dtype is not None  # __post_init__
+        if self.dtype is None:
+            raise ValueError(f"{self.name} has type {self.concrete}, not a tensor's")
         return self.dtype
 
 
@@ -107,15 +157,25 @@ class Attribute:
     type: AttrType
     doc: str
     required: bool
-    default: Any  # None when required
+    default: Any  # None when required or when optional without a default
     allowed: tuple[int | float | str, ...] | None = None  # the values it may take (None: any)
     since_version: int | None = None  # the op version that added it (None: the first)
     minimum: int | float | None = None  # int and float attributes: the smallest value allowed
     maximum: int | float | None = None  # ... and the largest (both inclusive; None: no bound)
 
     def __post_init__(self) -> None:
-        if self.required != (self.default is None):
-            raise ValueError(f"attribute {self.name!r}: a default exactly when not required")
+        if self.required and self.default is not None:
+            raise ValueError(f"attribute {self.name!r}: a default makes it optional")
         bounded = self.minimum is not None or self.maximum is not None
         if bounded and self.type not in (AttrType.int, AttrType.float):
             raise ValueError(f"attribute {self.name!r}: a range on a {self.type.value}")
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not None
+
+    @property
+    def optional_without_default(self) -> bool:
+        """Optional, and absence means something of its own (ONNX's required=False with no
+        default_value)."""
+        return not self.required and self.default is None

@@ -55,3 +55,7 @@ class Tests:
     random: tuple[RandomCase, ...]
     errors: tuple[ErrorCase, ...]
     builtin_equivalents: tuple[BuiltinEquivalent, ...]
+
+
+# An interface-only op (the ONNX schema alone) has no tests.
+NO_TESTS = Tests({}, (), (), (), ())

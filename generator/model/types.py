@@ -12,6 +12,10 @@ from enum import Enum
 
 
 class DType(Enum):
+    """ONNX's tensor element types (TensorProto.DataType), in ONNX's names except float32 and
+    float64 (ONNX's float and double). The first ten are the kernel dtypes: the ones every
+    kernel target carries (see model/capabilities.py for the rest)."""
+
     float16 = "float16"
     bfloat16 = "bfloat16"
     float32 = "float32"
@@ -22,10 +26,84 @@ class DType(Enum):
     int64 = "int64"
     uint8 = "uint8"
     bool = "bool"
+    uint16 = "uint16"
+    uint32 = "uint32"
+    uint64 = "uint64"
+    complex64 = "complex64"
+    complex128 = "complex128"
+    string = "string"
+    float8e4m3fn = "float8e4m3fn"
+    float8e4m3fnuz = "float8e4m3fnuz"
+    float8e5m2 = "float8e5m2"
+    float8e5m2fnuz = "float8e5m2fnuz"
+    float8e8m0 = "float8e8m0"
+    uint4 = "uint4"
+    int4 = "int4"
+    float4e2m1 = "float4e2m1"
+    uint2 = "uint2"
+    int2 = "int2"
+    float6e2m3 = "float6e2m3"
+    float6e3m2 = "float6e3m2"
 
     @property
     def is_floating(self) -> builtins.bool:
         return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64)
+
+    @property
+    def is_kernel_dtype(self) -> builtins.bool:
+        """One of the ten dtypes every kernel target carries."""
+        return self in KERNEL_DTYPES
+
+
+KERNEL_DTYPES = tuple(DType)[:10]
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """tensor(<dtype>): what a definition spells as the bare dtype name."""
+
+    dtype: DType
+
+    def __str__(self) -> str:
+        return self.dtype.value
+
+
+@dataclass(frozen=True)
+class SparseTensorType:
+    dtype: DType
+
+    def __str__(self) -> str:
+        return f"sparse_tensor({self.dtype.value})"
+
+
+@dataclass(frozen=True)
+class SequenceType:
+    element: ValueType
+
+    def __str__(self) -> str:
+        return f"seq({self.element})"
+
+
+@dataclass(frozen=True)
+class MapType:
+    key: DType
+    value: ValueType
+
+    def __str__(self) -> str:
+        return f"map({self.key.value}, {self.value})"
+
+
+@dataclass(frozen=True)
+class OptionalType:
+    element: ValueType
+
+    def __str__(self) -> str:
+        return f"optional({self.element})"
+
+
+# An ONNX value type: what a type constraint allows and what a parameter without a type
+# variable has. Kernel targets carry TensorType only (model/capabilities.py).
+ValueType = TensorType | SparseTensorType | SequenceType | MapType | OptionalType
 
 
 class AttrType(Enum):
@@ -36,10 +114,27 @@ class AttrType(Enum):
     ints = "ints"
     floats = "floats"
     strings = "strings"
+    # Carried by the ONNX schemas only (model/capabilities.py); they take no default.
+    tensor = "tensor"
+    tensors = "tensors"
+    sparse_tensor = "sparse_tensor"
+    sparse_tensors = "sparse_tensors"
+    graph = "graph"
+    graphs = "graphs"
+    type_proto = "type_proto"
+    type_protos = "type_protos"
 
     @property
     def is_list(self) -> builtins.bool:
         return self in (AttrType.ints, AttrType.floats, AttrType.strings)
+
+    @property
+    def takes_values(self) -> builtins.bool:
+        """A definition can spell a value of it (a default, an allowed value, a test's)."""
+        return self in VALUE_ATTR_TYPES
+
+
+VALUE_ATTR_TYPES = tuple(AttrType)[:7]
 
 
 def float32(value: float) -> float:
@@ -79,8 +174,20 @@ def message_values(values: tuple[int | float | str, ...]) -> str:
 @dataclass(frozen=True)
 class TypeConstraint:
     name: str
-    dtypes: tuple[DType, ...]
+    types: tuple[ValueType, ...]
     doc: str
+
+    @property
+    def is_tensor_only(self) -> builtins.bool:
+        return all(isinstance(t, TensorType) for t in self.types)
+
+    @property
+    def dtypes(self) -> tuple[DType, ...]:
+        """The element types of a constraint that allows tensors only (what kernels are compiled
+        for); the capability check keeps other constraints away from the targets that ask."""
+        if not self.is_tensor_only:
+            raise ValueError(f"type variable {self.name} allows types that are not tensors")
+        return tuple(t.dtype for t in self.types if isinstance(t, TensorType))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from generator.api.names import Local
 from generator.errors import ErrorCollector
+from generator.model.capabilities import refusals
 from generator.model.names import (
     DOMAIN,
     MAX_NAME_LENGTH,
@@ -27,8 +28,8 @@ from generator.model.op import (
 )
 from generator.model.shapes import ShapeRule
 from generator.model.tensors import Attribute, TensorParam
-from generator.model.tests import RandomCase
-from generator.model.types import DType, TypeConstraint
+from generator.model.tests import NO_TESTS, RandomCase
+from generator.model.types import DType, TensorType, TypeConstraint
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.nodes import default_export, parse_export, parse_function
@@ -89,7 +90,7 @@ TOP_LEVEL = {
     "export",
     "tests",
 }
-TOP_LEVEL_REQUIRED = {"inputs", "outputs", "tests"}
+TOP_LEVEL_REQUIRED = {"inputs", "outputs"}
 IMPLEMENTATIONS = ("kernel", "function", "provided_by")
 
 P = ParamSpec("P")
@@ -160,6 +161,9 @@ def parse_opdef(
     signature = _read_signature(d)
     _check_signature(d, signature, versions)
     implementation_key = _implementation_key(d, versions)
+    interface_only = _is_interface_only(d)
+    if not interface_only:
+        _check_code_names(d)
     shape_rule = _read_shape_rule(
         d,
         signature,
@@ -172,8 +176,19 @@ def parse_opdef(
         parse_reference,
         {t.name for t in signature.inputs} | set(signature.attrs_by_name),
     )
-    if "reference" not in d and not (torch_binding and torch_binding.is_override):
+    if interface_only:
+        for key in ("reference", "tests", "gradients", "reference_upcast"):
+            if key in d:
+                errors.add(
+                    d[key].error(
+                        f"'{key}' needs an implementation ('kernel', 'function' or 'provided_by') "
+                        "to test; an op without one declares its ONNX interface only"
+                    )
+                )
+    elif "reference" not in d and not (torch_binding and torch_binding.is_override):
         errors.add(d.root.error("missing required field 'reference' (the parity tests' oracle)"))
+    if "tests" not in d and not interface_only:
+        errors.add(d.root.error("missing required field 'tests'"))
     upcast = d.get("reference_upcast", read.boolean)
     gradients = _read_gradients(d, signature, torch_binding)
     implementation = _read_implementation(d, signature)
@@ -188,7 +203,9 @@ def parse_opdef(
         errors,
     )
     errors.raise_if_any()
-    if reference is None:  # an override: the overload itself is the oracle
+    if interface_only:
+        reference = ""
+    elif reference is None:  # an override: the overload itself is the oracle
         reference = override_reference(
             _given(torch_binding), signature.inputs, signature.attributes
         )
@@ -211,16 +228,53 @@ def parse_opdef(
         gradients=gradients,
         implementation=implementation,
         export=export,
-        tests=_given(tests),
+        tests=tests or NO_TESTS,
         versions=versions,
         locations=read.field_locations(d.fields),
     )
+    for field_path, message in refusals(op):
+        errors.add(read.node_at(d.root, field_path).error(message))
+    errors.raise_if_any()
     # The emitters apply the shape rule to every random case: what it cannot apply to (a
     # divisor of 0) is an error here, before anything is rendered or written.
-    for case, item in zip(op.tests.random, d["tests"].value["random"].value, strict=True):
+    for case, item in zip(op.tests.random, _random_items(d), strict=True):
         errors.attempt(_check_random_case_outputs, op, case, item)
     errors.raise_if_any()
     return op
+
+
+def _random_items(d: _Definition) -> list[Node]:
+    return d["tests"].value["random"].value if "tests" in d else []
+
+
+def _is_interface_only(d: _Definition) -> bool:
+    """The definition declares an ONNX op's interface and nothing implements or exports it:
+    it gets the ONNX schema alone (what `opgen import` writes)."""
+    return "op" in d and "torch" not in d and not any(key in d for key in IMPLEMENTATIONS)
+
+
+def _check_code_names(d: _Definition) -> None:
+    """Names become identifiers of generated code in every target but the schemas'."""
+    names = [
+        Node(name, node.key_location or node.location, node.path)
+        for name, node in (
+            d["type_constraints"].value.items()
+            if "type_constraints" in d and d["type_constraints"].is_mapping
+            else []
+        )
+    ]
+    for key in ("inputs", "outputs", "attributes"):
+        items = d[key].value if key in d and d[key].is_sequence else []
+        names += [
+            item.value["name"]
+            for item in items
+            if item.is_mapping
+            and "name" in item.value
+            and isinstance(item.value["name"].value, str)
+        ]
+    for node in names:
+        d.errors.attempt(read.reserved_name, node, "name")
+    _check_derived_names({node.value: node for node in reversed(names)}, d.errors)
 
 
 def _given(value: R | None) -> R:
@@ -284,29 +338,32 @@ def _read_signature(d: _Definition) -> _Signature:
 def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int, ...]) -> None:
     """What no single input, output or attribute shows: their order, names and versions."""
     errors = d.errors
-    _check_attribute_order(d, signature.attributes)
+    if not _is_interface_only(d):  # PyTorch's argument order; ONNX's attributes have none
+        _check_attribute_order(d, signature.attributes)
     _check_since_versions(d, signature.attributes, versions)
-    if "inputs" in d and not signature.inputs and not errors.errors:
-        errors.add(d["inputs"].error("an op needs at least one input"))
+    interface_only = _is_interface_only(d)
+    if "inputs" in d and not signature.inputs and not errors.errors and not interface_only:
+        errors.add(
+            d["inputs"].error(
+                "an op needs at least one input (ONNX's Constant has none: "
+                "only an interface-only op may have none)"
+            )
+        )
     if "outputs" in d and not signature.outputs and not errors.errors:
         errors.add(d["outputs"].error("an op needs at least one output"))
-    _check_unique_names(d.fields, errors)
-    inputs = signature.inputs
-    for index, tensor in enumerate(inputs):
-        if not tensor.optional and any(t.optional for t in inputs[:index]):
+    _check_unique_names(d.fields, errors, interface_only)
+    for index, param in enumerate(signature.inputs[:-1]):
+        if param.variadic:
             errors.add(
                 d.item("inputs", index).error(
-                    f"required input '{tensor.name}' comes after an optional input; list optional "
-                    "inputs last (ONNX omits trailing optional inputs, PyTorch defaults them)"
+                    "only the last input may be variadic (ONNX matches inputs by position)"
                 )
             )
-    input_vars = {t.type_var for t in inputs if t.type_var and not t.optional}
-    for tc in signature.constraints:
-        if tc.name not in input_vars:
+    for index, param in enumerate(signature.outputs[:-1]):
+        if param.variadic:
             errors.add(
-                d["type_constraints"].error(
-                    f"type variable '{tc.name}' is not used by any required input, so it cannot "
-                    "be bound"
+                d.item("outputs", index).error(
+                    "only the last output may be variadic (ONNX matches outputs by position)"
                 )
             )
 
@@ -317,8 +374,8 @@ def _check_attribute_order(d: _Definition, attributes: tuple[Attribute, ...]) ->
         if attr.required and seen_default is not None:
             d.errors.add(
                 d.item("attributes", index).error(
-                    f"required attribute '{attr.name}' comes after '{seen_default}', which has a "
-                    "default; list required attributes first (PyTorch argument order)"
+                    f"required attribute '{attr.name}' comes after '{seen_default}', which is "
+                    "optional; list required attributes first (PyTorch argument order)"
                 )
             )
         if not attr.required:
@@ -367,13 +424,16 @@ def _implementation_key(d: _Definition, versions: tuple[int, ...]) -> str | None
                     f"missing required field '{key}' (the ONNX op this {implementation} defines)"
                 )
             )
-    elif onnx_keys:
+    elif onnx_keys and "torch" in d:
         errors.add(
             d[onnx_keys[0]].error(
                 "an export-only definition (no 'kernel', 'function' or 'provided_by') defines no "
                 f"ONNX op; remove {onnx_keys} or give an implementation"
             )
         )
+    elif onnx_keys:  # the ONNX interface alone
+        for key in sorted({"op", "domain", "version"} - set(onnx_keys)):
+            errors.add(root.error(f"missing required field '{key}' (the ONNX op it declares)"))
     elif "torch" in d and "export" not in d:
         errors.add(
             root.error(
@@ -388,8 +448,15 @@ def _implementation_key(d: _Definition, versions: tuple[int, ...]) -> str | None
                 "every version)"
             )
         )
-    if "torch" not in d and implementation in (None, "kernel"):
+    if "torch" not in d and implementation == "kernel":
         errors.add(root.error("missing required field 'torch' (the PyTorch side of the op)"))
+    if "torch" not in d and implementation is None and not onnx_keys:
+        errors.add(
+            root.error(
+                "missing required field 'torch' (the PyTorch side of the op), or 'op', "
+                "'domain' and 'version' for an op that declares its ONNX interface only"
+            )
+        )
     if "export" in d and "torch" not in d:
         errors.add(d["export"].error("'export' needs a PyTorch op ('torch') to export"))
     return implementation
@@ -408,7 +475,7 @@ def _read_shape_rule(
         n for n in (errors.attempt(read.identifier, i, "size symbol") for i in items) if n
     )
     inputs, outputs = signature.inputs, signature.outputs
-    if not (inputs and outputs and "outputs" in d):
+    if not (outputs and "outputs" in d) or not (inputs or _is_interface_only(d)):
         return None
     shape_rule = errors.attempt(
         compile_shape_rule,
@@ -520,12 +587,12 @@ def _read_export(
 def _tested_dtypes(signature: _Signature) -> tuple[DType, ...]:
     """Outputs are compared with a tolerance per dtype: every floating dtype they can have."""
     by_var = {tc.name: tc for tc in signature.constraints}
-    output_dtypes = {
-        d
+    output_types = [
+        t
         for o in signature.outputs
-        for d in (by_var[o.type_var].dtypes if o.type_var in by_var else (o.dtype,))
-        if d is not None
-    }
+        for t in (by_var[o.type_var].types if o.type_var in by_var else (o.concrete,))
+    ]
+    output_dtypes = {t.dtype for t in output_types if isinstance(t, TensorType)}
     return tuple(d for d in DType if d in output_dtypes and d.is_floating)
 
 
@@ -559,9 +626,13 @@ def _check_random_case_outputs(op: OpDef, case: RandomCase, node: Node) -> None:
                 )
 
 
-def _check_unique_names(fields: dict[str, Node], errors: ErrorCollector) -> None:
+def _check_unique_names(
+    fields: dict[str, Node], errors: ErrorCollector, interface_only: bool
+) -> None:
     """Inputs, outputs and attributes share one namespace: they are the arguments of the
-    PyTorch op and of the C++ kernel. A repeated name is reported where it repeats."""
+    PyTorch op and of the C++ kernel. A repeated name is reported where it repeats. (In ONNX
+    alone, attributes have a namespace of their own: an interface-only op may reuse a name
+    there, as ONNX Runtime's MatMulNBitsQkv does.)"""
     seen: dict[str, Node] = {}
     if "type_constraints" in fields and fields["type_constraints"].is_mapping:
         # Type variables name the kernel's template parameters.
@@ -569,6 +640,8 @@ def _check_unique_names(fields: dict[str, Node], errors: ErrorCollector) -> None
             seen[name] = Node(name, node.key_location or node.location, node.path)
     for key in ("inputs", "outputs", "attributes"):
         items = fields[key].value if key in fields and fields[key].is_sequence else []
+        if key == "attributes" and interface_only:
+            seen = {}
         for item in items:
             name = item.value.get("name") if item.is_mapping else None
             if name is None or not isinstance(name.value, str):
@@ -583,7 +656,6 @@ def _check_unique_names(fields: dict[str, Node], errors: ErrorCollector) -> None
                         "names in the kernel's C++ signature)"
                     )
                 )
-    _check_derived_names(seen, errors)
 
 
 def _check_derived_names(names: dict[str, Node], errors: ErrorCollector) -> None:

@@ -15,7 +15,19 @@ from generator.model.names import (
     SHARED_OUTPUT_NAMES,
     is_reserved,
 )
-from generator.model.types import FLOAT32_MAX, INT64_MAX, INT64_MIN, VERSION_MAX, DType
+from generator.model.types import (
+    FLOAT32_MAX,
+    INT64_MAX,
+    INT64_MIN,
+    VERSION_MAX,
+    DType,
+    MapType,
+    OptionalType,
+    SequenceType,
+    SparseTensorType,
+    TensorType,
+    ValueType,
+)
 from generator.source import Node
 
 
@@ -154,6 +166,24 @@ def sequence(node: Node) -> list[Node]:
     return node.value
 
 
+def name(node: Node, what: str) -> str:
+    """A name that is an identifier, reserved or not: the names of an interface-only op, which
+    only ONNX schemas spell (as strings). `reserved_name` checks the rest where code uses it."""
+    text = string(node)
+    if not IDENTIFIER.fullmatch(text):
+        raise node.error(f"{what} '{text}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)")
+    return text
+
+
+def reserved_name(node: Node, what: str) -> None:
+    """Refuses a name that generated code cannot declare."""
+    if is_reserved(node.value):
+        raise node.error(
+            f"{what} '{node.value}' is reserved in Python, C++ or the generated code; choose "
+            "another name"
+        )
+
+
 def identifier(node: Node, what: str) -> str:
     name = string(node)
     if not IDENTIFIER.fullmatch(name):
@@ -207,6 +237,87 @@ def dtype(node: Node) -> DType:
         raise node.error(
             f"unknown dtype '{name}'; expected one of {[d.value for d in DType]}"
         ) from None
+
+
+# ONNX's spellings that a definition writes otherwise, for did-you-mean.
+_ONNX_DTYPE_NAMES = {"float": "float32", "double": "float64"}
+VALUE_TYPE_SYNTAX = (
+    "a dtype such as float32, or seq(<type>), map(<key dtype>, <type>), optional(<type>), "
+    "sparse_tensor(<dtype>)"
+)
+
+
+def value_type(node: Node) -> ValueType:
+    """A type as a type constraint lists it or a parameter has it: `float32` (a tensor),
+    `seq(float32)`, `map(string, int64)`, `optional(seq(float32))`, `sparse_tensor(float32)`."""
+    text = string(node, "a type")
+    try:
+        parsed, rest = _value_type(text.replace(" ", ""))
+    except ValueError as problem:
+        if "(" not in text:  # a word: say which dtypes there are
+            raise node.error(
+                f"{problem}; expected one of {[d.value for d in DType]}, or seq(<type>), "
+                "map(<key dtype>, <type>), optional(<type>), sparse_tensor(<dtype>)"
+            ) from None
+        raise node.error(f"'{text}': {problem}; expected {VALUE_TYPE_SYNTAX}") from None
+    if rest:
+        raise node.error(f"'{text}': unexpected '{rest}' at the end; expected {VALUE_TYPE_SYNTAX}")
+    return parsed
+
+
+def _dtype_name(word: str) -> DType:
+    try:
+        return DType(word)
+    except ValueError:
+        hint = _ONNX_DTYPE_NAMES.get(word) or closest(word, {d.value for d in DType})
+        raise ValueError(
+            f"unknown dtype '{word}'" + (f" (did you mean '{hint}'?)" if hint else "")
+        ) from None
+
+
+def _value_type(text: str) -> tuple[ValueType, str]:
+    """The type at the start of `text` (spaces removed), and what follows it."""
+    word = re.match(r"[a-z0-9_]*", text)
+    head = word.group(0) if word else ""
+    rest = text[len(head) :]
+    if not rest.startswith("("):
+        return TensorType(_dtype_name(head)), rest
+    rest = rest[1:]
+    if head in ("tensor", "sparse_tensor"):
+        inner = re.match(r"[a-z0-9_]*", rest)
+        dtype = _dtype_name(inner.group(0) if inner else "")
+        rest = rest[len(dtype.value) :]
+        if head == "tensor":
+            raise ValueError(f"write the dtype alone ('{dtype.value}') for a tensor")
+        parsed: ValueType = SparseTensorType(dtype)
+    elif head in ("seq", "optional"):
+        element, rest = _value_type(rest)
+        parsed = SequenceType(element) if head == "seq" else OptionalType(element)
+    elif head == "map":
+        key, rest = _value_type(rest)
+        if not isinstance(key, TensorType) or not rest.startswith(","):
+            raise ValueError("a map is map(<key dtype>, <value type>)")
+        value, rest = _value_type(rest[1:])
+        parsed = MapType(key.dtype, value)
+    else:
+        raise ValueError(f"unknown type '{head}(...)'")
+    if not rest.startswith(")"):
+        raise ValueError(f"missing ')' after {head}(...")
+    return parsed, rest[1:]
+
+
+def node_at(root: Node, field_path: str) -> Node:
+    """The node a field path such as `inputs[1].variadic` names, or the deepest one of its
+    parents that the file has (a default left out: the item that leaves it out)."""
+    node = root
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field_path):
+        if part.startswith("[") and node.is_sequence and int(part[1:-1]) < len(node.value):
+            node = node.value[int(part[1:-1])]
+        elif node.is_mapping and part in node.value:
+            node = node.value[part]
+        else:
+            break
+    return node
 
 
 def field_locations(fields: dict[str, Node]) -> dict[str, Location]:

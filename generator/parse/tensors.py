@@ -8,13 +8,18 @@ from generator.errors import DefinitionError, ErrorCollector, Location
 from generator.model.names import IDENTIFIER
 from generator.model.tensors import (
     AnyDims,
+    Arity,
     Attribute,
+    Differentiation,
     ExpressionDim,
     LiteralDim,
+    OptionalArity,
     PatternDim,
     ShapePattern,
+    SingleArity,
     SymbolDim,
     TensorParam,
+    VariadicArity,
 )
 from generator.model.types import AttrType, DType, TypeConstraint, float32, message_value
 from generator.parse import read
@@ -50,7 +55,7 @@ def parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeCons
         def parse_one(
             name: str = name, child: Node = child, key_node: Node = key_node
         ) -> TypeConstraint:
-            read.identifier(key_node, "type variable")
+            read.name(key_node, "type variable")
             doc = ""
             types_node = child
             if child.is_mapping:
@@ -60,10 +65,10 @@ def parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeCons
             items = read.sequence(types_node)
             if not items:
                 raise types_node.error("a type constraint needs at least one dtype")
-            dtypes = tuple(read.dtype(item) for item in items)
-            if len(set(dtypes)) != len(dtypes):
-                raise types_node.error("a dtype is listed twice")
-            return TypeConstraint(name, dtypes, doc)
+            types = tuple(read.value_type(item) for item in items)
+            if len(set(types)) != len(types):
+                raise types_node.error("a type is listed twice")
+            return TypeConstraint(name, types, doc)
 
         constraint = errors.attempt(parse_one)
         if constraint:
@@ -104,23 +109,29 @@ def parse_tensor(
     declared_vars: frozenset[str],
     errors: ErrorCollector,
 ) -> TensorParam:
-    allowed = {"name", "type", "doc", "shape", "same_shape_as"} | (
-        set() if is_output else {"optional"}
-    )
+    allowed = {
+        "name",
+        "type",
+        "doc",
+        "shape",
+        "same_shape_as",
+        "optional",
+        "variadic",
+        "differentiable",
+    }
     fields = read.mapping(node, allowed, {"name", "type"}, errors)
-    name = read.identifier(fields["name"], "tensor name")
+    name = read.name(fields["name"], "tensor name")
     type_name = read.string(fields["type"], "a type variable or dtype")
-    type_var, dtype = None, None
+    type_var, concrete = None, None
     if type_name in constraints or type_name in declared_vars:
         type_var = type_name  # a declared variable (its own errors are reported there)
+    elif IDENTIFIER.fullmatch(type_name) and type_name not in DType.__members__:
+        raise fields["type"].error(
+            f"'{type_name}' is neither a declared type variable {sorted(constraints)} "
+            f"nor a dtype {[d.value for d in DType]}"
+        )
     else:
-        try:
-            dtype = DType(type_name)
-        except ValueError:
-            raise fields["type"].error(
-                f"'{type_name}' is neither a declared type variable {sorted(constraints)} "
-                f"nor a dtype {[d.value for d in DType]}"
-            ) from None
+        concrete = read.value_type(fields["type"])
     shape, function = None, None
     if "shape" in fields:
         if is_output and isinstance(fields["shape"].value, str):
@@ -135,11 +146,50 @@ def parse_tensor(
     if "shape" in fields and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
     doc = read.doc(fields, errors)
+    arity = errors.attempt(_parse_arity, fields) or SingleArity()  # kept: no cascade
+    differentiation = Differentiation.unknown
+    differentiable = (
+        errors.attempt(read.boolean, fields["differentiable"])
+        if ("differentiable" in fields)
+        else None
+    )
+    if differentiable is not None:
+        differentiation = (
+            Differentiation.differentiable if differentiable else Differentiation.non_differentiable
+        )
+    return TensorParam(name, doc, type_var, concrete, shape, same, function, arity, differentiation)
+
+
+def _parse_arity(fields: dict[str, Node]) -> Arity:
+    """`optional: true`, or `variadic: true` / `variadic: {min: 2, homogeneous: false}`."""
     optional = read.boolean(fields["optional"]) if "optional" in fields else False
-    return TensorParam(name, doc, type_var, dtype, shape, same, function, optional)
+    if "variadic" not in fields:
+        return OptionalArity() if optional else SingleArity()
+    node = fields["variadic"]
+    if optional:
+        raise node.error("a parameter is optional or variadic, not both (min: 0 for none)")
+    if not node.is_mapping:
+        if not read.boolean(node):
+            return SingleArity()
+        return VariadicArity()
+    variadic = read.mapping(node, {"min", "homogeneous"}, set())
+    minimum = read.integer(variadic["min"]) if "min" in variadic else 1
+    if minimum < 0 or minimum > MAX_MIN_ARITY:
+        raise variadic["min"].error(
+            f"expected a minimum number of values from 0 to {MAX_MIN_ARITY}, found {minimum}"
+        )
+    homogeneous = read.boolean(variadic["homogeneous"]) if "homogeneous" in variadic else True
+    return VariadicArity(minimum, homogeneous)
+
+
+# ONNX holds a minimum arity in a C++ int; no operator needs more than a few.
+MAX_MIN_ARITY = 2**31 - 1
 
 
 def attr_value(node: Node, attr_type: AttrType) -> Any:
+    if not attr_type.takes_values:
+        raise node.error(f"a definition cannot spell a value of a {attr_type.value} attribute")
+
     def scalar(item: Node, base: AttrType) -> Any:
         if base is AttrType.bool:
             return read.boolean(item)
@@ -173,11 +223,11 @@ _PLACEHOLDER = {
 def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
     fields = read.mapping(
         node,
-        {"name", "type", "default", "allowed", "min", "max", "since_version", "doc"},
+        {"name", "type", "default", "required", "allowed", "min", "max", "since_version", "doc"},
         {"name", "type"},
         errors,
     )
-    name = read.identifier(fields["name"], "attribute name")
+    name = read.name(fields["name"], "attribute name")
     type_name = read.string(fields["type"])
     try:
         attr_type = AttrType(type_name)
@@ -186,8 +236,19 @@ def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
             f"unknown attribute type '{type_name}'; expected one of {[t.value for t in AttrType]}"
         ) from None
     required = "default" not in fields
+    if "required" in fields:  # `required: false` without a default: absence means something
+        if read.boolean(fields["required"]) and not required:
+            raise fields["required"].error(
+                "an attribute with a default is optional: drop 'required' or the default"
+            )
+        required = read.boolean(fields["required"])
     default: Any = None  # YAML data of the attribute's type (checked by attr_value)
-    if not required:
+    if "default" in fields and not attr_type.takes_values:
+        raise fields["default"].error(
+            f"a {attr_type.value} attribute takes no default here; give 'required: false' for an "
+            "optional one"
+        )
+    if "default" in fields:
         # A bad default is reported without dropping the attribute: its absence would cascade
         # into errors wherever it is used. (The definition fails anyway.)
         default = errors.attempt(attr_value, fields["default"], attr_type)
@@ -205,7 +266,7 @@ def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
         allowed = tuple(attr_value(item, attr_type) for item in items)
         if len(set(allowed)) != len(allowed):
             raise fields["allowed"].error("a value is listed twice")
-        if not required and default_ok and default not in allowed:
+        if "default" in fields and default_ok and default not in allowed:
             raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
     bounds: dict[str, int | float] = {}
     for key in ("min", "max"):
@@ -228,7 +289,7 @@ def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
 
     shown = [("" if bound is None else message_value(bound)) for bound in (minimum, maximum)]
     range_text = f"[{shown[0]}, {shown[1]}]"
-    if bounds and not required and default_ok:
+    if bounds and "default" in fields and default_ok:
         value = float32(default) if attr_type is AttrType.float else default
         if not inside(value):
             raise fields["default"].error(

@@ -45,7 +45,8 @@ def _tensor_literal(node: Node) -> Any:
 def _parse_case_attributes(
     fields: dict[str, Node], attrs: dict[str, Attribute], case: Node
 ) -> dict[str, Any]:
-    required = {name for name, attr in attrs.items() if attr.required}
+    # Values a definition cannot spell (a graph, a tensor) are the capability check's to refuse.
+    required = {name for name, attr in attrs.items() if attr.required and attr.type.takes_values}
     if "attributes" not in fields:
         if required:
             raise case.error(

@@ -1,0 +1,358 @@
+"""What each target carries of the operator model: one table that the parser checks every
+definition against (a definition asking a target for what it cannot carry is a located error
+naming both) and that docs/capabilities.md publishes (`matrix_markdown`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import assert_never
+
+from generator.model.nodes import Function
+from generator.model.op import Kernel, OpDef, ProvidedBy, TorchApi
+from generator.model.tensors import (
+    Differentiation,
+    OptionalArity,
+    SingleArity,
+    TensorParam,
+    VariadicArity,
+)
+from generator.model.types import (
+    AttrType,
+    DType,
+    MapType,
+    OptionalType,
+    SequenceType,
+    SparseTensorType,
+    TensorType,
+    ValueType,
+)
+
+
+class Target(Enum):
+    """What opgen generates for an op, as the matrix's columns name it."""
+
+    onnx_schema = "ONNX schema (Python)"
+    cpp_schema = "ONNX schema (C++)"
+    ort_library = "ONNX Runtime library"
+    pybind = "pybind11 module"
+    torch_native = "PyTorch, native"
+    torch_python = "PyTorch, Python APIs"
+    exporters = "ONNX exporters"
+    parity_tests = "parity tests"
+
+
+class Feature(Enum):
+    """What a definition can ask for beyond a single dense tensor of a kernel dtype."""
+
+    variadic_input = "variadic inputs"
+    variadic_output = "variadic outputs"
+    optional_output = "optional outputs"
+    optional_input_first = "an optional input before a required one"
+    sequence_type = "sequence types (seq)"
+    map_type = "map types (map)"
+    optional_type = "optional types (optional)"
+    sparse_tensor_type = "sparse tensors"
+    unsigned_wide = "uint16, uint32, uint64"
+    complex = "complex64, complex128"
+    float8 = "float8 (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz, e8m0)"
+    int4 = "int4, uint4"
+    sub_byte = "int2, uint2, float4e2m1"
+    float6 = "float6 (e2m3, e3m2)"
+    string = "string tensors"
+    unbound_type_variable = "a type variable no required input binds"
+    optional_attribute_without_default = "an optional attribute without a default"
+    tensor_attribute = "tensor attributes (tensor, tensors)"
+    sparse_tensor_attribute = "sparse tensor attributes"
+    graph_attribute = "graph attributes (graph, graphs)"
+    type_proto_attribute = "type attributes (type_proto, type_protos)"
+    differentiation = "differentiation categories"
+
+
+@dataclass(frozen=True)
+class Carried:
+    pass
+
+
+@dataclass(frozen=True)
+class NotYet:
+    """opgen could generate it for this target and does not yet."""
+
+
+@dataclass(frozen=True)
+class Never:
+    """The runtime itself cannot hold it."""
+
+    reason: str
+
+
+Support = Carried | NotYet | Never
+
+_NO_STRINGS = Never("PyTorch has no string tensors")
+_ORT_VALUES = Never("ONNX Runtime's custom-op API takes tensors only")
+_TORCH_VALUES = Never("a PyTorch op takes tensors, lists of tensors and scalars only")
+_ORT_NO_ATTRIBUTE = Never("ONNX Runtime's custom-op API reads no graph attribute")
+_NO_TYPE_ATTRIBUTE = Never("the runtime has no type values")
+_NO_FLOAT6 = Never("the runtime has no float6 element type")
+
+
+def _only_schemas(**others: Support) -> dict[Target, Support]:
+    """The Python schema carries the feature; the C++ schema and the code targets not yet,
+    unless given."""
+    row: dict[Target, Support] = {target: NotYet() for target in Target}
+    row[Target.onnx_schema] = Carried()
+    for name, support in others.items():
+        row[Target[name]] = support
+    return row
+
+
+_TORCH_NEVER = {"torch_native": _TORCH_VALUES, "torch_python": _TORCH_VALUES}
+
+TABLE: dict[Feature, dict[Target, Support]] = {
+    Feature.variadic_input: _only_schemas(),
+    Feature.variadic_output: _only_schemas(),
+    Feature.optional_output: _only_schemas(),
+    Feature.optional_input_first: _only_schemas(),
+    Feature.sequence_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
+    Feature.map_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES, **_TORCH_NEVER),
+    Feature.optional_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
+    Feature.sparse_tensor_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
+    Feature.unsigned_wide: _only_schemas(),
+    Feature.complex: _only_schemas(),
+    Feature.float8: _only_schemas(),
+    Feature.int4: _only_schemas(),
+    Feature.sub_byte: _only_schemas(),
+    Feature.float6: _only_schemas(
+        ort_library=_NO_FLOAT6,
+        pybind=_NO_FLOAT6,
+        torch_native=_NO_FLOAT6,
+        torch_python=_NO_FLOAT6,
+    ),
+    Feature.string: _only_schemas(torch_native=_NO_STRINGS, torch_python=_NO_STRINGS),
+    Feature.unbound_type_variable: _only_schemas(),
+    Feature.optional_attribute_without_default: _only_schemas(),
+    Feature.tensor_attribute: _only_schemas(),
+    Feature.sparse_tensor_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE),
+    Feature.graph_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE, **_TORCH_NEVER),
+    Feature.type_proto_attribute: _only_schemas(
+        ort_library=_NO_TYPE_ATTRIBUTE, torch_native=_NO_TYPE_ATTRIBUTE
+    ),
+    Feature.differentiation: _only_schemas(),
+}
+
+
+def targets_of(op: OpDef) -> tuple[Target, ...]:
+    """What opgen generates for the op."""
+    targets: list[Target] = []
+    if op.defines_onnx_op:
+        targets.append(Target.onnx_schema)
+    match op.implementation:
+        case Kernel():
+            targets += [Target.cpp_schema, Target.ort_library, Target.pybind]
+        case Function():
+            targets.append(Target.cpp_schema)
+        case ProvidedBy() | None:
+            pass
+        case _:
+            assert_never(op.implementation)
+    if op.torch is not None:
+        if op.new_torch_op:
+            native = op.torch.api is TorchApi.native
+            targets.append(Target.torch_native if native else Target.torch_python)
+        targets.append(Target.exporters)
+    if not op.is_interface_only:
+        targets.append(Target.parity_tests)
+    return tuple(targets)
+
+
+@dataclass(frozen=True)
+class Use:
+    """A definition's use of a feature, at a field."""
+
+    feature: Feature
+    field_path: str
+
+
+def _dtype_feature(dtype: DType) -> Feature | None:
+    if dtype.is_kernel_dtype:
+        return None
+    match dtype:
+        case DType.uint16 | DType.uint32 | DType.uint64:
+            return Feature.unsigned_wide
+        case DType.complex64 | DType.complex128:
+            return Feature.complex
+        case DType.string:
+            return Feature.string
+        case (
+            DType.float8e4m3fn
+            | DType.float8e4m3fnuz
+            | DType.float8e5m2
+            | DType.float8e5m2fnuz
+            | DType.float8e8m0
+        ):
+            return Feature.float8
+        case DType.int4 | DType.uint4:
+            return Feature.int4
+        case DType.int2 | DType.uint2 | DType.float4e2m1:
+            return Feature.sub_byte
+        case DType.float6e2m3 | DType.float6e3m2:
+            return Feature.float6
+    raise AssertionError(f"no feature for dtype {dtype}")
+
+
+def _type_features(value_type: ValueType) -> list[Feature]:
+    match value_type:
+        case TensorType(dtype):
+            feature = _dtype_feature(dtype)
+            return [feature] if feature else []
+        case SparseTensorType(dtype):
+            feature = _dtype_feature(dtype)
+            return [Feature.sparse_tensor_type] + ([feature] if feature else [])
+        case SequenceType(element):
+            return [Feature.sequence_type] + _type_features(element)
+        case MapType(key, value):
+            key_feature = _dtype_feature(key)
+            return (
+                [Feature.map_type]
+                + ([key_feature] if key_feature else [])
+                + (_type_features(value))
+            )
+        case OptionalType(element):
+            return [Feature.optional_type] + _type_features(element)
+        case _:
+            assert_never(value_type)
+
+
+_ATTRIBUTE_FEATURES = {
+    AttrType.tensor: Feature.tensor_attribute,
+    AttrType.tensors: Feature.tensor_attribute,
+    AttrType.sparse_tensor: Feature.sparse_tensor_attribute,
+    AttrType.sparse_tensors: Feature.sparse_tensor_attribute,
+    AttrType.graph: Feature.graph_attribute,
+    AttrType.graphs: Feature.graph_attribute,
+    AttrType.type_proto: Feature.type_proto_attribute,
+    AttrType.type_protos: Feature.type_proto_attribute,
+}
+
+
+def _parameter_uses(key: str, index: int, param: TensorParam, after: bool) -> list[Use]:
+    """`after`: a required parameter comes after this one."""
+    where = f"{key}[{index}]"
+    uses: list[Use] = []
+    match param.arity:
+        case VariadicArity():
+            feature = Feature.variadic_input if key == "inputs" else Feature.variadic_output
+            uses.append(Use(feature, f"{where}.variadic"))
+        case OptionalArity():
+            if key == "outputs":
+                uses.append(Use(Feature.optional_output, f"{where}.optional"))
+            elif after:
+                uses.append(Use(Feature.optional_input_first, f"{where}.optional"))
+        case SingleArity():
+            pass
+        case _:
+            assert_never(param.arity)
+    if param.concrete is not None:
+        uses += [Use(f, f"{where}.type") for f in _type_features(param.concrete)]
+    if param.differentiation is not Differentiation.unknown:
+        uses.append(Use(Feature.differentiation, f"{where}.differentiable"))
+    return uses
+
+
+def uses_of(op: OpDef) -> tuple[Use, ...]:
+    """Every use the op makes of a feature, in the order of its fields."""
+    uses: list[Use] = []
+    bound = {t.type_var for t in op.inputs if t.type_var and not t.optional and not t.variadic}
+    bound |= {t.type_var for t in op.inputs if t.type_var and isinstance(t.arity, VariadicArity)}
+    for constraint in op.type_constraints:
+        where = f"type_constraints.{constraint.name}"
+        for value_type in constraint.types:
+            uses += [Use(f, where) for f in _type_features(value_type)]
+        if constraint.name not in bound:
+            uses.append(Use(Feature.unbound_type_variable, where))
+    for key, params in (("inputs", op.inputs), ("outputs", op.outputs)):
+        for index, param in enumerate(params):
+            after = any(not p.optional for p in params[index + 1 :])
+            uses += _parameter_uses(key, index, param, after)
+    for index, attribute in enumerate(op.attributes):
+        where = f"attributes[{index}]"
+        feature = _ATTRIBUTE_FEATURES.get(attribute.type)
+        if feature is not None:
+            uses.append(Use(feature, f"{where}.type"))
+        if attribute.optional_without_default:
+            uses.append(Use(Feature.optional_attribute_without_default, f"{where}.required"))
+    return tuple(dict.fromkeys(uses))
+
+
+def refusals(op: OpDef) -> list[tuple[str, str]]:
+    """(field path, message) for each use of a feature that a target the op asks for does not
+    carry."""
+    targets = targets_of(op)
+    problems = []
+    for use in uses_of(op):
+        row = TABLE[use.feature]
+        refusing = [(t, row[t]) for t in targets if not isinstance(row[t], Carried)]
+        if not refusing:
+            continue
+        reasons = []
+        for target, support in refusing:
+            match support:
+                case NotYet():
+                    reasons.append(f"{target.value} (not yet)")
+                case Never(reason):
+                    reasons.append(f"{target.value} ({reason})")
+                case Carried():
+                    pass
+                case _:
+                    assert_never(support)
+        problems.append(
+            (
+                use.field_path,
+                f"{use.feature.value}: not carried by " + ", ".join(reasons) + "; an op "
+                "with only op, domain, version and its interface (no kernel, function, "
+                "provided_by or torch) gets the ONNX schema alone (docs/capabilities.md)",
+            )
+        )
+    return problems
+
+
+def _cell(support: Support) -> str:
+    match support:
+        case Carried():
+            return "yes"
+        case NotYet():
+            return "not yet"
+        case Never(reason):
+            return f"no: {reason}"
+        case _:
+            assert_never(support)
+
+
+def matrix_markdown() -> str:
+    """docs/capabilities.md: the table as Markdown."""
+    header = "| feature | " + " | ".join(t.value for t in Target) + " |"
+    rule = "|---" * (len(Target) + 1) + "|"
+    rows = [
+        f"| {feature.value} | " + " | ".join(_cell(TABLE[feature][t]) for t in Target) + " |"
+        for feature in Feature
+    ]
+    intro = (
+        "# What each target carries\n\n"
+        "<!-- Generated from generator/model/capabilities.py by tests/test_capabilities.py "
+        "(OPGEN_WRITE_CAPABILITIES=1 rewrites it); do not edit. -->\n\n"
+        "A single dense tensor of float16, bfloat16, float32, float64, int8, int16, int32, "
+        "int64, uint8 or bool, optional inputs after the required ones, and attributes of the "
+        "types bool, int, float, string, ints, floats and strings with or without a default: "
+        "every target carries those. The rest, by target. opgen refuses a definition that asks "
+        "a target for what this table says it does not carry, naming the field, the feature "
+        'and the target; nothing is approximated. "not yet": opgen could and does not yet; '
+        '"no": the runtime cannot. Names that Python, C++ or the generated code reserve '
+        "(`global`, `class`, `shape`, ...) are accepted in interface-only ops, whose names "
+        "only the schemas spell.\n\n"
+        "Which targets an op gets: every op defining an ONNX op, the Python schema; a kernel, "
+        "the C++ schema, the ONNX Runtime library and the pybind11 module; a function, the C++ "
+        "schema; a `torch` side, its PyTorch registration and the exporters; every op but an "
+        "interface-only one (only `op`, `domain`, `version`, type constraints, inputs, outputs "
+        "and attributes, as `opgen import` writes), parity tests.\n\n"
+    )
+    return intro + "\n".join([header, rule, *rows]) + "\n"

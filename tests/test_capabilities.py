@@ -1,0 +1,227 @@
+"""The capability table: every feature of the operator model is carried or refused by name by
+every target, and docs/capabilities.md is the table."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from generator.errors import DefinitionErrors
+from generator.model.capabilities import (
+    TABLE,
+    Carried,
+    Feature,
+    Target,
+    matrix_markdown,
+    targets_of,
+    uses_of,
+)
+from generator.parse.op import parse_opdef
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_published_matrix_is_the_table():
+    path = ROOT / "docs" / "capabilities.md"
+    if os.environ.get("OPGEN_WRITE_CAPABILITIES") == "1":
+        path.write_text(matrix_markdown())
+    assert path.read_text() == matrix_markdown(), (
+        "docs/capabilities.md is stale: OPGEN_WRITE_CAPABILITIES=1 pytest "
+        "tests/test_capabilities.py rewrites it"
+    )
+
+
+def test_every_feature_has_a_cell_for_every_target():
+    assert set(TABLE) == set(Feature)
+    for feature, row in TABLE.items():
+        assert set(row) == set(Target), feature
+        assert isinstance(row[Target.onnx_schema], Carried), feature
+
+
+def _interface(**changes: object) -> dict:
+    op: dict = {
+        "op": "Probe",
+        "domain": "probe.ops",
+        "version": 1,
+        "type_constraints": {"T": ["float32"]},
+        "inputs": [{"name": "X", "type": "T", "shape": ["..."]}],
+        "outputs": [{"name": "Y", "type": "T", "same_shape_as": "X"}],
+    }
+    op.update(changes)
+    return op
+
+
+def _with_kernel(op: dict) -> dict:
+    tests: dict = {"random": [{"shapes": {"X": [2]}}]}
+    if "float32" in op["type_constraints"]["T"]:
+        tests["tolerances"] = {"float32": {"rtol": 0.001, "atol": 0.001}}
+    return {
+        **op,
+        "torch": {"name": "probe::probe"},
+        "reference": "X",
+        "kernel": {"body": "return;"},
+        "tests": tests,
+    }
+
+
+X_T = {"name": "X", "type": "T", "shape": ["..."]}
+Y_T = {"name": "Y", "type": "T", "same_shape_as": "X"}
+
+
+def _typed(type_text: str) -> dict:
+    return _interface(type_constraints={"T": [type_text]})
+
+
+# One definition per feature, and the field at which each uses it.
+EXAMPLES: dict[Feature, tuple[dict, str]] = {
+    Feature.variadic_input: (_interface(inputs=[{**X_T, "variadic": True}]), "inputs[0].variadic"),
+    Feature.variadic_output: (
+        _interface(outputs=[{**Y_T, "variadic": {"min": 2}}]),
+        "outputs[0].variadic",
+    ),
+    Feature.optional_output: (
+        _interface(outputs=[Y_T, {**Y_T, "name": "Z", "optional": True}]),
+        "outputs[1].optional",
+    ),
+    Feature.optional_input_first: (
+        _interface(inputs=[{**X_T, "name": "A", "optional": True}, X_T]),
+        "inputs[0].optional",
+    ),
+    Feature.sequence_type: (_typed("seq(float32)"), "type_constraints.T"),
+    Feature.map_type: (_typed("map(int64, float32)"), "type_constraints.T"),
+    Feature.optional_type: (_typed("optional(float32)"), "type_constraints.T"),
+    Feature.sparse_tensor_type: (_typed("sparse_tensor(float32)"), "type_constraints.T"),
+    Feature.unsigned_wide: (_typed("uint16"), "type_constraints.T"),
+    Feature.complex: (_typed("complex128"), "type_constraints.T"),
+    Feature.float8: (_typed("float8e5m2fnuz"), "type_constraints.T"),
+    Feature.int4: (_typed("int4"), "type_constraints.T"),
+    Feature.sub_byte: (_typed("float4e2m1"), "type_constraints.T"),
+    Feature.float6: (_typed("float6e3m2"), "type_constraints.T"),
+    Feature.string: (_typed("string"), "type_constraints.T"),
+    Feature.unbound_type_variable: (
+        _interface(
+            type_constraints={"T": ["float32"], "U": ["int64"]},
+            outputs=[{**Y_T, "type": "U"}],
+        ),
+        "type_constraints.U",
+    ),
+    Feature.optional_attribute_without_default: (
+        _interface(attributes=[{"name": "k", "type": "int", "required": False}]),
+        "attributes[0].required",
+    ),
+    Feature.tensor_attribute: (
+        _interface(attributes=[{"name": "k", "type": "tensor"}]),
+        "attributes[0].type",
+    ),
+    Feature.sparse_tensor_attribute: (
+        _interface(attributes=[{"name": "k", "type": "sparse_tensors"}]),
+        "attributes[0].type",
+    ),
+    Feature.graph_attribute: (
+        _interface(attributes=[{"name": "k", "type": "graph"}]),
+        "attributes[0].type",
+    ),
+    Feature.type_proto_attribute: (
+        _interface(attributes=[{"name": "k", "type": "type_proto"}]),
+        "attributes[0].type",
+    ),
+    Feature.differentiation: (
+        _interface(inputs=[{**X_T, "differentiable": False}]),
+        "inputs[0].differentiable",
+    ),
+}
+
+
+def test_every_feature_has_an_example():
+    assert set(EXAMPLES) == set(Feature)
+
+
+def _parse(tmp_path: Path, op: dict):
+    path = tmp_path / "probe.yaml"
+    path.write_text(json.dumps(op, indent=1))  # JSON is YAML
+    return parse_opdef(path, "probe.yaml")
+
+
+@pytest.mark.parametrize("feature", list(Feature), ids=lambda f: f.name)
+def test_an_interface_only_op_carries_the_feature(tmp_path, feature):
+    op_dict, field = EXAMPLES[feature]
+    op = _parse(tmp_path, op_dict)
+    assert op.is_interface_only
+    assert targets_of(op) == (Target.onnx_schema,)
+    assert any(use.feature is feature and use.field_path == field for use in uses_of(op))
+
+
+@pytest.mark.parametrize("feature", list(Feature), ids=lambda f: f.name)
+def test_a_kernel_op_refuses_the_feature_by_target_and_field(tmp_path, feature):
+    op_dict, field = EXAMPLES[feature]
+    with pytest.raises(DefinitionErrors) as raised:
+        _parse(tmp_path, _with_kernel(op_dict))
+    refusals = [e for e in raised.value.errors if e.message.startswith(feature.value + ":")]
+    assert len(refusals) == 1, [str(e) for e in raised.value.errors]
+    error = refusals[0]
+    assert error.field == field
+    text = (tmp_path / "probe.yaml").read_text().splitlines()
+    assert error.location.line >= 1 and error.location.line <= len(text)
+    kernel_targets = (Target.cpp_schema, Target.ort_library, Target.pybind, Target.torch_native)
+    for target in kernel_targets:
+        carried = isinstance(TABLE[feature][target], Carried)
+        assert (target.value in error.message) != carried, (target, error.message)
+    # Only the refusals: nothing else about the definition is wrong.
+    others = [e for e in raised.value.errors if e not in refusals]
+    assert all(": not carried by " in e.message for e in others), [str(e) for e in others]
+
+
+# A definition of the new kinds that is wrong in itself: a located error, whatever the targets.
+MALFORMED = [
+    (
+        _interface(inputs=[{**X_T, "variadic": True}, {**X_T, "name": "Z", "shape": [3]}]),
+        "inputs[0]",
+        "only the last input may be variadic",
+    ),
+    (
+        _interface(inputs=[{**X_T, "variadic": True, "optional": True}]),
+        "inputs[0].variadic",
+        "optional or variadic, not both",
+    ),
+    (
+        _interface(inputs=[{**X_T, "variadic": {"min": -1}}]),
+        "inputs[0].variadic.min",
+        "expected a minimum number of values",
+    ),
+    (
+        _interface(inputs=[{**X_T, "variadic": {"mn": 2}}]),
+        "inputs[0].variadic.mn",
+        "unknown field 'mn'",
+    ),
+    (_typed("tensor(float32)"), "type_constraints.T[0]", "write the dtype alone"),
+    (_typed("float"), "type_constraints.T[0]", "did you mean 'float32'"),
+    (_typed("map(seq(int64), float32)"), "type_constraints.T[0]", "map(<key dtype>"),
+    (_typed("seq(float32"), "type_constraints.T[0]", "missing ')'"),
+    (_typed("list(float32)"), "type_constraints.T[0]", "unknown type 'list(...)'"),
+    (_typed("seq(float32))"), "type_constraints.T[0]", "unexpected ')'"),
+    (
+        _interface(attributes=[{"name": "k", "type": "int", "default": 1, "required": True}]),
+        "attributes[0].required",
+        "an attribute with a default is optional",
+    ),
+    (
+        _interface(attributes=[{"name": "g", "type": "graph", "default": "x"}]),
+        "attributes[0].default",
+        "takes no default",
+    ),
+    (
+        _interface(inputs=[{**X_T, "differentiable": "yes"}]),
+        "inputs[0].differentiable",
+        "",
+    ),
+    (_interface(reference="X"), "reference", "needs an implementation"),
+]
+
+
+@pytest.mark.parametrize("op_dict, field, fragment", MALFORMED)
+def test_a_malformed_new_kind_is_a_located_error(tmp_path, op_dict, field, fragment):
+    with pytest.raises(DefinitionErrors) as raised:
+        _parse(tmp_path, op_dict)
+    assert [e.field for e in raised.value.errors] == [field], [str(e) for e in raised.value.errors]
+    assert fragment in raised.value.errors[0].message
