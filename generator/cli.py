@@ -29,7 +29,7 @@ def _generate_parser() -> argparse.ArgumentParser:
         description="Generate every artifact of the given op definitions (default: all of "
         "the definitions folder). The configuration ([tool.opgen] in pyproject.toml, or "
         "opgen.toml) is found from the working directory up; flags override it. "
-        "Subcommands: `new` scaffolds a new op, `build` compiles what was generated, "
+        "Subcommands: `new` scaffolds a new op, `import` writes one from a registered schema, `build` compiles what was generated, "
         "`wheel` builds the ops' wheel, `headers` prints the ONNX Runtime headers' folder, "
         "`run` runs every op.",
         epilog="Exit codes: 0 ok, 1 out of date (--check), 2 bad usage, bad op definition or "
@@ -105,6 +105,10 @@ def _command(argv: list[str]) -> int:
         # `new` then generates the op as `python -m generator <definition>` would: it is handed
         # main rather than importing this module, which imports it.
         return scaffold.main(argv[1:], generate=main)
+    if argv[:1] == ["import"]:
+        from generator import scaffold
+
+        return scaffold.import_main(argv[1:], generate=main)
     if argv[:1] == ["build"]:
         args = _build_parser().parse_args(argv[1:])
         if config.apply(args) is None:

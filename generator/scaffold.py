@@ -272,9 +272,7 @@ def _check_op_id(args: argparse.Namespace, op_id: str) -> None:
     raise ScaffoldError(f"--name: {op_id_problem(op_id)}")
 
 
-def _trial(
-    args: argparse.Namespace, text: str, definition: Path, kernel: Path, settings: config.Config
-) -> OpDef:
+def _trial(args: argparse.Namespace, text: str, definition: Path, settings: config.Config) -> OpDef:
     """The new op, parsed, checked with every definition already in the folder, and generated
     in memory (no file written): a clash, an unusable folder or a user's file where a generated
     one would go is found now, before anything is written. Raises ScaffoldError, ConfigError,
@@ -293,7 +291,7 @@ def _trial(
     with tempfile.TemporaryDirectory(prefix="opgen-new-") as scratch:
         trial = Path(scratch) / definition.name
         trial.write_text(text, encoding="utf-8")
-        (Path(scratch) / kernel.name).write_text("", encoding="utf-8")
+        (Path(scratch) / f"{definition.stem}_kernel.h").write_text("", encoding="utf-8")
         # The stub names the definition as generated files do: relative to the project root.
         root = args.opdefs_dir.resolve().parent
         op = parse_opdef(trial, definition.as_posix(), display(definition.resolve(), root))
@@ -314,25 +312,33 @@ def _trial(
     return op
 
 
-def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
-    """Writes the new op's files, then runs `generate` (the CLI's main) on the definition."""
-    try:
-        args = parser().parse_args(argv)
-    except SystemExit as exc:
-        return EXIT_BAD_INPUT if exc.code else EXIT_OK
+def _configure(args: argparse.Namespace) -> tuple[config.Config, bool] | None:
+    """The project's configuration for `new` and `import`, and whether it has to be written
+    first (none found: the package is named after the folder unless --package says)."""
     try:
         needs_config = (args.config or config.find()) is None
         if needs_config and args.package is None and args.output_dir is None:
             args.package = config.package_for_folder(Path.cwd())
     except config.ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return None
     except DefinitionError as malformed:  # a broken pyproject.toml that mentions opgen
         print(f"error: {malformed}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return None
     settings = config.apply(args)
-    if settings is None:
+    return None if settings is None else (settings, needs_config)
+
+
+def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
+    """Writes the new op's files, then runs `generate` (the CLI's main) on the definition."""
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_BAD_INPUT if exc.code else EXIT_OK
+    configured = _configure(args)
+    if configured is None:
         return EXIT_BAD_INPUT
+    settings, needs_config = configured
     if args.domain is None:
         args.domain = settings.package
     op_id = args.name or snake_case(args.op)
@@ -342,33 +348,56 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
     except ScaffoldError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    return _locked(_Scaffold(args, settings, text, op_id, needs_config, "new"), generate)
+
+
+@dataclass(frozen=True)
+class _Scaffold:
+    """What `new` or `import` writes: a definition (`new`: and its kernel stub)."""
+
+    args: argparse.Namespace
+    settings: config.Config
+    text: str
+    op_id: str
+    needs_config: bool
+    command: str  # "new" writes a kernel stub too; "import" the definition alone
+
+    @property
+    def definition(self) -> Path:
+        return Path(self.args.opdefs_dir) / f"{self.op_id}.yaml"
+
+    @property
+    def kernel(self) -> Path | None:
+        if self.command != "new":
+            return None
+        return Path(self.args.opdefs_dir) / f"{self.op_id}_kernel.h"
+
+
+def _locked(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     from generator.writer import project_lock
 
     # One run at a time in the project: another's generation would take this op's files for
     # orphans, or write the shared files without it.
-    with project_lock(args.opdefs_dir, exclusive=True):
-        return _new(args, settings, text, op_id, needs_config, generate)
+    with project_lock(plan.args.opdefs_dir, exclusive=True):
+        return _new(plan, generate)
 
 
-def _new(
-    args: argparse.Namespace,
-    settings: config.Config,
-    text: str,
-    op_id: str,
-    needs_config: bool,
-    generate: Callable[[list[str]], int],
-) -> int:
+def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     """Checks everything, then writes the new op's files and generates them."""
-    definition = args.opdefs_dir / f"{op_id}.yaml"
-    kernel = args.opdefs_dir / f"{op_id}_kernel.h"
-    existing = [str(p) for p in (definition, kernel) if os.path.lexists(p)]
+    args, settings, text, op_id = plan.args, plan.settings, plan.text, plan.op_id
+    definition, kernel = plan.definition, plan.kernel
+    paths = [definition] + ([kernel] if kernel else [])
+    existing = [str(p) for p in paths if os.path.lexists(p)]
     if existing:
-        print(f"error: {', '.join(existing)} exists; `new` never overwrites", file=sys.stderr)
+        print(
+            f"error: {', '.join(existing)} exists; `{plan.command}` never overwrites",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     try:
         # Everything that could refuse the op is asked before the first byte is written.
-        initial = config.plan_initial(settings) if needs_config else None
-        op = _trial(args, text, definition, kernel, settings)
+        initial = config.plan_initial(settings) if plan.needs_config else None
+        op = _trial(args, text, definition, settings)
     except (ScaffoldError, config.ConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -389,9 +418,10 @@ def _new(
         if not args.quiet:
             print(f"new: {written} (the project's opgen configuration)")
     write_atomic(definition, text)
-    write_atomic(kernel, kernel_stub(op, op.definition_path))
+    if kernel is not None:
+        write_atomic(kernel, kernel_stub(op, op.definition_path))
     if not args.quiet:
-        print(f"new: {definition}\nnew: {kernel}")
+        print("\n".join(f"new: {path}" for path in paths))
     status = generate(
         [
             str(definition),
@@ -405,9 +435,85 @@ def _new(
             *(["-q"] if args.quiet else []),
         ]
     )
-    if status == EXIT_OK and not args.quiet:
+    if status == EXIT_OK and not args.quiet and kernel is not None:
         print(
             f"next: opgen build && python -m pytest {args.output_dir}/{op_id}"
             f"   (then replace the TODOs in {definition} and {kernel})"
         )
+    elif status == EXIT_OK and not args.quiet:
+        print(f"next: replace the TODOs in {definition} (an implementation, a reference, tests)")
     return status
+
+
+# ONNX's own domains: an op imported from one moves into the user's domain (a custom-op
+# library cannot serve ONNX's domains, and a schema there would shadow ONNX's).
+ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
+
+
+def import_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m generator import",
+        description="Write an op definition from a schema registered in this process (ONNX's "
+        "operators, ONNX Runtime's contrib operators such as com.microsoft::Attention, or one "
+        "registered with onnx.defs.register_schema) into the definitions folder, then generate "
+        "it. The definition declares the op's ONNX interface; TODO comments name what a schema "
+        "does not hold (an implementation, a reference, tests, shapes). Never overwrites.",
+        epilog="Examples: python -m generator import com.microsoft::SkipLayerNormalization; "
+        "python -m generator import Cast --version 13 --domain my.ops. "
+        "Exit codes: 0 ok, 2 bad usage, no such schema, or the file exists.",
+    )
+    parser.add_argument(
+        "op", help="the op, DOMAIN::OP or OP (ONNX's domains first, then ONNX Runtime's)"
+    )
+    parser.add_argument("--version", type=int, help="the schema's since-version (default: latest)")
+    parser.add_argument(
+        "--domain",
+        help="the domain of the definition (default: the schema's; for ONNX's own domains, "
+        "the package's name)",
+    )
+    parser.add_argument("--name", help="the definition's file name stem (default: <op_snake>)")
+    config.add_arguments(parser, "opdefs_dir", "output_dir", "package")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
+    return parser
+
+
+def import_stem(op_name: str) -> str:
+    """The file stem of an imported op: its snake case, unless that is a name the generated code
+    takes (`Shape` -> `shape_op`)."""
+    from generator import importer
+
+    stem = importer.stem_for(op_name)
+    return stem + "_op" if op_id_problem(stem) else stem
+
+
+def import_main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
+    """`opgen import`: writes the definition of a registered schema, then generates it."""
+    from generator import importer
+
+    try:
+        args = import_parser().parse_args(argv)
+    except SystemExit as exc:
+        return EXIT_BAD_INPUT if exc.code else EXIT_OK
+    source_domain, _, name = args.op.rpartition("::")
+    try:
+        record = importer.find_schema(
+            name, source_domain if "::" in args.op else None, args.version
+        )
+    except LookupError as missing:
+        print(f"error: {missing.args[0] if missing.args else missing}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    configured = _configure(args)
+    if configured is None:
+        return EXIT_BAD_INPUT
+    settings, needs_config = configured
+    if args.domain is None:
+        args.domain = settings.package if record.domain in ONNX_DOMAINS else record.domain
+    args.op = record.name
+    op_id = args.name or import_stem(record.name)
+    try:
+        _check_op_id(args, op_id)  # before any path is made from it
+    except ScaffoldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    text = importer.definition_text(record, domain=args.domain, stem=op_id, provided_by=False)
+    return _locked(_Scaffold(args, settings, text, op_id, needs_config, "import"), generate)

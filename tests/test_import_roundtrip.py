@@ -1,0 +1,108 @@
+"""`opgen import` of every schema ONNX and ONNX Runtime register (ONNX's operators and ONNX
+Runtime's com.microsoft contrib operators), generated, gives back the same schema field by
+field: the test of the operator model."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator import importer
+from generator.scaffold import ONNX_DOMAINS, import_stem
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Where an ONNX domain's ops go (a custom domain; ONNX's own cannot be served by a library).
+USER_DOMAINS = {
+    "": "roundtrip.onnx",
+    "ai.onnx": "roundtrip.onnx",
+    "ai.onnx.ml": "roundtrip.onnx.ml",
+    "ai.onnx.preview": "roundtrip.onnx.preview",
+    "ai.onnx.preview.training": "roundtrip.onnx.preview.training",
+}
+
+# Run in a process of its own (the generated package's modules), it prints the differences.
+COMPARE = """
+import importlib, json, sys
+from generator import importer
+originals = {(r.domain, r.name): r for r in importer.all_schemas()}
+failures = {}
+for stem, (domain, name, target) in json.loads(sys.argv[1]).items():
+    module = importlib.import_module(f"roundtrip.{stem}.onnx_schema")
+    generated = importer.record_from_onnx(module.SCHEMA)
+    problems = importer.differences(originals[domain, name], generated, domain=target)
+    if problems:
+        failures[f"{domain or 'ai.onnx'}::{name}"] = problems
+print(json.dumps(failures))
+"""
+
+
+def _project(tmp_path: Path, records) -> dict[str, tuple[importer.SchemaRecord, str]]:
+    """Writes each record's definition into one project; returns stem -> (record, domain)."""
+    opdefs = tmp_path / "opdefs"
+    opdefs.mkdir()
+    (tmp_path / "opgen.toml").write_text('definitions = "opdefs"\npackage = "roundtrip"\n')
+    (tmp_path / ".git").mkdir()
+    stems: dict[str, tuple[importer.SchemaRecord, str]] = {}
+    for record in records:
+        domain = USER_DOMAINS.get(record.domain, record.domain)
+        stem = import_stem(record.name)
+        if stem in stems:
+            stem = f"{stem}_{domain.replace('.', '_')}"
+        stems[stem] = (record, domain)
+        text = importer.definition_text(record, domain=domain, stem=stem, provided_by=False)
+        (opdefs / f"{stem}.yaml").write_text(text, encoding="utf-8")
+    return stems
+
+
+def test_every_registered_schema_round_trips(tmp_path):
+    records = importer.all_schemas()
+    onnx_count = sum(r.domain in ONNX_DOMAINS for r in records)
+    assert onnx_count == 227 and len(records) - onnx_count == 136, (onnx_count, len(records))
+    stems = _project(tmp_path, records)
+    generated = subprocess.run(
+        [sys.executable, "-m", "generator", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert generated.returncode == 0, generated.stderr[-4000:]
+    wanted = {stem: (r.domain, r.name, domain) for stem, (r, domain) in stems.items()}
+    compared = subprocess.run(
+        [sys.executable, "-c", COMPARE, json.dumps(wanted)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": f"{tmp_path}:{ROOT}", "PATH": "/usr/bin:/bin"},
+    )
+    assert compared.returncode == 0, compared.stderr[-4000:]
+    failures = json.loads(compared.stdout)
+    print(f"{len(stems) - len(failures)} of {len(stems)} schemas round-trip")
+    assert not failures, json.dumps(failures, indent=1)[:6000]
+
+
+@pytest.mark.parametrize("op", ["com.microsoft::Attention", "Cast", "ai.onnx.ml::LinearClassifier"])
+def test_import_writes_a_definition_that_generates(tmp_path, run_generator, op):
+    (tmp_path / ".git").mkdir()
+    result = run_generator("import", op, "--package", "myops", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    stem = importer.stem_for(op.rpartition("::")[2])
+    definition = (tmp_path / "opdefs" / f"{stem}.yaml").read_text()
+    assert "# TODO: " in definition
+    assert (tmp_path / "myops" / stem / "onnx_schema.py").is_file()
+    expected_domain = "com.microsoft" if op.startswith("com.") else "myops"
+    assert f"domain: {expected_domain}\n" in definition
+    again = run_generator("import", op, cwd=tmp_path)
+    assert again.returncode == 2 and "never overwrites" in again.stderr
+    assert (tmp_path / "opdefs" / f"{stem}.yaml").read_text() == definition
+
+
+def test_import_of_an_unknown_op_names_the_close_ones_and_writes_nothing(tmp_path, run_generator):
+    (tmp_path / ".git").mkdir()
+    result = run_generator("import", "com.microsoft::Attenton", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "Attention" in result.stderr
+    assert list(tmp_path.iterdir()) == [tmp_path / ".git"]
