@@ -20,7 +20,7 @@ from generator.errors import DefinitionError, DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH
 from generator.model.op import OpDef
-from generator.model.types import AttrType, DType
+from generator.model.types import VALUE_ATTR_TYPES, AttrType, DType
 from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
 from generator.parse.tensors import attribute_value_problem
@@ -89,7 +89,9 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME:TYPE[=DEFAULT]",
-        help="repeatable; TYPE is one of " + ", ".join(t.value for t in AttrType) + "; list "
+        help="repeatable; TYPE is one of "
+        + ", ".join(t.value for t in VALUE_ATTR_TYPES)
+        + "; list "
         "defaults are comma-separated (sizes:ints=1,2); no default makes it required",
     )
     parser.add_argument(
@@ -121,13 +123,12 @@ def _attribute(spec: str) -> _Attribute:
     if not match:
         raise ScaffoldError(f"--attribute '{spec}': expected NAME:TYPE or NAME:TYPE=DEFAULT")
     name, type_name, default = match.groups()
-    try:
-        kind = AttrType(type_name)
-    except ValueError:
-        choices = ", ".join(t.value for t in AttrType)
+    kinds = {t.value: t for t in VALUE_ATTR_TYPES}  # what a kernel op's attributes can be
+    if type_name not in kinds:
         raise ScaffoldError(
-            f"--attribute '{spec}': type '{type_name}' is not one of {choices}"
-        ) from None
+            f"--attribute '{spec}': type '{type_name}' is not one of {', '.join(kinds)}"
+        )
+    kind = kinds[type_name]
     value = None if default is None else _parse_default(spec, kind, default)
     problem = None if value is None else attribute_value_problem(value, kind)
     if problem:  # the same range checks as a definition's values (int64, finite float32)

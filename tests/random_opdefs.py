@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from generator.api.names import Local
 from generator.model.names import OP_NAMESPACE_NAMES, OPGEN_NAMESPACE_NAMES, is_reserved
-from generator.model.types import AttrType, DType
+from generator.model.types import KERNEL_DTYPES, VALUE_ATTR_TYPES, AttrType, DType
 
 FLOATING = [d.value for d in DType if d.is_floating]
 
@@ -184,7 +184,7 @@ def _attr_value(kind: AttrType):
 
 @st.composite
 def attributes(draw, name: str) -> dict:
-    kind = draw(st.sampled_from(list(AttrType)))
+    kind = draw(st.sampled_from(list(VALUE_ATTR_TYPES)))
     attr = {"name": name, "type": kind.value, "doc": draw(TEXT)}
     allowed = None
     if kind in (AttrType.int, AttrType.string) and draw(st.booleans()):
@@ -209,7 +209,7 @@ def definitions(draw) -> tuple[str, dict]:
     n_outputs = draw(st.integers(1, min(2, len(names) - n_inputs)))
     inputs, outputs = names[:n_inputs], names[n_inputs : n_inputs + n_outputs]
     attr_names = names[n_inputs + n_outputs :]
-    dtypes = draw(st.lists(st.sampled_from([d.value for d in DType]), min_size=1, unique=True))
+    dtypes = draw(st.lists(st.sampled_from([d.value for d in KERNEL_DTYPES]), min_size=1, unique=True))
     n_optional = draw(st.integers(0, n_inputs - 1))
 
     tensors_in = []
@@ -218,7 +218,7 @@ def definitions(draw) -> tuple[str, dict]:
         if index == 0:
             tensor["shape"] = draw(st.sampled_from([["..."], ["...", "K"]]))
         elif draw(st.booleans()):
-            tensor["type"] = draw(st.sampled_from([d.value for d in DType]))
+            tensor["type"] = draw(st.sampled_from([d.value for d in KERNEL_DTYPES]))
         if index >= n_inputs - n_optional:
             tensor["optional"] = True
         tensors_in.append(tensor)

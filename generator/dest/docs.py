@@ -108,7 +108,8 @@ def _type(tensor: TensorParam) -> str:
     return onnx_api.parameter_type_string(tensor)
 
 
-def _shape(tensor: TensorParam, is_output: bool) -> str:
+def _shape(tensor: TensorParam, unruled: str) -> str:
+    """`unruled`: what the page says of a tensor without a shape rule."""
     if tensor.same_shape_as:
         return f"same as `{tensor.same_shape_as}`"
     if tensor.shape_function:
@@ -116,7 +117,7 @@ def _shape(tensor: TensorParam, is_output: bool) -> str:
         return f"`{name}({', '.join(args)})`"
     if tensor.shape is not None:
         return f"`{_cell(str(tensor.shape))}`"
-    return "through the function body" if is_output else "any"
+    return unruled
 
 
 def _arity(tensor: TensorParam) -> str:
@@ -139,9 +140,9 @@ _DIFFERENTIATION = {
 }
 
 
-def _tensor(tensor: TensorParam, is_output: bool) -> TensorRowView:
+def _tensor(tensor: TensorParam, unruled: str) -> TensorRowView:
     doc = _arity(tensor) + _DIFFERENTIATION[tensor.differentiation] + tensor.doc
-    return TensorRowView(tensor.name, _type(tensor), _shape(tensor, is_output), _cell(doc))
+    return TensorRowView(tensor.name, _type(tensor), _shape(tensor, unruled), _cell(doc))
 
 
 # ONNX float attributes are float32; PyTorch's are float64 and are rounded on the way to the
@@ -267,8 +268,11 @@ def op_page_view(op: OpDef, package: str) -> OpPageView:
         title=_title(op),
         doc=op.doc.strip(),
         facts=tuple(FactView(label, _cell(value)) for label, value in _facts(op)),
-        inputs=tuple(_tensor(t, False) for t in op.inputs),
-        outputs=tuple(_tensor(t, True) for t in op.outputs),
+        inputs=tuple(_tensor(t, "any") for t in op.inputs),
+        outputs=tuple(
+            _tensor(t, "not declared" if op.is_interface_only else "through the function body")
+            for t in op.outputs
+        ),
         attributes=tuple(_attribute(a) for a in op.attributes),
         type_constraints=tuple(
             TypeConstraintRowView(tc.name, ", ".join(str(t) for t in tc.types), _cell(tc.doc))

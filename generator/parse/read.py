@@ -259,24 +259,40 @@ def value_type(node: Node) -> ValueType:
                 f"{problem}; expected one of {[d.value for d in DType]}, or seq(<type>), "
                 "map(<key dtype>, <type>), optional(<type>), sparse_tensor(<dtype>)"
             ) from None
-        raise node.error(f"'{text}': {problem}; expected {VALUE_TYPE_SYNTAX}") from None
+        raise node.error(f"'{_shown(text)}': {problem}; expected {VALUE_TYPE_SYNTAX}") from None
     if rest:
-        raise node.error(f"'{text}': unexpected '{rest}' at the end; expected {VALUE_TYPE_SYNTAX}")
+        raise node.error(
+            f"'{_shown(text)}': unexpected '{_shown(rest)}' at the end; expected {VALUE_TYPE_SYNTAX}"
+        )
     return parsed
+
+
+def _shown(text: str) -> str:
+    """A type as messages quote it: a hostile one shortened."""
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _dtype_name(word: str) -> DType:
     try:
         return DType(word)
     except ValueError:
-        hint = _ONNX_DTYPE_NAMES.get(word) or closest(word, {d.value for d in DType})
+        hint = _ONNX_DTYPE_NAMES.get(word) or (
+            closest(word, {d.value for d in DType}) if len(word) <= 64 else None
+        )
         raise ValueError(
-            f"unknown dtype '{word}'" + (f" (did you mean '{hint}'?)" if hint else "")
+            f"unknown dtype '{_shown(word)}'" + (f" (did you mean '{hint}'?)" if hint else "")
         ) from None
 
 
-def _value_type(text: str) -> tuple[ValueType, str]:
+# ONNX nests at most three deep (optional(seq(tensor(float)))); a bound keeps a hostile
+# definition from exhausting the stack.
+MAX_TYPE_DEPTH = 8
+
+
+def _value_type(text: str, depth: int = 0) -> tuple[ValueType, str]:
     """The type at the start of `text` (spaces removed), and what follows it."""
+    if depth > MAX_TYPE_DEPTH:
+        raise ValueError(f"types nest at most {MAX_TYPE_DEPTH} deep")
     word = re.match(r"[a-z0-9_]*", text)
     head = word.group(0) if word else ""
     rest = text[len(head) :]
@@ -291,16 +307,16 @@ def _value_type(text: str) -> tuple[ValueType, str]:
             raise ValueError(f"write the dtype alone ('{dtype.value}') for a tensor")
         parsed: ValueType = SparseTensorType(dtype)
     elif head in ("seq", "optional"):
-        element, rest = _value_type(rest)
+        element, rest = _value_type(rest, depth + 1)
         parsed = SequenceType(element) if head == "seq" else OptionalType(element)
     elif head == "map":
-        key, rest = _value_type(rest)
+        key, rest = _value_type(rest, depth + 1)
         if not isinstance(key, TensorType) or not rest.startswith(","):
             raise ValueError("a map is map(<key dtype>, <value type>)")
-        value, rest = _value_type(rest[1:])
+        value, rest = _value_type(rest[1:], depth + 1)
         parsed = MapType(key.dtype, value)
     else:
-        raise ValueError(f"unknown type '{head}(...)'")
+        raise ValueError(f"unknown type '{_shown(head)}(...)'")
     if not rest.startswith(")"):
         raise ValueError(f"missing ')' after {head}(...")
     return parsed, rest[1:]
