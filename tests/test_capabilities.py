@@ -12,6 +12,7 @@ from generator.model.capabilities import (
     TABLE,
     Carried,
     Feature,
+    NotApplicable,
     Target,
     matrix_markdown,
     targets_of,
@@ -20,6 +21,7 @@ from generator.model.capabilities import (
 from generator.parse.op import parse_opdef
 
 ROOT = Path(__file__).resolve().parent.parent
+Accepted = Carried | NotApplicable
 
 
 def test_the_published_matrix_is_the_table():
@@ -153,8 +155,23 @@ def test_an_interface_only_op_carries_the_feature(tmp_path, feature):
 
 
 @pytest.mark.parametrize("feature", list(Feature), ids=lambda f: f.name)
-def test_a_kernel_op_refuses_the_feature_by_target_and_field(tmp_path, feature):
+def test_a_kernel_op_carries_or_refuses_the_feature_by_target_and_field(tmp_path, feature):
     op_dict, field = EXAMPLES[feature]
+    kernel_targets = (
+        Target.onnx_schema,
+        Target.cpp_schema,
+        Target.ort_library,
+        Target.pybind,
+        Target.torch_native,
+        Target.exporters,
+        Target.parity_tests,
+    )
+    refusing = [t for t in kernel_targets if not isinstance(TABLE[feature][t], Accepted)]
+    if not refusing:
+        op = _parse(tmp_path, _with_kernel(op_dict))
+        assert targets_of(op) == kernel_targets
+        assert any(use.feature is feature and use.field_path == field for use in uses_of(op))
+        return
     with pytest.raises(DefinitionErrors) as raised:
         _parse(tmp_path, _with_kernel(op_dict))
     refusals = [e for e in raised.value.errors if e.message.startswith(feature.value + ":")]
@@ -163,10 +180,8 @@ def test_a_kernel_op_refuses_the_feature_by_target_and_field(tmp_path, feature):
     assert error.field == field
     text = (tmp_path / "probe.yaml").read_text().splitlines()
     assert error.location.line >= 1 and error.location.line <= len(text)
-    kernel_targets = (Target.cpp_schema, Target.ort_library, Target.pybind, Target.torch_native)
     for target in kernel_targets:
-        carried = isinstance(TABLE[feature][target], Carried)
-        assert (target.value in error.message) != carried, (target, error.message)
+        assert (target.value in error.message) == (target in refusing), (target, error.message)
     # Only the refusals: nothing else about the definition is wrong.
     others = [e for e in raised.value.errors if e not in refusals]
     assert all(": not carried by " in e.message for e in others), [str(e) for e in others]
@@ -225,3 +240,31 @@ def test_a_malformed_new_kind_is_a_located_error(tmp_path, op_dict, field, fragm
         _parse(tmp_path, op_dict)
     assert [e.field for e in raised.value.errors] == [field], [str(e) for e in raised.value.errors]
     assert fragment in raised.value.errors[0].message
+
+
+def test_both_schemas_carry_differentiation_categories(tmp_path):
+    """tests/opdefs/mul_add.yaml builds and runs its generated tests with these (in
+    test_feature_ops); here, that both schemas say them."""
+    from generator.dest.cpp_schema import onnx_schema_view as cpp_schema_view
+    from generator.dest.python import onnx_schema_view as python_schema_view
+
+    op = parse_opdef(ROOT / "tests" / "opdefs" / "mul_add.yaml", "mul_add.yaml")
+    cpp = cpp_schema_view(op)
+    assert [i.arguments for i in cpp.inputs] == [
+        ("OpSchema::Single", "true", "1", "OpSchema::Differentiable"),
+        (),
+        ("OpSchema::Optional", "true", "1", "OpSchema::NonDifferentiable"),
+    ]
+    assert [o.arguments for o in cpp.outputs] == [
+        ("OpSchema::Single", "true", "1", "OpSchema::Differentiable")
+    ]
+    python = python_schema_view(op)
+    category = "_Schema.DifferentiationCategory."
+    assert [dict((k.keyword, k.value) for k in i.keywords) for i in python.inputs] == [
+        {"differentiation_category": category + "Differentiable"},
+        {},
+        {
+            "param_option": "_Schema.FormalParameterOption.Optional",
+            "differentiation_category": category + "NonDifferentiable",
+        },
+    ]

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 from generator.api.names import Local
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
 from generator.api.python import defaults_via_none
-from generator.model.tensors import Attribute
+from generator.model.tensors import (
+    Attribute,
+    Differentiation,
+    OptionalArity,
+    SingleArity,
+    TensorParam,
+    VariadicArity,
+)
 from generator.model.types import AttrType, DType
 
 KERNEL_TYPE = {
@@ -76,6 +83,38 @@ def torch_attribute_assignment(attr: Attribute) -> str:
     if attr.type in (AttrType.string, AttrType.ints, AttrType.strings):
         return f"{member} = std::move({attr.name});"
     return f"{member} = {attr.name};"
+
+
+_CATEGORY = {
+    Differentiation.unknown: "OpSchema::Unknown",
+    Differentiation.differentiable: "OpSchema::Differentiable",
+    Differentiation.non_differentiable: "OpSchema::NonDifferentiable",
+}
+
+
+def formal_parameter_arguments(param: TensorParam) -> tuple[str, ...]:
+    """The arguments of OpSchema::Input / Output after the type string: as few as say what
+    differs from ONNX's defaults (Single, homogeneous, min arity 1, Unknown)."""
+    match param.arity:
+        case SingleArity():
+            option, homogeneous, min_arity = "OpSchema::Single", True, 1
+        case OptionalArity():
+            option, homogeneous, min_arity = "OpSchema::Optional", True, 1
+        case VariadicArity():
+            option = "OpSchema::Variadic"
+            homogeneous, min_arity = param.arity.homogeneous, param.arity.min_arity
+        case _:
+            assert_never(param.arity)
+    arguments = [
+        option,
+        bool_literal(homogeneous),
+        str(min_arity),
+        _CATEGORY[param.differentiation],
+    ]
+    defaults = ("OpSchema::Single", "true", "1", "OpSchema::Unknown")
+    while arguments and arguments[-1] == defaults[len(arguments) - 1]:
+        arguments.pop()
+    return tuple(arguments)
 
 
 def onnx_proto_enum(dtype: DType) -> str:

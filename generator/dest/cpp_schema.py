@@ -33,6 +33,7 @@ class SchemaTensor:
     name_literal: str
     doc_literal: str
     type_literal: str  # a type variable or an ONNX type string
+    arguments: tuple[str, ...]  # after the type: option, homogeneity, min arity, category
 
 
 @view
@@ -103,6 +104,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
             name_literal=cpp.string_literal(t.name),
             doc_literal=cpp.string_literal(t.doc),
             type_literal=cpp.string_literal(t.type_var or onnx_type_string(concrete_dtype(t))),
+            arguments=cpp.formal_parameter_arguments(t),
         )
 
     def output(t: TensorParam, i: int) -> SchemaOutput:

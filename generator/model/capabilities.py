@@ -86,7 +86,14 @@ class Never:
     reason: str
 
 
-Support = Carried | NotYet | Never
+@dataclass(frozen=True)
+class NotApplicable:
+    """Nothing in this target holds it (schema metadata, for one): accepted, and ignored."""
+
+    reason: str
+
+
+Support = Carried | NotYet | Never | NotApplicable
 
 _NO_STRINGS = Never("PyTorch has no string tensors")
 _ORT_VALUES = Never("ONNX Runtime's custom-op API takes tensors only")
@@ -137,7 +144,14 @@ TABLE: dict[Feature, dict[Target, Support]] = {
     Feature.type_proto_attribute: _only_schemas(
         ort_library=_NO_TYPE_ATTRIBUTE, torch_native=_NO_TYPE_ATTRIBUTE
     ),
-    Feature.differentiation: _only_schemas(),
+    Feature.differentiation: {
+        target: (
+            Carried()
+            if target in (Target.onnx_schema, Target.cpp_schema)
+            else NotApplicable("schema metadata; PyTorch's gradients come from 'gradients'")
+        )
+        for target in Target
+    },
 }
 
 
@@ -291,7 +305,7 @@ def refusals(op: OpDef) -> list[tuple[str, str]]:
     problems = []
     for use in uses_of(op):
         row = TABLE[use.feature]
-        refusing = [(t, row[t]) for t in targets if not isinstance(row[t], Carried)]
+        refusing = [(t, row[t]) for t in targets if not isinstance(row[t], Carried | NotApplicable)]
         if not refusing:
             continue
         reasons = []
@@ -301,7 +315,7 @@ def refusals(op: OpDef) -> list[tuple[str, str]]:
                     reasons.append(f"{target.value} (not yet)")
                 case Never(reason):
                     reasons.append(f"{target.value} ({reason})")
-                case Carried():
+                case Carried() | NotApplicable():
                     pass
                 case _:
                     assert_never(support)
@@ -324,6 +338,8 @@ def _cell(support: Support) -> str:
             return "not yet"
         case Never(reason):
             return f"no: {reason}"
+        case NotApplicable(reason):
+            return f"n/a: {reason}"
         case _:
             assert_never(support)
 
@@ -346,7 +362,7 @@ def matrix_markdown() -> str:
         "every target carries those. The rest, by target. opgen refuses a definition that asks "
         "a target for what this table says it does not carry, naming the field, the feature "
         'and the target; nothing is approximated. "not yet": opgen could and does not yet; '
-        '"no": the runtime cannot. Names that Python, C++ or the generated code reserve '
+        '"no": the runtime cannot; "n/a": accepted, nothing in the target holds it. Names that Python, C++ or the generated code reserve '
         "(`global`, `class`, `shape`, ...) are accepted in interface-only ops, whose names "
         "only the schemas spell.\n\n"
         "Which targets an op gets: every op defining an ONNX op, the Python schema; a kernel, "
