@@ -19,7 +19,7 @@ import keyword
 import math
 import re
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +153,27 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _attributes(
+    schema: Any, default_of: Callable[[Any, str], tuple[DefaultValue | None, bool | None]]
+) -> tuple[AttributeRecord, ...]:
+    """A schema's attributes, by name (both registries hand them back in hash order)."""
+    records = []
+    for name, attr in sorted(schema.attributes.items()):
+        kind = _attr_type(attr)
+        default, has_default = default_of(attr, kind)
+        records.append(
+            AttributeRecord(
+                name=name,
+                type=kind,
+                required=bool(attr.required),
+                default=default,
+                has_default=has_default,
+                doc=_text(attr.description),
+            )
+        )
+    return tuple(records)
+
+
 def record_from_onnx(schema: Any) -> SchemaRecord:
     """The record of an onnx.defs.OpSchema: one from the registry or one built in Python."""
 
@@ -167,20 +188,7 @@ def record_from_onnx(schema: Any) -> SchemaRecord:
             doc=_text(p.description),
         )
 
-    attributes = []
-    for name, attr in sorted(schema.attributes.items()):
-        attr_type = _attr_type(attr)
-        default, has_default = _default_of(attr.default_value, attr_type)
-        attributes.append(
-            AttributeRecord(
-                name=name,
-                type=attr_type,
-                required=bool(attr.required),
-                default=default,
-                has_default=has_default,
-                doc=_text(attr.description),
-            )
-        )
+    attributes = _attributes(schema, lambda attr, kind: _default_of(attr.default_value, kind))
     return SchemaRecord(
         name=schema.name,
         domain=schema.domain,
@@ -192,7 +200,7 @@ def record_from_onnx(schema: Any) -> SchemaRecord:
             ConstraintRecord(c.type_param_str, tuple(c.allowed_type_strs), _text(c.description))
             for c in schema.type_constraints
         ),
-        attributes=tuple(attributes),
+        attributes=attributes,
         source=SOURCE_ONNX,
     )
 
@@ -241,20 +249,7 @@ def _ort_params(params: Sequence[Any], min_count: int) -> tuple[ParamRecord, ...
 def record_from_ort(schema: Any) -> SchemaRecord:
     """The record of a schema of ONNX Runtime's registry (onnxruntime_pybind11_state's
     get_all_operator_schema)."""
-    attributes = []
-    for name, attr in sorted(schema.attributes.items()):
-        attr_type = _attr_type(attr)
-        default, has_default = _ort_default(attr, attr_type)
-        attributes.append(
-            AttributeRecord(
-                name=name,
-                type=attr_type,
-                required=bool(attr.required),
-                default=default,
-                has_default=has_default,
-                doc=_text(attr.description),
-            )
-        )
+    attributes = _attributes(schema, _ort_default)
     return SchemaRecord(
         name=schema.name,
         domain=schema.domain,
@@ -266,7 +261,7 @@ def record_from_ort(schema: Any) -> SchemaRecord:
             ConstraintRecord(c.type_param_str, tuple(c.allowed_type_strs), _text(c.description))
             for c in schema.type_constraints
         ),
-        attributes=tuple(attributes),
+        attributes=attributes,
         source=SOURCE_ORT,
     )
 
