@@ -18,7 +18,7 @@ from typing import TypedDict
 from generator import config
 from generator.errors import DefinitionError, DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH
+from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH, ONNX_DOMAINS
 from generator.model.op import OpDef
 from generator.model.types import VALUE_ATTR_TYPES, AttrType, DType
 from generator.parse.op import parse_opdef
@@ -391,7 +391,8 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     existing = [str(p) for p in paths if os.path.lexists(p)]
     if existing:
         print(
-            f"error: {', '.join(existing)} exists; `{plan.command}` never overwrites",
+            f"error: {', '.join(existing)} exists; `{plan.command}` never overwrites (--name "
+            "gives the definition another file name)",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
@@ -444,11 +445,6 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     elif status == EXIT_OK and not args.quiet:
         print(f"next: replace the TODOs in {definition} (an implementation, a reference, tests)")
     return status
-
-
-# ONNX's own domains: an op imported from one moves into the user's domain (a custom-op
-# library cannot serve ONNX's domains, and a schema there would shadow ONNX's).
-ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
 
 def import_parser() -> argparse.ArgumentParser:

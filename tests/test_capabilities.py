@@ -47,8 +47,8 @@ def _interface(**changes: object) -> dict:
         "domain": "probe.ops",
         "version": 1,
         "type_constraints": {"T": ["float32"]},
-        "inputs": [{"name": "X", "type": "T", "shape": ["..."]}],
-        "outputs": [{"name": "Y", "type": "T", "same_shape_as": "X"}],
+        "inputs": [{"name": "X", "type": "T"}],
+        "outputs": [{"name": "Y", "type": "T"}],
     }
     op.update(changes)
     return op
@@ -58,8 +58,13 @@ def _with_kernel(op: dict) -> dict:
     tests: dict = {"random": [{"shapes": {"X": [2]}}]}
     if "float32" in op["type_constraints"]["T"]:
         tests["tolerances"] = {"float32": {"rtol": 0.001, "atol": 0.001}}
+    shaped = {
+        "inputs": [{"shape": ["..."], **t} if t["name"] == "X" else t for t in op["inputs"]],
+        "outputs": [{"same_shape_as": "X", **t} for t in op["outputs"]],
+    }
     return {
         **op,
+        **shaped,
         "torch": {"name": "probe::probe"},
         "reference": "X",
         "kernel": {"body": "return;"},
@@ -67,8 +72,8 @@ def _with_kernel(op: dict) -> dict:
     }
 
 
-X_T = {"name": "X", "type": "T", "shape": ["..."]}
-Y_T = {"name": "Y", "type": "T", "same_shape_as": "X"}
+X_T = {"name": "X", "type": "T"}
+Y_T = {"name": "Y", "type": "T"}
 
 
 def _typed(type_text: str) -> dict:
@@ -190,7 +195,7 @@ def test_a_kernel_op_carries_or_refuses_the_feature_by_target_and_field(tmp_path
 # A definition of the new kinds that is wrong in itself: a located error, whatever the targets.
 MALFORMED = [
     (
-        _interface(inputs=[{**X_T, "variadic": True}, {**X_T, "name": "Z", "shape": [3]}]),
+        _interface(inputs=[{**X_T, "variadic": True}, {**X_T, "name": "Z"}]),
         "inputs[0]",
         "only the last input may be variadic",
     ),
@@ -231,6 +236,25 @@ MALFORMED = [
         "",
     ),
     (_interface(reference="X"), "reference", "needs an implementation"),
+    (_typed("map(float32, float32)"), "type_constraints.T[0]", "a map's key is a string"),
+    (_typed("flo at32"), "type_constraints.T[0]", "unknown dtype 'flo'"),
+    (_typed("seq(\x1b[31mred)"), "type_constraints.T[0]", "\\x1b[31mred"),
+    (_interface(domain="ai.onnx.ml"), "domain", "is ONNX's own domain"),
+    (
+        _interface(inputs=[{**X_T, "shape": ["N"]}]),
+        "inputs[0].shape",
+        "an interface-only op has no shape inference",
+    ),
+    (
+        _interface(outputs=[{**Y_T, "same_shape_as": "X"}]),
+        "outputs[0].same_shape_as",
+        "an interface-only op has no shape inference",
+    ),
+    (
+        _interface(attributes=[{"name": "k", "type": "int", "default": 1, "min": 0}]),
+        "attributes[0].min",
+        "an interface-only op has no shape inference",
+    ),
 ]
 
 
@@ -268,3 +292,77 @@ def test_both_schemas_carry_differentiation_categories(tmp_path):
             "differentiation_category": category + "NonDifferentiable",
         },
     ]
+
+
+def test_spacing_inside_a_type_is_free(tmp_path):
+    op = _parse(tmp_path, _typed(" map( string ,seq( float32 ) ) "))
+    assert [str(t) for t in op.type_constraints[0].types] == ["map(string, seq(float32))"]
+
+
+def test_float32s_largest_value_in_its_shortest_spelling_is_a_default(tmp_path):
+    """What ONNX's Clip-6 and the importer write: 3.4028235e+38 rounds to float32's largest."""
+    attribute = {"name": "high", "type": "float", "default": 3.4028235e38}
+    op = _parse(tmp_path, _interface(attributes=[attribute]))
+    assert op.attributes[0].default == 3.4028234663852886e38
+
+
+def test_names_may_repeat_across_inputs_outputs_and_attributes_of_an_interface(tmp_path):
+    """As in ONNX's BatchNormalization-9 (input and output 'mean') and ONNX Runtime's
+    MatMulNBitsQkv (output and attribute 'K')."""
+    op = _parse(
+        tmp_path,
+        _interface(
+            outputs=[{**Y_T, "name": "X"}],
+            attributes=[{"name": "X", "type": "int", "default": 1}],
+        ),
+    )
+    assert [t.name for t in op.inputs + op.outputs] == ["X", "X"]
+
+
+def _project_errors(tmp_path: Path, definitions: dict[str, dict]) -> list[str]:
+    from generator.parse.project import check_project
+
+    ops = []
+    for stem, op_dict in definitions.items():
+        path = tmp_path / f"{stem}.yaml"
+        path.write_text(json.dumps(op_dict, indent=1))
+        try:
+            ops.append(parse_opdef(path, path.name))
+        except DefinitionErrors as errors:
+            return [str(e) for e in errors.errors]
+    try:
+        check_project(ops)
+    except DefinitionErrors as errors:
+        return [str(e) for e in errors.errors]
+    return []
+
+
+def test_an_op_file_named_like_a_python_builtin_is_refused(tmp_path):
+    """The package's __init__ imports every op module by its name: `max` would hide the builtin
+    its own code calls."""
+    errors = _project_errors(tmp_path, {"max": _interface()})
+    assert len(errors) == 1 and "max.yaml:1:1: <file name>:" in errors[0], errors
+    from generator.scaffold import import_stem
+
+    assert import_stem("Max") == "max_op"
+
+
+def test_an_export_cannot_call_an_op_that_declares_its_interface_only(tmp_path):
+    caller = {
+        "torch": {"overrides": "aten::relu"},
+        "type_constraints": {"T": ["float32"]},
+        "inputs": [{"name": "X", "type": "T"}],
+        "outputs": [{"name": "Y", "type": "T"}],
+        "export": [{"nodes": ["Y = probe.ops::Probe(X)"]}],
+        "tests": {
+            "tolerances": {"float32": {"rtol": 0.001, "atol": 0.001}},
+            "random": [{"shapes": {"X": [2]}}],
+        },
+    }
+    errors = _project_errors(tmp_path, {"probe": _interface(), "caller": caller})
+    assert len(errors) == 1 and "declares its ONNX interface only" in errors[0], errors
+
+
+def test_one_onnx_op_is_one_definition_whatever_the_versions(tmp_path):
+    errors = _project_errors(tmp_path, {"probe": _interface(), "probe3": _interface(version=3)})
+    assert len(errors) == 1 and "ONNX op (domain, type) probe.ops, Probe" in errors[0], errors

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from generator import importer
-from generator.scaffold import ONNX_DOMAINS, import_stem
+from generator.model.names import ONNX_DOMAINS
+from generator.scaffold import import_stem
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -277,7 +277,11 @@ def uses_of(op: OpDef) -> tuple[Use, ...]:
     """Every use the op makes of a feature, in the order of its fields."""
     uses: list[Use] = []
     bound = {t.type_var for t in op.inputs if t.type_var and not t.optional and not t.variadic}
-    bound |= {t.type_var for t in op.inputs if t.type_var and isinstance(t.arity, VariadicArity)}
+    bound |= {  # a variadic input binds its type variable when it has at least one value
+        t.type_var
+        for t in op.inputs
+        if t.type_var and isinstance(t.arity, VariadicArity) and t.arity.min_arity >= 1
+    }
     for constraint in op.type_constraints:
         where = f"type_constraints.{constraint.name}"
         for value_type in constraint.types:

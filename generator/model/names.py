@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 
@@ -50,6 +51,9 @@ PACKAGE_NAMES = frozenset(
     # its imports and private names
     + "contextlib os re sys tempfile warnings _registered _exported_ops".split()
     + "_without_unused_opset_warnings _without_exporter_notices".split()
+    # Python's builtins: an op module named `max` would hide the builtin from the package's
+    # own code (custom_opsets calls max), and tomorrow's code may call any other.
+    + dir(builtins)
 )
 
 
@@ -76,6 +80,11 @@ OP_NAMESPACE_NAMES = frozenset(
 # Validation patterns: \A and \Z, and always fullmatch(), because `$` also matches before a final
 # "\n" ("Op\n" would pass and the newline reach the generated code).
 IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+# ONNX's own domains (`ai.onnx` is the default domain "" by name): a custom-op library cannot
+# serve them, and a schema registered there would shadow ONNX's own.
+ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
 
 
 DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")

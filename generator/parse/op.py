@@ -14,6 +14,7 @@ from generator.model.capabilities import refusals
 from generator.model.names import (
     DOMAIN,
     MAX_NAME_LENGTH,
+    ONNX_DOMAINS,
 )
 from generator.model.nodes import ExportRule
 from generator.model.op import (
@@ -177,6 +178,7 @@ def parse_opdef(
         {t.name for t in signature.inputs} | set(signature.attrs_by_name),
     )
     if interface_only:
+        _check_interface_only_fields(d)
         for key in ("reference", "tests", "gradients", "reference_upcast"):
             if key in d:
                 errors.add(
@@ -253,6 +255,32 @@ def _is_interface_only(d: _Definition) -> bool:
     return "op" in d and "torch" not in d and not any(key in d for key in IMPLEMENTATIONS)
 
 
+# What an interface-only op cannot use: its schema has no inference function, so no runtime
+# would check these.
+_CHECKED_FIELDS = {
+    "inputs": ("shape", "same_shape_as"),
+    "outputs": ("shape", "same_shape_as"),
+    "attributes": ("allowed", "min", "max"),
+}
+
+
+def _check_interface_only_fields(d: _Definition) -> None:
+    if "data_dependent_sizes" in d:
+        d.errors.add(d["data_dependent_sizes"].error(_UNCHECKED))
+    for key, fields in _CHECKED_FIELDS.items():
+        items = d[key].value if key in d and d[key].is_sequence else []
+        for item in items:
+            for field in fields:
+                if item.is_mapping and field in item.value:
+                    d.errors.add(item.value[field].error(_UNCHECKED))
+
+
+_UNCHECKED = (
+    "an interface-only op has no shape inference to check this with; give it an "
+    "implementation ('kernel', 'function' or 'provided_by') and tests"
+)
+
+
 def _check_code_names(d: _Definition) -> None:
     """Names become identifiers of generated code in every target but the schemas'."""
     names = [
@@ -305,6 +333,13 @@ def _read_onnx_name(d: _Definition) -> tuple[str | None, str | None, tuple[int, 
     domain = d.get("domain", read.string)
     if domain is not None and not DOMAIN.fullmatch(domain):
         d.errors.add(d["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
+    elif domain in ONNX_DOMAINS:
+        d.errors.add(
+            d["domain"].error(
+                f"'{domain}' is ONNX's own domain: a custom-op library cannot serve it and a "
+                "schema there would shadow ONNX's; use a domain of your own"
+            )
+        )
     elif domain is not None and len(domain) > MAX_NAME_LENGTH:
         d.errors.add(d["domain"].error(read.too_long("a domain", domain)))
     versions = d.get("version", _parse_versions) or ()
@@ -631,8 +666,9 @@ def _check_unique_names(
 ) -> None:
     """Inputs, outputs and attributes share one namespace: they are the arguments of the
     PyTorch op and of the C++ kernel. A repeated name is reported where it repeats. (In ONNX
-    alone, attributes have a namespace of their own: an interface-only op may reuse a name
-    there, as ONNX Runtime's MatMulNBitsQkv does.)"""
+    alone, inputs, outputs and attributes each have a namespace of their own: an interface-only
+    op may reuse a name across them, as ONNX Runtime's MatMulNBitsQkv and BatchNormalization-9
+    do.)"""
     seen: dict[str, Node] = {}
     if "type_constraints" in fields and fields["type_constraints"].is_mapping:
         # Type variables name the kernel's template parameters.
@@ -640,7 +676,7 @@ def _check_unique_names(
             seen[name] = Node(name, node.key_location or node.location, node.path)
     for key in ("inputs", "outputs", "attributes"):
         items = fields[key].value if key in fields and fields[key].is_sequence else []
-        if key == "attributes" and interface_only:
+        if interface_only:  # ONNX's names: inputs, outputs and attributes each their own
             seen = {}
         for item in items:
             name = item.value.get("name") if item.is_mapping else None

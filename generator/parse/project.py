@@ -42,9 +42,9 @@ def check_project(ops: list[OpDef]) -> None:
             (("file name (ignoring case)", op.op_id.lower()), "<file name>")
         ]
         if op.defines_onnx_op:
-            keys.append(
-                (("ONNX op (domain, type, version)", op.domain, op.op_type, op.version), "op")
-            )
+            # Every version in one definition (`version: [1, 2]`): one schema registration,
+            # one kernel per name in ONNX Runtime.
+            keys.append((("ONNX op (domain, type)", op.domain, op.op_type), "op"))
         if op.torch is not None:
             field_path = "torch.overrides" if op.torch.is_override else "torch.name"
             keys.append((("PyTorch overload", op.torch.overload_name), field_path))
@@ -92,6 +92,16 @@ def check_project(ops: list[OpDef]) -> None:
                         path,
                         f"'{node.qualified}' is not defined by any op definition of this project "
                         f"(defined: {defined}); standard ONNX ops take no domain",
+                    )
+                )
+            elif node.domain and target is not None and target.is_interface_only:
+                errors.add(
+                    DefinitionError(
+                        node.location,
+                        path,
+                        f"'{node.qualified}' declares its ONNX interface only "
+                        f"({target.display_path}): nothing runs it; give it a kernel, function "
+                        "or provided_by",
                     )
                 )
             elif target is op and path == "function":

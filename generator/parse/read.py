@@ -27,6 +27,7 @@ from generator.model.types import (
     SparseTensorType,
     TensorType,
     ValueType,
+    float32,
 )
 from generator.source import Node
 
@@ -104,6 +105,8 @@ def in_float32(value: float, node: Node) -> float:
             "or NaN default, so opgen rejects them everywhere rather than work in some runtimes "
             f"only; for an unbounded limit write float32's largest value, {FLOAT32_MAX!r}"
         )
+    if abs(value) > FLOAT32_MAX and not math.isinf(float32(value)):
+        value = math.copysign(FLOAT32_MAX, value)  # its shortest spelling, 3.4028235e+38
     if abs(value) > FLOAT32_MAX:
         raise node.error(
             f"{value} is outside float32's range (largest {FLOAT32_MAX!r}): ONNX float "
@@ -252,23 +255,24 @@ def value_type(node: Node) -> ValueType:
     `seq(float32)`, `map(string, int64)`, `optional(seq(float32))`, `sparse_tensor(float32)`."""
     text = string(node, "a type")
     try:
-        parsed, rest = _value_type(text.replace(" ", ""))
+        parsed, rest = _value_type(re.sub(r"\s*([(),])\s*", r"\1", text.strip()))
     except ValueError as problem:
         if "(" not in text:  # a word: say which dtypes there are
             raise node.error(
                 f"{problem}; expected one of {[d.value for d in DType]}, or seq(<type>), "
                 "map(<key dtype>, <type>), optional(<type>), sparse_tensor(<dtype>)"
             ) from None
-        raise node.error(f"'{_shown(text)}': {problem}; expected {VALUE_TYPE_SYNTAX}") from None
+        raise node.error(f"'{shown(text)}': {problem}; expected {VALUE_TYPE_SYNTAX}") from None
     if rest:
         raise node.error(
-            f"'{_shown(text)}': unexpected '{_shown(rest)}' at the end; expected {VALUE_TYPE_SYNTAX}"
+            f"'{shown(text)}': unexpected '{shown(rest)}' at the end; expected {VALUE_TYPE_SYNTAX}"
         )
     return parsed
 
 
-def _shown(text: str) -> str:
-    """A type as messages quote it: a hostile one shortened."""
+def shown(text: str) -> str:
+    """A type as messages quote it: a hostile one shortened, on one line."""
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text[:81])
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -280,8 +284,23 @@ def _dtype_name(word: str) -> DType:
             closest(word, {d.value for d in DType}) if len(word) <= 64 else None
         )
         raise ValueError(
-            f"unknown dtype '{_shown(word)}'" + (f" (did you mean '{hint}'?)" if hint else "")
+            f"unknown dtype '{shown(word)}'" + (f" (did you mean '{hint}'?)" if hint else "")
         ) from None
+
+
+# ONNX's map keys.
+MAP_KEY_DTYPES = (
+    DType.string,
+    DType.int8,
+    DType.int16,
+    DType.int32,
+    DType.int64,
+    DType.uint8,
+    DType.uint16,
+    DType.uint32,
+    DType.uint64,
+)
+MAP_KEY_NAMES = tuple(d.value for d in MAP_KEY_DTYPES)
 
 
 # ONNX nests at most three deep (optional(seq(tensor(float)))); a bound keeps a hostile
@@ -313,10 +332,15 @@ def _value_type(text: str, depth: int = 0) -> tuple[ValueType, str]:
         key, rest = _value_type(rest, depth + 1)
         if not isinstance(key, TensorType) or not rest.startswith(","):
             raise ValueError("a map is map(<key dtype>, <value type>)")
+        if key.dtype not in MAP_KEY_DTYPES:
+            raise ValueError(
+                f"a map's key is a string or an integer ({', '.join(MAP_KEY_NAMES)}), "
+                f"not {key.dtype.value}"
+            )
         value, rest = _value_type(rest[1:], depth + 1)
         parsed = MapType(key.dtype, value)
     else:
-        raise ValueError(f"unknown type '{_shown(head)}(...)'")
+        raise ValueError(f"unknown type '{shown(head)}(...)'")
     if not rest.startswith(")"):
         raise ValueError(f"missing ')' after {head}(...")
     return parsed, rest[1:]

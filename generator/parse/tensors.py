@@ -127,7 +127,7 @@ def parse_tensor(
         type_var = type_name  # a declared variable (its own errors are reported there)
     elif IDENTIFIER.fullmatch(type_name) and type_name not in DType.__members__:
         raise fields["type"].error(
-            f"'{type_name}' is neither a declared type variable {sorted(constraints)} "
+            f"'{read.shown(type_name)}' is neither a declared type variable {sorted(constraints)} "
             f"nor a dtype {[d.value for d in DType]}"
         )
     else:
