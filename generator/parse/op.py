@@ -373,10 +373,10 @@ def _read_signature(d: _Definition) -> _Signature:
 def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int, ...]) -> None:
     """What no single input, output or attribute shows: their order, names and versions."""
     errors = d.errors
-    if not _is_interface_only(d):  # PyTorch's argument order; ONNX's attributes have none
+    interface_only = _is_interface_only(d)
+    if not interface_only:  # PyTorch's argument order; ONNX's attributes have none
         _check_attribute_order(d, signature.attributes)
     _check_since_versions(d, signature.attributes, versions)
-    interface_only = _is_interface_only(d)
     if "inputs" in d and not signature.inputs and not errors.errors and not interface_only:
         errors.add(
             d["inputs"].error(
