@@ -236,6 +236,21 @@ MALFORMED = [
         "",
     ),
     (_interface(reference="X"), "reference", "needs an implementation"),
+    (
+        _interface(
+            inputs=[
+                {**X_T, "variadic": True},
+                {**X_T, "name": "Z", "type": "float65"},
+            ]
+        ),
+        "inputs[0]",  # and the unknown dtype; the variadic one is not last as written
+        "only the last input may be variadic",
+    ),
+    (
+        _interface(inputs=[X_T, X_T | {"name": "Z", "variadic": {"min": 2**31 - 1}}]),
+        "inputs[1]",
+        "make more than ONNX counts",
+    ),
     (_typed("map(float32, float32)"), "type_constraints.T[0]", "a map's key is a string"),
     (_typed("flo at32"), "type_constraints.T[0]", "unknown dtype 'flo'"),
     (_typed("seq(\x1b[31mred)"), "type_constraints.T[0]", "\\x1b[31mred"),
@@ -262,8 +277,15 @@ MALFORMED = [
 def test_a_malformed_new_kind_is_a_located_error(tmp_path, op_dict, field, fragment):
     with pytest.raises(DefinitionErrors) as raised:
         _parse(tmp_path, op_dict)
-    assert [e.field for e in raised.value.errors] == [field], [str(e) for e in raised.value.errors]
-    assert fragment in raised.value.errors[0].message
+    found = [e for e in raised.value.errors if e.field == field]
+    others = [e for e in raised.value.errors if e.field != field]
+    assert len(found) == 1 and fragment in found[0].message, [str(e) for e in raised.value.errors]
+    assert all("'float65'" in e.message for e in others), [str(e) for e in others]
+
+
+def test_optional_and_not_variadic_is_optional(tmp_path):
+    op = _parse(tmp_path, _interface(inputs=[{**X_T, "optional": True, "variadic": False}]))
+    assert op.inputs[0].optional
 
 
 def test_both_schemas_carry_differentiation_categories(tmp_path):

@@ -28,13 +28,18 @@ from generator.model.op import (
     message_prefix,
 )
 from generator.model.shapes import ShapeRule
-from generator.model.tensors import Attribute, TensorParam
+from generator.model.tensors import Attribute, TensorParam, VariadicArity
 from generator.model.tests import NO_TESTS, RandomCase
 from generator.model.types import DType, TensorType, TypeConstraint
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.nodes import default_export, parse_export, parse_function
-from generator.parse.tensors import parse_attribute, parse_tensor, parse_type_constraints
+from generator.parse.tensors import (
+    MAX_MIN_ARITY,
+    parse_attribute,
+    parse_tensor,
+    parse_type_constraints,
+)
 from generator.parse.tests import MAX_TEST_ELEMENTS, parse_tests
 from generator.parse.torch import override_reference, parse_gradients, parse_torch
 from generator.shapes.compile import compile_shape_rule
@@ -387,18 +392,31 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
     if "outputs" in d and not signature.outputs and not errors.errors:
         errors.add(d["outputs"].error("an op needs at least one output"))
     _check_unique_names(d.fields, errors, interface_only)
-    for index, param in enumerate(signature.inputs[:-1]):
-        if param.variadic:
-            errors.add(
-                d.item("inputs", index).error(
-                    "only the last input may be variadic (ONNX matches inputs by position)"
+    for key in ("inputs", "outputs"):
+        _check_min_arity(d, key, signature.inputs if key == "inputs" else signature.outputs)
+    for key in ("inputs", "outputs"):
+        # The items as written: one that failed to parse still comes after a variadic one.
+        items = d[key].value if key in d and d[key].is_sequence else []
+        for item in items[:-1]:
+            variadic = item.value.get("variadic") if item.is_mapping else None
+            if variadic is not None and variadic.value not in (False, None):
+                what = key[:-1]
+                errors.add(
+                    item.error(
+                        f"only the last {what} may be variadic (ONNX matches {key} by position)"
+                    )
                 )
-            )
-    for index, param in enumerate(signature.outputs[:-1]):
-        if param.variadic:
-            errors.add(
-                d.item("outputs", index).error(
-                    "only the last output may be variadic (ONNX matches outputs by position)"
+
+
+def _check_min_arity(d: _Definition, key: str, params: tuple[TensorParam, ...]) -> None:
+    """ONNX counts the parameters before a variadic one into its minimum (OpSchema's
+    min_input, a C++ int): the sum must fit."""
+    for index, param in enumerate(params):
+        if isinstance(param.arity, VariadicArity) and index + param.arity.min_arity > MAX_MIN_ARITY:
+            d.errors.add(
+                d.item(key, index).error(
+                    f"{index} parameters before it and a minimum of {param.arity.min_arity} "
+                    f"make more than ONNX counts ({MAX_MIN_ARITY})"
                 )
             )
 

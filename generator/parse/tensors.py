@@ -163,22 +163,22 @@ def parse_tensor(
 def _parse_arity(fields: dict[str, Node]) -> Arity:
     """`optional: true`, or `variadic: true` / `variadic: {min: 2, homogeneous: false}`."""
     optional = read.boolean(fields["optional"]) if "optional" in fields else False
-    if "variadic" not in fields:
+    node = fields.get("variadic")
+    variadic = node is not None and (node.is_mapping or read.boolean(node))
+    if not variadic:
         return OptionalArity() if optional else SingleArity()
-    node = fields["variadic"]
+    assert node is not None
     if optional:
         raise node.error("a parameter is optional or variadic, not both (min: 0 for none)")
     if not node.is_mapping:
-        if not read.boolean(node):
-            return SingleArity()
         return VariadicArity()
-    variadic = read.mapping(node, {"min", "homogeneous"}, set())
-    minimum = read.integer(variadic["min"]) if "min" in variadic else 1
+    given = read.mapping(node, {"min", "homogeneous"}, set())
+    minimum = read.integer(given["min"]) if "min" in given else 1
     if minimum < 0 or minimum > MAX_MIN_ARITY:
-        raise variadic["min"].error(
+        raise given["min"].error(
             f"expected a minimum number of values from 0 to {MAX_MIN_ARITY}, found {minimum}"
         )
-    homogeneous = read.boolean(variadic["homogeneous"]) if "homogeneous" in variadic else True
+    homogeneous = read.boolean(given["homogeneous"]) if "homogeneous" in given else True
     return VariadicArity(minimum, homogeneous)
 
 
