@@ -130,11 +130,6 @@ class _Definition:
             return None
         return self.errors.attempt(read_field, self.fields[key], *args, **kwargs)
 
-    def item(self, key: str, index: int) -> Node:
-        """Item `index` of a list field (the field's node if it is not a list)."""
-        node = self.fields[key]
-        return node.value[index] if node.is_sequence else node
-
 
 @dataclass(frozen=True)
 class _Signature:
@@ -142,6 +137,13 @@ class _Signature:
     inputs: tuple[TensorParam, ...]
     outputs: tuple[TensorParam, ...]
     attributes: tuple[Attribute, ...]
+    # Where each parsed item is written: an item that failed to parse is left out of the
+    # tuples above, so a position there is not its position in the file.
+    nodes: dict[str, tuple[Node, ...]]
+
+    def node(self, key: str, index: int) -> Node:
+        """The item `index` of the parsed inputs, outputs or attributes, as written."""
+        return self.nodes[key][index]
 
     @property
     def attrs_by_name(self) -> dict[str, Attribute]:
@@ -269,15 +271,23 @@ _CHECKED_FIELDS = {
 }
 
 
-def _check_interface_only_fields(d: _Definition) -> None:
-    if "data_dependent_sizes" in d:
-        d.errors.add(d["data_dependent_sizes"].error(_UNCHECKED))
+def _checked_fields(d: _Definition) -> list[Node]:
+    """The fields of _CHECKED_FIELDS the definition gives, and data_dependent_sizes."""
+    found = [d["data_dependent_sizes"]] if "data_dependent_sizes" in d else []
     for key, fields in _CHECKED_FIELDS.items():
         items = d[key].value if key in d and d[key].is_sequence else []
-        for item in items:
-            for field in fields:
-                if item.is_mapping and field in item.value:
-                    d.errors.add(item.value[field].error(_UNCHECKED))
+        found += [
+            item.value[field]
+            for item in items
+            for field in fields
+            if item.is_mapping and field in item.value
+        ]
+    return found
+
+
+def _check_interface_only_fields(d: _Definition) -> None:
+    for node in _checked_fields(d):
+        d.errors.add(node.error(_UNCHECKED))
 
 
 _UNCHECKED = (
@@ -360,19 +370,23 @@ def _read_signature(d: _Definition) -> _Signature:
         frozenset(tc_node.value) if tc_node is not None and tc_node.is_mapping else frozenset()
     )
 
-    def tensors(key: str, is_output: bool) -> tuple[TensorParam, ...]:
-        items = d.get(key, read.sequence) or []
-        parsed = [
-            errors.attempt(parse_tensor, item, by_var, is_output, declared_vars, errors)
-            for item in items
-        ]
-        return tuple(p for p in parsed if p)
+    nodes: dict[str, tuple[Node, ...]] = {}
 
-    inputs = tensors("inputs", False)
-    outputs = tensors("outputs", True)
-    items = d.get("attributes", read.sequence) or []
-    attributes = tuple(a for a in (errors.attempt(parse_attribute, i, errors) for i in items) if a)
-    return _Signature(constraints, inputs, outputs, attributes)
+    def parsed(key: str, parse: Callable[[Node], R | None]) -> tuple[R, ...]:
+        pairs = [(item, parse(item)) for item in d.get(key, read.sequence) or []]
+        nodes[key] = tuple(item for item, value in pairs if value is not None)
+        return tuple(value for _, value in pairs if value is not None)
+
+    inputs = parsed(
+        "inputs",
+        lambda item: errors.attempt(parse_tensor, item, by_var, False, declared_vars, errors),
+    )
+    outputs = parsed(
+        "outputs",
+        lambda item: errors.attempt(parse_tensor, item, by_var, True, declared_vars, errors),
+    )
+    attributes = parsed("attributes", lambda item: errors.attempt(parse_attribute, item, errors))
+    return _Signature(constraints, inputs, outputs, attributes, nodes)
 
 
 def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int, ...]) -> None:
@@ -380,8 +394,8 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
     errors = d.errors
     interface_only = _is_interface_only(d)
     if not interface_only:  # PyTorch's argument order; ONNX's attributes have none
-        _check_attribute_order(d, signature.attributes)
-    _check_since_versions(d, signature.attributes, versions)
+        _check_attribute_order(d, signature)
+    _check_since_versions(d, signature, versions)
     if "inputs" in d and not signature.inputs and not errors.errors and not interface_only:
         errors.add(
             d["inputs"].error(
@@ -393,7 +407,7 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
         errors.add(d["outputs"].error("an op needs at least one output"))
     _check_unique_names(d.fields, errors, interface_only)
     for key in ("inputs", "outputs"):
-        _check_min_arity(d, key, signature.inputs if key == "inputs" else signature.outputs)
+        _check_min_arity(d, signature, key)
     for key in ("inputs", "outputs"):
         # The items as written: one that failed to parse still comes after a variadic one.
         items = d[key].value if key in d and d[key].is_sequence else []
@@ -408,25 +422,31 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
                 )
 
 
-def _check_min_arity(d: _Definition, key: str, params: tuple[TensorParam, ...]) -> None:
+def _check_min_arity(d: _Definition, signature: _Signature, key: str) -> None:
     """ONNX counts the parameters before a variadic one into its minimum (OpSchema's
     min_input, a C++ int): the sum must fit."""
+    params = signature.inputs if key == "inputs" else signature.outputs
     for index, param in enumerate(params):
-        if isinstance(param.arity, VariadicArity) and index + param.arity.min_arity > MAX_MIN_ARITY:
+        # Its position in the file: parameters that failed to parse count too.
+        node = signature.node(key, index)
+        position = d[key].value.index(node)
+        if isinstance(param.arity, VariadicArity) and position + param.arity.min_arity > (
+            MAX_MIN_ARITY
+        ):
             d.errors.add(
-                d.item(key, index).error(
-                    f"{index} parameters before it and a minimum of {param.arity.min_arity} "
+                node.error(
+                    f"{position} parameters before it and a minimum of {param.arity.min_arity} "
                     f"make more than ONNX counts ({MAX_MIN_ARITY})"
                 )
             )
 
 
-def _check_attribute_order(d: _Definition, attributes: tuple[Attribute, ...]) -> None:
+def _check_attribute_order(d: _Definition, signature: _Signature) -> None:
     seen_default = None
-    for index, attr in enumerate(attributes):
+    for index, attr in enumerate(signature.attributes):
         if attr.required and seen_default is not None:
             d.errors.add(
-                d.item("attributes", index).error(
+                signature.node("attributes", index).error(
                     f"required attribute '{attr.name}' comes after '{seen_default}', which is "
                     "optional; list required attributes first (PyTorch argument order)"
                 )
@@ -435,13 +455,11 @@ def _check_attribute_order(d: _Definition, attributes: tuple[Attribute, ...]) ->
             seen_default = seen_default or attr.name
 
 
-def _check_since_versions(
-    d: _Definition, attributes: tuple[Attribute, ...], versions: tuple[int, ...]
-) -> None:
-    for index, attr in enumerate(attributes):
+def _check_since_versions(d: _Definition, signature: _Signature, versions: tuple[int, ...]) -> None:
+    for index, attr in enumerate(signature.attributes):
         if attr.since_version is None:
             continue
-        where = d.item("attributes", index)
+        where = signature.node("attributes", index)
         if "version" in d and not versions:
             pass  # the version is bad: reported there
         elif attr.since_version not in versions[1:]:
@@ -530,6 +548,8 @@ def _read_shape_rule(
     inputs, outputs = signature.inputs, signature.outputs
     if not (outputs and "outputs" in d) or not (inputs or _is_interface_only(d)):
         return None
+    if _is_interface_only(d) and _checked_fields(d):
+        return None  # refused (_check_interface_only_fields): compiling would only echo it
     shape_rule = errors.attempt(
         compile_shape_rule,
         message_prefix,
@@ -556,7 +576,7 @@ def _read_shape_rule(
         for index, output in enumerate(outputs):
             if output.name not in ruled:
                 errors.add(
-                    d.item("outputs", index).error(
+                    signature.node("outputs", index).error(
                         "an output needs a shape rule ('shape: [...]' or 'same_shape_as: "
                         "<input>'); only a function's or an override's outputs may omit it"
                     )
