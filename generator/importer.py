@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from generator.model.types import FROM_ONNX_NAME
+
 # An attribute default: int, float (a float32's value), str, or a tuple of one of them.
 DefaultValue = int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...]
 
@@ -504,7 +506,6 @@ def differences(
 
 # --- spelling types and names ---------------------------------------------------------------
 
-_DTYPE_RENAMES = {"float": "float32", "double": "float64"}
 _DTYPE = re.compile(r"[a-z][a-z0-9]*")
 
 
@@ -512,7 +513,7 @@ def _dtype(name: str, type_str: str) -> str:
     name = name.strip()
     if not _DTYPE.fullmatch(name):
         raise ValueError(f"cannot read the type string {type_str!r}: {name!r} is no element type")
-    return _DTYPE_RENAMES.get(name, name)
+    return FROM_ONNX_NAME.get(name, name)
 
 
 def _split_arguments(inner: str) -> list[str]:

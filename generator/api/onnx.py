@@ -15,6 +15,7 @@ from generator.model.tensors import (
     VariadicArity,
 )
 from generator.model.types import (
+    ONNX_NAME,
     AttrType,
     DType,
     MapType,
@@ -56,8 +57,7 @@ TENSOR_PROTO_NUMBER = {
     DType.float6e2m3: 27,
     DType.float6e3m2: 28,
 }
-# ONNX names float32 and float64 float and double; every other dtype as we do.
-_TYPE_NAME = {d: {DType.float32: "float", DType.float64: "double"}.get(d, d.value) for d in DType}
+_TYPE_NAME = ONNX_NAME
 TENSOR_PROTO = {d: name.upper() for d, name in _TYPE_NAME.items()}
 ATTR_TYPE = {
     AttrType.bool: "INT",  # ONNX has no bool attributes

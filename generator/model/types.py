@@ -57,6 +57,11 @@ class DType(Enum):
 
 KERNEL_DTYPES = tuple(DType)[:10]
 
+# ONNX's name of each dtype (its type strings say tensor(float)); ours differ for two.
+ONNX_NAME = {d: {DType.float32: "float", DType.float64: "double"}.get(d, d.value) for d in DType}
+# A definition that says ONNX's name where ours differs: what it means.
+FROM_ONNX_NAME = {name: d.value for d, name in ONNX_NAME.items() if name != d.value}
+
 
 @dataclass(frozen=True)
 class TensorType:

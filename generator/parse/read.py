@@ -17,6 +17,7 @@ from generator.model.names import (
 )
 from generator.model.types import (
     FLOAT32_MAX,
+    FROM_ONNX_NAME,
     INT64_MAX,
     INT64_MIN,
     VERSION_MAX,
@@ -242,8 +243,6 @@ def dtype(node: Node) -> DType:
         ) from None
 
 
-# ONNX's spellings that a definition writes otherwise, for did-you-mean.
-_ONNX_DTYPE_NAMES = {"float": "float32", "double": "float64"}
 VALUE_TYPE_SYNTAX = (
     "a dtype such as float32, or seq(<type>), map(<key dtype>, <type>), optional(<type>), "
     "sparse_tensor(<dtype>)"
@@ -280,7 +279,7 @@ def _dtype_name(word: str) -> DType:
     try:
         return DType(word)
     except ValueError:
-        hint = _ONNX_DTYPE_NAMES.get(word) or (
+        hint = FROM_ONNX_NAME.get(word) or (
             closest(word, {d.value for d in DType}) if len(word) <= 64 else None
         )
         raise ValueError(
