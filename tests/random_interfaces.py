@@ -9,9 +9,8 @@ SchemaRecord that its generated `onnx_schema.SCHEMA` must have are built, indepe
 opgen's parser. `broken_ops` breaks specs in ways that must be definition errors, each with
 the field the error must name.
 
-OPGEN_KNOWN_BUGS=1 also draws what hits the known generator bugs (KNOWN_BUG_ERRORS in
-tests/test_interface_fuzz.py has a minimal reproducer of each); by default nothing drawn hits
-them.
+They also draw what hit the generator bugs the test found (KNOWN_BUG_ERRORS in
+tests/test_interface_fuzz.py has a minimal reproducer of each; all are fixed).
 """
 
 from __future__ import annotations
@@ -28,8 +27,6 @@ from random_opdefs import NEAR_MISSES, TEXT
 
 from generator.importer import AttributeRecord, ConstraintRecord, ParamRecord, SchemaRecord
 from generator.model.names import is_reserved
-
-KNOWN_BUGS = True  # every bug the test found is fixed: it draws everything
 
 # Every element type a definition may name (docs/opdef-format.md, "type_constraints"), and how
 # ONNX's type strings name it (ONNX's float and double are float32 and float64 here).
@@ -707,9 +704,7 @@ def _wrap(draw, inner: str) -> str:
 @st.composite
 def _bad_type(draw) -> tuple[str, str, str | None]:
     """(kind, spelling, known bug or None) of a type that must be an error."""
-    kinds = ["tensor()", "unknown dtype", "too deep"]
-    if KNOWN_BUGS:
-        kinds += ["map key", "space in a dtype"]
+    kinds = ["tensor()", "unknown dtype", "too deep", "map key", "space in a dtype"]
     kind = draw(st.sampled_from(kinds))
     if kind == "tensor()":
         inner = f"tensor({draw(st.sampled_from(DTYPES))})"
@@ -738,11 +733,11 @@ def broken_ops(draw, stem: str) -> tuple[Op, list[Breakage]]:
     """A valid op with one to three breakages, each in an item of its own (a variadic parameter
     before the last that is also optional is two problems).
 
-    What hits a known bug is drawn with OPGEN_KNOWN_BUGS=1 only: a map key ONNX forbids, a
-    space inside a dtype name, a shape rule with a problem of its own (reported beside the
-    refusal of a shape in an interface-only op), and an error that a check
-    of the parsed items locates by their index among the parsed ones (since_version, min
-    arity) while an item before it failed to parse."""
+    Among them what hit the bugs the test found: a map key ONNX forbids, a space inside a dtype
+    name, a shape rule with a problem of its own (reported beside the refusal of a shape in an
+    interface-only op), and an error that a check of the parsed items located by their index
+    among the parsed ones (since_version, min arity) while an item before it failed to
+    parse."""
     op = draw(ops(stem))
     breakages: list[Breakage] = []
     touched: set[tuple[str, int]] = set()  # items (list, index) broken already
@@ -751,9 +746,7 @@ def broken_ops(draw, stem: str) -> tuple[Op, list[Breakage]]:
     by_parsed_index: dict[str, list[int]] = {"inputs": [], "outputs": [], "attributes": []}
     kinds = ["variadic not last", "optional and variadic", "bad type", "bad constraint type"]
     kinds += ["non-value default", "required with default", "since_version", "min arity overflow"]
-    kinds += ["unchecked parameter field", "unchecked attribute field"]
-    if KNOWN_BUGS:
-        kinds += ["shape rule problem"]
+    kinds += ["unchecked parameter field", "unchecked attribute field", "shape rule problem"]
     shape_rule_broken = False  # the shape rule compiles what it can: one breakage of it an op
 
     def shifted(what: str, index: int) -> bool:
@@ -770,11 +763,6 @@ def broken_ops(draw, stem: str) -> tuple[Op, list[Breakage]]:
                 free = [i for i in free if i < len(items) - 1]
             elif kind == "min arity overflow":
                 free = [i for i in free if i == len(items) - 1 and i >= 1]
-                if not KNOWN_BUGS:
-                    free = [i for i in free if not shifted(what, i)]
-            elif kind == "bad type" and not KNOWN_BUGS:  # not before a parsed-index error
-                later = [_index(breakages[b].field) for b in by_parsed_index[what]]
-                free = [i for i in free if not any(i < at for at in later)]
             if not free:
                 continue
             index = draw(st.sampled_from(free))
@@ -859,11 +847,6 @@ def broken_ops(draw, stem: str) -> tuple[Op, list[Breakage]]:
             touched.add(("type_constraints", id(constraint)))
         else:
             free = [i for i in range(len(op.attributes)) if ("attributes", i) not in touched]
-            if kind == "since_version" and not KNOWN_BUGS:
-                free = [i for i in free if not shifted("attributes", i)]
-            elif kind != "since_version" and not KNOWN_BUGS:  # not before a since_version
-                later = [_index(breakages[b].field) for b in by_parsed_index["attributes"]]
-                free = [i for i in free if not any(i < at for at in later)]
             if not free:
                 continue
             index = draw(st.sampled_from(free))

@@ -33,7 +33,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from random_interfaces import (
-    KNOWN_BUGS,
     Breakage,
     Op,
     Param,
@@ -387,8 +386,6 @@ def _broken_batches(draw) -> list[tuple[Op, list[Breakage]]]:
 @settings(max_examples=30, **SETTINGS)
 @given(_broken_batches())
 def test_broken_interfaces_report_each_problem_where_it_is(broken):
-    if not KNOWN_BUGS:
-        assert not any(b.known_bug for _, breakages in broken for b in breakages)
     _check_errors(
         {op.file_name: op.text() for op, _ in broken},
         {op.file_name: breakages for op, breakages in broken},
@@ -397,9 +394,7 @@ def test_broken_interfaces_report_each_problem_where_it_is(broken):
 
 # --------------------------------------------------------------------------- known bugs
 # Generator bugs this test found, each as a minimal definition and the errors it must give.
-# Those that stand are kept out of the default run (so that it passes while they do):
-# OPGEN_KNOWN_BUGS=1 runs them, and lets the strategies draw what hits them. Those fixed since
-# run every time.
+# All are fixed; the reproducers run every time, and the strategies draw what hit them.
 
 _HEAD = "op: {op}\ndomain: fz.bug\nversion: 1\n"
 _UNKNOWN = "float65"
