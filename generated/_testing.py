@@ -23,6 +23,9 @@ TENSOR_PROTO = {
     torch.int64: TensorProto.INT64,
     torch.uint8: TensorProto.UINT8,
     torch.bool: TensorProto.BOOL,
+    torch.uint16: TensorProto.UINT16,
+    torch.uint32: TensorProto.UINT32,
+    torch.uint64: TensorProto.UINT64,
 }
 # onnxruntime 1.31 refuses the IR version onnx 1.23 stamps by default (14); 10 works.
 IR_VERSION = 10
@@ -128,7 +131,7 @@ def run_ort(session, inputs: dict) -> list:
         (
             torch.from_dlpack(value).clone()
             if value.data_type() == "tensor(bfloat16)"
-            else torch.from_numpy(value.numpy())
+            else _support.from_numpy(value.numpy())
         )
         for value in values
     ]

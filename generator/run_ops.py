@@ -75,8 +75,8 @@ def run(output_dir: Path) -> int:
             if op.translation is None:
                 continue  # no PyTorch side (an op ONNX Runtime provides): nothing to export
             for case in tests.RANDOM_CASES:
-                for types in tests.TYPES:
-                    for exporter in tests.EXPORTERS:
+                for types, exporters in zip(tests.TYPES, tests.TYPE_EXPORTERS, strict=True):
+                    for exporter in exporters:
                         path = Path(temp) / f"{op_id}-{exporter}.onnx"
                         with contextlib.redirect_stdout(io.StringIO()):  # exporter progress
                             model = tests.export(case, types, exporter, path)

@@ -15,6 +15,9 @@ from generator.api.names import Local
 from generator.model.names import OP_NAMESPACE_NAMES, OPGEN_NAMESPACE_NAMES, is_reserved
 from generator.model.types import KERNEL_DTYPES, VALUE_ATTR_TYPES, AttrType, DType
 
+# The dtypes every kernel target carries.
+CARRIED_DTYPES = [d.value for d in KERNEL_DTYPES + (DType.uint16, DType.uint32, DType.uint64)]
+
 FLOATING = [d.value for d in DType if d.is_floating]
 
 # Names the generated code itself uses near user names: drawn often, so that a missing entry
@@ -209,7 +212,7 @@ def definitions(draw) -> tuple[str, dict]:
     n_outputs = draw(st.integers(1, min(2, len(names) - n_inputs)))
     inputs, outputs = names[:n_inputs], names[n_inputs : n_inputs + n_outputs]
     attr_names = names[n_inputs + n_outputs :]
-    dtypes = draw(st.lists(st.sampled_from([d.value for d in KERNEL_DTYPES]), min_size=1, unique=True))
+    dtypes = draw(st.lists(st.sampled_from(CARRIED_DTYPES), min_size=1, unique=True))
     n_optional = draw(st.integers(0, n_inputs - 1))
 
     tensors_in = []
@@ -218,7 +221,7 @@ def definitions(draw) -> tuple[str, dict]:
         if index == 0:
             tensor["shape"] = draw(st.sampled_from([["..."], ["...", "K"]]))
         elif draw(st.booleans()):
-            tensor["type"] = draw(st.sampled_from([d.value for d in KERNEL_DTYPES]))
+            tensor["type"] = draw(st.sampled_from(CARRIED_DTYPES))
         if index >= n_inputs - n_optional:
             tensor["optional"] = True
         tensors_in.append(tensor)

@@ -30,6 +30,9 @@ KERNEL_TYPE = {
     DType.int64: "int64_t",
     DType.uint8: "uint8_t",
     DType.bool: "bool",
+    DType.uint16: "uint16_t",
+    DType.uint32: "uint32_t",
+    DType.uint64: "uint64_t",
 }
 ATTR_TYPE = {
     AttrType.bool: "bool",

@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from generator.api.onnx import TENSOR_PROTO
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
 from generator.model.op import OpDef, TorchBinding
-from generator.model.tensors import Attribute
-from generator.model.types import AttrType, DType
+from generator.model.tensors import Attribute, TensorParam
+from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
 SCHEMA_TYPE = {
@@ -231,7 +231,29 @@ def translation_statements(op: OpDef) -> list[str]:
 
 
 def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
-    return _rules(op, _symbolic_node, set_types)
+    return _torchscript_dtype_checks(op) + _rules(op, _symbolic_node, set_types)
+
+
+def _torchscript_dtype_checks(op: OpDef) -> list[str]:
+    """Where some dtype binding gives a tensor a dtype the TorchScript exporter lacks, the
+    symbolic refuses it first, naming the op and the tensor."""
+    if all(op.torchscript_exports(binding) for binding in op.instantiations):
+        return []
+    missing = sorted(TORCHSCRIPT_MISSING_DTYPES, key=lambda d: d.value)
+
+    def may_miss(t: TensorParam) -> bool:
+        return t.type_var is not None and any(d in missing for d in op.type_var_dtypes[t.type_var])
+
+    values = ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs if may_miss(t))
+    fixed = [
+        (t.name, t.dtype.value)
+        for t in op.inputs + op.outputs
+        if t.type_var is None and t.dtype in missing
+    ]
+    return [
+        f"_support.refuse_torchscript_dtypes({torch_binding(op).qualified_name!r}, "
+        f"{{{values}}}, ({', '.join(TORCH_DTYPE[d] for d in missing)}), {literal(fixed)})"
+    ]
 
 
 def eager_statements(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> list[str]:

@@ -156,6 +156,7 @@ class ParityTestView:
     type_combinations: str
     tolerances: tuple[ToleranceView, ...]
     exporters: str
+    type_exporters: str  # [[exporter, ...] for each entry of TYPES]
     input_names: str
     attribute_names: str
     attribute_types: str
@@ -226,6 +227,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             for dtype, tolerance in sorted(tests.tolerances.items(), key=lambda i: i[0].value)
         ),
         exporters=py.literal(list(op.exporters)),
+        type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
         input_names=py.literal([t.name for t in op.inputs]),
         attribute_names=py.literal([a.name for a in op.attributes]),
         attribute_types=_attribute_types(op),
@@ -321,6 +323,7 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         ("test_known_values", bool(op.tests.known)),
         ("random_cases", True),
         ("test_export_and_parity", bool(op.export)),
+        ("test_torchscript_export_refuses_dtypes_it_lacks", _torchscript_refuses_dtypes(op)),
         ("test_single_node_parity", op.defines_onnx_op),
         ("test_onnxruntime_infers_output_types_and_shapes", has_kernel),
         ("test_earlier_version_runs", bool(op.earlier_versions)),
@@ -364,6 +367,17 @@ def _what_is_compared(op: OpDef) -> str:
     if op.defines_onnx_op:
         compared += " vs\na one-node model of the ONNX op"
     return compared
+
+
+def _torchscript_refuses_dtypes(op: OpDef) -> bool:
+    """The TorchScript exporter could trace the op, but some dtype binding has a tensor of a
+    dtype it lacks (the op's symbolic refuses it, naming the op)."""
+    return (
+        bool(op.export)
+        and op.new_torch_op
+        and op.torchscript_traces
+        and not all(op.torchscript_exports(b) for b in op.instantiations)
+    )
 
 
 def _tests_torch_func(op: OpDef) -> bool:

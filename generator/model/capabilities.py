@@ -71,7 +71,7 @@ class Feature(Enum):
 
 @dataclass(frozen=True)
 class Carried:
-    pass
+    note: str = ""  # a limit within the target, where it has one
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,11 @@ _TORCH_VALUES = Never("a PyTorch op takes tensors, lists of tensors and scalars 
 _ORT_NO_ATTRIBUTE = Never("ONNX Runtime's custom-op API reads no graph attribute")
 _NO_TYPE_ATTRIBUTE = Never("the runtime has no type values")
 _NO_FLOAT6 = Never("the runtime has no float6 element type")
+_ORT_NO_COMPLEX = Never("ONNX Runtime 1.31 has no complex tensors (no model with one loads)")
+_EXPORT_NO_COMPLEX = Never(
+    "neither exporter exports a custom op on complex tensors (torch 2.13: the dynamo exporter "
+    "has no complex translations for custom ops, the TorchScript exporter no complex tensors)"
+)
 
 
 def _only_schemas(**others: Support) -> dict[Target, Support]:
@@ -124,8 +129,20 @@ TABLE: dict[Feature, dict[Target, Support]] = {
     Feature.map_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES, **_TORCH_NEVER),
     Feature.optional_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
     Feature.sparse_tensor_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
-    Feature.unsigned_wide: _only_schemas(),
-    Feature.complex: _only_schemas(),
+    Feature.unsigned_wide: {
+        target: (
+            Carried(
+                "the dynamo exporter; the TorchScript exporter has no such tensors, and an op's "
+                "TorchScript export of them raises, naming the op and the tensor"
+            )
+            if target is Target.exporters
+            else Carried()
+        )
+        for target in Target
+    },
+    Feature.complex: _only_schemas(
+        ort_library=_ORT_NO_COMPLEX, pybind=_ORT_NO_COMPLEX, exporters=_EXPORT_NO_COMPLEX
+    ),
     Feature.float8: _only_schemas(),
     Feature.int4: _only_schemas(),
     Feature.sub_byte: _only_schemas(),
@@ -336,8 +353,8 @@ def refusals(op: OpDef) -> list[tuple[str, str]]:
 
 def _cell(support: Support) -> str:
     match support:
-        case Carried():
-            return "yes"
+        case Carried(note):
+            return f"yes: {note}" if note else "yes"
         case NotYet():
             return "not yet"
         case Never(reason):
@@ -363,7 +380,8 @@ def matrix_markdown() -> str:
         "A single dense tensor of float16, bfloat16, float32, float64, int8, int16, int32, "
         "int64, uint8 or bool, optional inputs after the required ones, and attributes of the "
         "types bool, int, float, string, ints, floats and strings with or without a default: "
-        "every target carries those. The rest, by target. opgen refuses a definition that asks "
+        "every target carries those (and uint16, uint32 and uint64 too, but for the TorchScript "
+        "exporter). The rest, by target. opgen refuses a definition that asks "
         "a target for what this table says it does not carry, naming the field, the feature "
         'and the target; nothing is approximated. "not yet": opgen could and does not yet; '
         '"no": the runtime cannot; "n/a": accepted, nothing in the target holds it. Names that Python, C++ or the generated code reserve '

@@ -12,7 +12,14 @@ from generator.model.nodes import ExportRule, Function, OnnxNode
 from generator.model.shapes import RangeCheck, ShapeRule
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.tests import ErrorCase, Tests
-from generator.model.types import AttrType, DType, Instantiation, TypeConstraint, message_value
+from generator.model.types import (
+    TORCHSCRIPT_MISSING_DTYPES,
+    AttrType,
+    DType,
+    Instantiation,
+    TypeConstraint,
+    message_value,
+)
 
 
 @dataclass(frozen=True)
@@ -275,13 +282,28 @@ class OpDef:
 
     @property
     def exporters(self) -> tuple[str, ...]:
-        """The PyTorch exporters that can export this op. The TorchScript tracer cannot
-        record a list-of-strings argument ("unsupported input list type: str")."""
+        """The PyTorch exporters that can export this op, at one dtype binding or more."""
+        at_some = {e for binding in self.instantiations for e in self.exporters_at(binding)}
+        return tuple(e for e in ("dynamo", "torchscript") if e in at_some)
+
+    def exporters_at(self, binding: Instantiation) -> tuple[str, ...]:
+        """The exporters that can export the op where the type variables are bound so."""
         if self.torch is None:
             return ()
-        if any(a.type is AttrType.strings for a in self.attributes):
-            return ("dynamo",)
-        return ("dynamo", "torchscript")
+        if self.torchscript_traces and self.torchscript_exports(binding):
+            return ("dynamo", "torchscript")
+        return ("dynamo",)
+
+    @property
+    def torchscript_traces(self) -> bool:
+        """The TorchScript tracer can record the op's arguments: it cannot record a list of
+        strings ("unsupported input list type: str")."""
+        return not any(a.type is AttrType.strings for a in self.attributes)
+
+    def torchscript_exports(self, binding: Instantiation) -> bool:
+        """No tensor of the op has a dtype the TorchScript exporter lacks at this binding."""
+        tensors = self.inputs + self.outputs
+        return not any(t.dtype_in(binding) in TORCHSCRIPT_MISSING_DTYPES for t in tensors)
 
     @property
     def domain_ident(self) -> str:

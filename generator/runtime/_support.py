@@ -408,7 +408,14 @@ def from_numpy(array):
         import numpy as np
 
         return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
-    return torch.from_numpy(array)
+    try:
+        return torch.from_numpy(array)
+    except TypeError:  # numpy's other type for a width (ONNX Runtime returns ulonglong arrays)
+        import numpy as np
+
+        if array.dtype.kind not in "iu":
+            raise
+        return torch.from_numpy(array.view(np.dtype(array.dtype.name)))
 
 
 def fixed_dim(value: int):
@@ -599,6 +606,25 @@ def known_equal(a, b) -> bool:
     if a.HasField("dim_value") and b.HasField("dim_value"):
         return a.dim_value == b.dim_value
     return True
+
+
+def refuse_torchscript_dtypes(op: str, values: dict, missing: tuple, fixed: tuple = ()) -> None:
+    """Raises, naming the op and the tensor, where the TorchScript exporter would fail on a
+    dtype it lacks with a message naming neither. `values`: the symbolic's inputs by name;
+    `fixed`: (tensor, dtype name) pairs whose dtype is always one it lacks."""
+    import torch
+
+    found = list(fixed)
+    for name, value in values.items():
+        value_type = None if value is None else value.type()
+        if isinstance(value_type, torch.TensorType) and value_type.dtype() in missing:
+            found.append((name, str(value_type.dtype()).removeprefix("torch.")))
+    if found:
+        name, dtype = found[0]
+        raise ValueError(
+            f"{op}: the TorchScript exporter cannot export {dtype} tensors ('{name}' is "
+            f'{dtype}); export with exporter="dynamo"'
+        )
 
 
 def constant_strings(value, default):

@@ -39,6 +39,12 @@ template <>
 inline const char* numpy_name<uint8_t>() { return "uint8"; }
 template <>
 inline const char* numpy_name<bool>() { return "bool"; }
+template <>
+inline const char* numpy_name<uint16_t>() { return "uint16"; }
+template <>
+inline const char* numpy_name<uint32_t>() { return "uint32"; }
+template <>
+inline const char* numpy_name<uint64_t>() { return "uint64"; }
 
 inline std::string dtype_name(const py::array& array) {
   return py::str(array.dtype()).cast<std::string>();

@@ -74,6 +74,12 @@ template <>
 constexpr ScalarType scalar_type_of<uint8_t>() { return ScalarType::Byte; }
 template <>
 constexpr ScalarType scalar_type_of<bool>() { return ScalarType::Bool; }
+template <>
+constexpr ScalarType scalar_type_of<uint16_t>() { return ScalarType::UInt16; }
+template <>
+constexpr ScalarType scalar_type_of<uint32_t>() { return ScalarType::UInt32; }
+template <>
+constexpr ScalarType scalar_type_of<uint64_t>() { return ScalarType::UInt64; }
 
 template <typename T>
 bool has_dtype(const Tensor& tensor) {
@@ -97,6 +103,9 @@ inline std::string dtype_name(const Tensor& tensor) {
     case ScalarType::Long: return "int64";
     case ScalarType::Byte: return "uint8";
     case ScalarType::Bool: return "bool";
+    case ScalarType::UInt16: return "uint16";
+    case ScalarType::UInt32: return "uint32";
+    case ScalarType::UInt64: return "uint64";
     case ScalarType::ComplexFloat: return "complex64";
     case ScalarType::ComplexDouble: return "complex128";
     case ScalarType::ComplexHalf: return "complex32";
@@ -202,6 +211,9 @@ inline Tensor empty(const opgen::Shape& shape, ScalarType dtype, const char* op,
     case ScalarType::Long: dtype_code = aoti_torch_dtype_int64(); element_size = 8; break;
     case ScalarType::Byte: dtype_code = aoti_torch_dtype_uint8(); element_size = 1; break;
     case ScalarType::Bool: dtype_code = aoti_torch_dtype_bool(); element_size = 1; break;
+    case ScalarType::UInt16: dtype_code = aoti_torch_dtype_uint16(); element_size = 2; break;
+    case ScalarType::UInt32: dtype_code = aoti_torch_dtype_uint32(); element_size = 4; break;
+    case ScalarType::UInt64: dtype_code = aoti_torch_dtype_uint64(); element_size = 8; break;
     default: opgen::fail("opgen: no output dtype " + std::string(torch::headeronly::toString(dtype)));
   }
   AtenTensorHandle handle = nullptr;
