@@ -585,3 +585,25 @@ def test_every_local_named_after_a_user_name_has_one_naming_rule():
                 unknown = derived - Local.derived_from(name) - chosen - keywords
                 assert not unknown, f"{path.name}: {sorted(unknown)} named after {name!r}"
     assert found > 50  # the scan sees the locals
+
+
+def test_legacy_api_refuses_defaults(tmp_path, run_generator):
+    """torch._custom_op takes no default arguments: an op registered with it that has an
+    attribute default or an optional input (None by default) is refused at the field, not at
+    import (as it was)."""
+    text = GOOD.replace("name: opgen::inverse", "name: opgen::inverse\n  api: legacy").replace(
+        "reference: torch",
+        "attributes:\n  - {name: k, type: int, default: 2}\nreference: torch",
+    )
+    text = re.sub(r"\ngradients:\n(  .*\n)+", "\n", text)
+    # An optional input, last (after X), as optional inputs must be.
+    text = text.replace("outputs:\n", "  - {name: W, type: T, optional: true}\n\noutputs:\n", 1)
+    project = project_with(tmp_path, text)
+    result = run_generator(cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(
+        r"inverse\.yaml:\d+:\d+: attributes\[0\]\.default: attribute 'k' has a default, but the "
+        r"PyTorch api 'legacy' \(torch\._custom_op\) takes no default arguments",
+        result.stderr,
+    ), result.stderr
+    assert "inputs[1].optional: optional input 'W' defaults to None" in result.stderr, result.stderr

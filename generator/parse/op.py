@@ -200,6 +200,7 @@ def parse_opdef(
         errors.add(d.root.error("missing required field 'tests'"))
     upcast = d.get("reference_upcast", read.boolean)
     gradients = _read_gradients(d, signature, torch_binding)
+    _check_legacy_defaults(d, signature, torch_binding)
     implementation = _read_implementation(d, signature)
     export = _read_export(d, signature, torch_binding, op_type, domain)
     tests = d.get(
@@ -609,6 +610,32 @@ def _read_gradients(
             )
         )
     return gradients
+
+
+def _check_legacy_defaults(
+    d: _Definition, signature: _Signature, torch_binding: TorchBinding | None
+) -> None:
+    """torch._custom_op refuses a schema with default arguments (torch 2.13: "neither func nor
+    manual_schema should have default arguments"), which the op would meet at import."""
+    if torch_binding is None or torch_binding.api is not TorchApi.legacy:
+        return
+    if torch_binding.is_override:
+        return
+    why = (
+        "the PyTorch api 'legacy' (torch._custom_op) takes no default arguments; register "
+        "the op with torch.api 'native', 'library' or 'custom_op'"
+    )
+    for index, attr in enumerate(signature.attributes):
+        if not attr.required:
+            where = read.node_at(signature.node("attributes", index), "default")
+            d.errors.add(where.error(f"attribute '{attr.name}' has a default, but {why}"))
+    if not any(a.required for a in signature.attributes):  # optional inputs default to None
+        for index, tensor in enumerate(signature.inputs):
+            if tensor.optional:
+                where = read.node_at(signature.node("inputs", index), "optional")
+                d.errors.add(
+                    where.error(f"optional input '{tensor.name}' defaults to None, but {why}")
+                )
 
 
 def _read_implementation(d: _Definition, signature: _Signature) -> Implementation | None:
