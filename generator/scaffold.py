@@ -36,13 +36,14 @@ class _AttributeLine:
 
     name: str
     type: str
-    default: str | None  # YAML text; None: required
+    requirement: str  # ", default: <YAML>", ", required: false" or "" (required)
 
 
 class _Attribute(TypedDict):
     name: str
     type: AttrType
     default: AttributeValue | None
+    optional: bool  # optional without a default (NAME:TYPE?)
 
 
 # A value for each attribute type, for the tests of an attribute declared without default.
@@ -88,11 +89,12 @@ def parser() -> argparse.ArgumentParser:
         "--attribute",
         action="append",
         default=[],
-        metavar="NAME:TYPE[=DEFAULT]",
+        metavar="NAME:TYPE[=DEFAULT|?]",
         help="repeatable; TYPE is one of "
         + ", ".join(t.value for t in VALUE_ATTR_TYPES)
         + "; list "
-        "defaults are comma-separated (sizes:ints=1,2); no default makes it required",
+        "defaults are comma-separated (sizes:ints=1,2); no default makes it required, ? "
+        "optional without a default (scale:float?)",
     )
     parser.add_argument(
         "--dtypes", default="float32,float64", help="T's dtypes (default: float32,float64)"
@@ -119,10 +121,13 @@ def _names(text: str, what: str) -> list[str]:
 
 
 def _attribute(spec: str) -> _Attribute:
-    match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9_]+)(?:=(.*))?", spec, re.S)
+    match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9_]+)(\?|=(.*))?", spec, re.S)
     if not match:
-        raise ScaffoldError(f"--attribute '{spec}': expected NAME:TYPE or NAME:TYPE=DEFAULT")
-    name, type_name, default = match.groups()
+        raise ScaffoldError(
+            f"--attribute '{spec}': expected NAME:TYPE, NAME:TYPE=DEFAULT or NAME:TYPE? "
+            "(optional without a default)"
+        )
+    name, type_name, suffix, default = match.groups()
     kinds = {t.value: t for t in VALUE_ATTR_TYPES}  # what a kernel op's attributes can be
     if type_name not in kinds:
         raise ScaffoldError(
@@ -133,7 +138,17 @@ def _attribute(spec: str) -> _Attribute:
     problem = None if value is None else attribute_value_problem(value, kind)
     if problem:  # the same range checks as a definition's values (int64, finite float32)
         raise ScaffoldError(f"--attribute '{spec}': {problem}")
-    return {"name": name, "type": kind, "default": value}
+    return {"name": name, "type": kind, "default": value, "optional": suffix == "?"}
+
+
+def _required(attr: _Attribute) -> bool:
+    return attr["default"] is None and not attr["optional"]
+
+
+def _requirement(attr: _Attribute) -> str:
+    if attr["default"] is not None:
+        return f", default: {_yaml(attr['default'])}"
+    return ", required: false" if attr["optional"] else ""
 
 
 def _parse_default(spec: str, kind: AttrType, text: str) -> AttributeValue:
@@ -178,7 +193,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
         raise ScaffoldError("--inputs and --outputs share a name")
     # Required attributes first: PyTorch wants arguments without default before the others.
     attributes = sorted(
-        (_attribute(spec) for spec in args.attribute), key=lambda a: a["default"] is not None
+        (_attribute(spec) for spec in args.attribute), key=lambda a: not _required(a)
     )
     taken = set(inputs) | set(outputs)
     for attr in attributes:
@@ -188,7 +203,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     dtypes = _dtypes(args.dtypes)
     first = inputs[0]
     copies = [f"{first}.clone()"] * len(outputs)
-    required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if a["default"] is None}
+    required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
     torch_name = args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
     return (
         environment()
@@ -206,12 +221,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             outputs=outputs,
             first_input=first,
             attributes=[
-                _AttributeLine(
-                    a["name"],
-                    a["type"].value,
-                    None if a["default"] is None else _yaml(a["default"]),
-                )
-                for a in attributes
+                _AttributeLine(a["name"], a["type"].value, _requirement(a)) for a in attributes
             ],
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
             kernel_file=kernel_file,

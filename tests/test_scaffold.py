@@ -45,12 +45,14 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
         "--attribute", "steps:int",
         "--attribute", "sizes:ints=1,2",
         "--attribute", "mode:string=fast",
+        "--attribute", "scale:float?",
         "--dtypes", "float32,float64,int64",
     )  # fmt: skip
     assert new.returncode == 0, new.stdout + new.stderr
     definition = tmp_path / "opdefs" / "my_scale.yaml"
     kernel = tmp_path / "opdefs" / "my_scale_kernel.h"
     assert "TODO" in definition.read_text() and "TODO" in kernel.read_text()
+    assert "{name: scale, type: float, required: false, doc: TODO}" in definition.read_text()
     assert (tmp_path / "generated" / "my_scale" / "test_my_scale.py").is_file()
     assert "next: opgen build" in new.stdout
     assert 'package = "generated"' in (tmp_path / "opgen.toml").read_text()
@@ -85,6 +87,7 @@ def test_new_never_overwrites(tmp_path):
         (["Op", "--inputs", "X,class"], "reserved"),
         (["Op", "--attribute", "alpha:double"], "type 'double' is not one of"),
         (["Op", "--attribute", "n:int=two"], "'two' is not a int value"),
+        (["Op", "--attribute", "n:int?=2"], "expected NAME:TYPE, NAME:TYPE=DEFAULT or NAME:TYPE?"),
         (["Op", "--dtypes", "float32,float128"], "--dtypes"),
         (["Op", "--domain", "bad domain"], "domain"),
     ],

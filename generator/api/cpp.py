@@ -44,6 +44,14 @@ ATTR_TYPE = {
     AttrType.strings: "std::vector<std::string>",
 }
 
+
+def attribute_type(attr: Attribute) -> str:
+    """The kernel's type of an attribute: std::optional where it may be absent (optional
+    without a default)."""
+    cpp_type = ATTR_TYPE[attr.type]
+    return f"std::optional<{cpp_type}>" if attr.optional_without_default else cpp_type
+
+
 # The PyTorch release whose stable ABI the native libraries target (TORCH_TARGET_VERSION,
 # major << 56 | minor << 48): they load into it and every later release.
 TORCH_TARGET_VERSION = "0x020a000000000000"  # torch 2.10
@@ -62,10 +70,12 @@ TORCH_ARG_TYPE = {
 
 
 def torch_attribute_type(attr: Attribute) -> str:
-    """The C++ type of an attribute's argument to the native kernel (`str[]?` for a list of
-    strings with a default: see defaults_via_none)."""
+    """The C++ type of an attribute's argument to the native kernel (`T?` where it may be
+    absent, and for a list of strings with a default: see defaults_via_none)."""
     cpp_type = TORCH_ARG_TYPE[attr.type]
-    return f"std::optional<{cpp_type}>" if defaults_via_none(attr) else cpp_type
+    if defaults_via_none(attr) or attr.optional_without_default:
+        return f"std::optional<{cpp_type}>"
+    return cpp_type
 
 
 def torch_attribute_param(attr: Attribute) -> str:
@@ -77,6 +87,12 @@ def torch_attribute_assignment(attr: Attribute) -> str:
     """The statement that puts the native kernel's argument into the Attributes struct (None
     keeps the struct's default; floats narrow to float32, as ONNX attributes are)."""
     member = f"attrs.{attr.name}"
+    if attr.optional_without_default:
+        if attr.type is AttrType.float:
+            return f"if ({attr.name}) {member} = static_cast<float>(*{attr.name});"
+        if attr.type is AttrType.floats:
+            return f"if ({attr.name}) {member}.emplace({attr.name}->begin(), {attr.name}->end());"
+        return f"{member} = std::move({attr.name});"
     if defaults_via_none(attr):
         return f"if ({attr.name}) {member} = std::move(*{attr.name});"
     if attr.type is AttrType.float:

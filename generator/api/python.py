@@ -59,7 +59,7 @@ def torch_binding(op: OpDef) -> TorchBinding:
 def defaults_via_none(attr: Attribute) -> bool:
     """PyTorch schemas cannot hold a default list of strings: such an attribute is `str[]?`
     with None meaning the definition's default."""
-    return attr.type is AttrType.strings and not attr.required
+    return attr.type is AttrType.strings and attr.has_default
 
 
 def optional_input_default(op: OpDef) -> bool:
@@ -94,7 +94,7 @@ def torch_schema(op: OpDef) -> str:
     for attr in op.attributes:
         if attr.required:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}")
-        elif defaults_via_none(attr):
+        elif defaults_via_none(attr) or attr.optional_without_default:
             args.append(f"{SCHEMA_TYPE[attr.type]}? {attr.name}=None")
         else:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={schema_value(attr.default)}")
@@ -111,7 +111,7 @@ def python_params(op: OpDef, annotate: bool) -> str:
     for attr in op.attributes:
         annotation = ANNOTATION[attr.type]
         default = "" if attr.required else f" = {literal(attr.default)}"
-        if defaults_via_none(attr):
+        if defaults_via_none(attr) or attr.optional_without_default:
             annotation, default = f"{annotation} | None", " = None"
         params.append(
             f"{attr.name}: {annotation}{default}" if annotate else f"{attr.name}{default}"
@@ -145,8 +145,22 @@ def _value(attr: NodeAttribute) -> str:
     return literal(attr.value)
 
 
-def _translation_node(node: OnnxNode) -> str:
-    args = list(node.inputs) + [f"{a.name}={_value(a)}" for a in node.attributes]
+def _attribute_args(
+    node: OnnxNode, absent: frozenset[str], suffix: Callable[[NodeAttribute], str]
+) -> list[str]:
+    """`name<suffix>=value` for each attribute of an export node; those referring to an
+    attribute that may be absent (None) go through _support.given, which leaves None out."""
+    always: list[str] = []
+    maybe: list[str] = []
+    for a in node.attributes:
+        arg = f"{a.name}{suffix(a)}={_value(a)}"
+        refers_to_absent = isinstance(a.value, AttrRef) and a.value.name in absent
+        (maybe if refers_to_absent else always).append(arg)
+    return always + ([f"**_support.given({', '.join(maybe)})"] if maybe else [])
+
+
+def _translation_node(node: OnnxNode, absent: frozenset[str]) -> str:
+    args = list(node.inputs) + _attribute_args(node, absent, lambda a: "")
     return f"{', '.join(node.outputs)} = {opset_variable(node.domain)}.{node.op_type}({', '.join(args)})"
 
 
@@ -161,9 +175,9 @@ _SYMBOLIC_SUFFIX = {
 }
 
 
-def _symbolic_node(node: OnnxNode) -> str:
+def _symbolic_node(node: OnnxNode, absent: frozenset[str]) -> str:
     args = [json.dumps(node.qualified)] + list(node.inputs)
-    args += [f"{a.name}_{_SYMBOLIC_SUFFIX[a.type]}={_value(a)}" for a in node.attributes]
+    args += _attribute_args(node, absent, lambda a: f"_{_SYMBOLIC_SUFFIX[a.type]}")
     if len(node.outputs) > 1:
         args.append(f"outputs={len(node.outputs)}")
     return f"{', '.join(node.outputs)} = g.op({', '.join(args)})"
@@ -226,12 +240,20 @@ def _rules(
     return lines
 
 
+def _may_be_absent(op: OpDef) -> frozenset[str]:
+    return frozenset(a.name for a in op.attributes if a.optional_without_default)
+
+
 def translation_statements(op: OpDef) -> list[str]:
-    return _rules(op, _translation_node)
+    absent = _may_be_absent(op)
+    return _rules(op, lambda node: _translation_node(node, absent))
 
 
 def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
-    return _torchscript_dtype_checks(op) + _rules(op, _symbolic_node, set_types)
+    absent = _may_be_absent(op)
+    return _torchscript_dtype_checks(op) + _rules(
+        op, lambda node: _symbolic_node(node, absent), set_types
+    )
 
 
 def _torchscript_dtype_checks(op: OpDef) -> list[str]:

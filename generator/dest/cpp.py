@@ -12,29 +12,33 @@ from generator.view import view
 @view
 class CppAttribute:
     name: str
-    cpp_type: str
-    initializer: str  # ` = <default>`, or "" for a required attribute
+    cpp_type: str  # std::optional<...> for an optional attribute without a default
+    initializer: str  # ` = <default>`, or "" for an attribute without one
     comment: str
-    required: bool
     required_literal: str  # "true" / "false"
     onnx_enum: str  # AttributeProto's enum value name
     name_literal: str
     doc_literal: str
-    schema_default: str | None  # as ONNX's C++ schema holds it; None when required
+    # OpSchema::Attr's last argument: `/*required=*/true|false`, or the default as ONNX's C++
+    # schema holds it.
+    schema_requirement: str
 
     @classmethod
     def of(cls, attr: Attribute) -> CppAttribute:
         return cls(
             name=attr.name,
-            cpp_type=cpp.ATTR_TYPE[attr.type],
-            initializer="" if attr.required else f" = {cpp.attr_literal(attr)}",
+            cpp_type=cpp.attribute_type(attr),
+            initializer=f" = {cpp.attr_literal(attr)}" if attr.has_default else "",
             comment=" ".join(cpp.comment(attr.doc)) or attr.type.value,
-            required=attr.required,
             required_literal=cpp.bool_literal(attr.required),
             onnx_enum=ATTR_PROTO[attr.type],
             name_literal=cpp.string_literal(attr.name),
             doc_literal=cpp.string_literal(attr.doc),
-            schema_default=None if attr.required else cpp.schema_default(attr),
+            schema_requirement=(
+                cpp.schema_default(attr)
+                if attr.has_default
+                else f"/*required=*/{cpp.bool_literal(attr.required)}"
+            ),
         )
 
 

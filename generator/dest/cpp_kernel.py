@@ -363,14 +363,17 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
         )
         for t in op.inputs
     ]
-    attr_params = [f"{cpp.ATTR_TYPE[a.type]} {a.name}" for a in op.attributes]
+    attr_params = [f"{cpp.attribute_type(a)} {a.name}" for a in op.attributes]
     return PybindOpView(
         **vars(_kernel_wrapper_view(op, _numpy_data, "serial")),
         pybind_params=", ".join(array_params),
         binding_params=", ".join(array_params + attr_params),
         binding_arg_specs=tuple(
             [f'py::arg("{t.name}")' + (" = py::none()" if t.optional else "") for t in op.inputs]
-            + [f'py::arg("{a.name}")' for a in op.attributes]
+            + [
+                f'py::arg("{a.name}")' + (" = py::none()" if a.optional_without_default else "")
+                for a in op.attributes
+            ]
         ),
         run_args=", ".join(Local.array(t.name) for t in op.inputs),
         output_arrays=", ".join(Local.array(t.name) for t in op.outputs),

@@ -220,7 +220,7 @@ def _explicit_attributes(op: OpDef, given: dict[str, Any]) -> dict[str, Any]:
     apply schema defaults to attribute references (@name) in a function body."""
     if op.function is None:
         return given
-    return {**{a.name: a.default for a in op.attributes if not a.required}, **given}
+    return {**{a.name: a.default for a in op.attributes if a.has_default}, **given}
 
 
 def _dims_literal(dims: list[int | str]) -> str:

@@ -555,7 +555,9 @@ class StringListConstantView:
     """A list-of-strings attribute, which the TorchScript exporter passes as a constant."""
 
     name: str
-    default: str  # a literal; "None" for a required attribute
+    # constant_strings's arguments after the value: the default (a literal; "None" for a
+    # required attribute), and whether it may be absent
+    defaults: str
 
 
 @view
@@ -604,7 +606,14 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
         ),
         symbolic_params=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
         string_list_constants=tuple(
-            StringListConstantView(a.name, "None" if a.required else py.literal(a.default))
+            StringListConstantView(
+                a.name,
+                (
+                    "None, may_be_absent=True"
+                    if a.optional_without_default
+                    else py.literal(a.default) if a.has_default else "None"
+                ),
+            )
             for a in op.attributes
             if a.type is AttrType.strings
         ),

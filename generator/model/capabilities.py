@@ -154,7 +154,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
     ),
     Feature.string: _only_schemas(torch_native=_NO_STRINGS, torch_python=_NO_STRINGS),
     Feature.unbound_type_variable: _only_schemas(),
-    Feature.optional_attribute_without_default: _only_schemas(),
+    Feature.optional_attribute_without_default: {target: Carried() for target in Target},
     Feature.tensor_attribute: _only_schemas(),
     Feature.sparse_tensor_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE),
     Feature.graph_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE, **_TORCH_NEVER),

@@ -563,6 +563,14 @@ def _read_shape_rule(
     )
     if shape_rule is None:
         return None
+    for index, attr in enumerate(signature.attributes):
+        if attr.optional_without_default and attr.name in shape_rule.attributes:
+            errors.add(
+                signature.node("attributes", index).error(
+                    f"attribute '{attr.name}' may be absent (optional without a default), so "
+                    "neither the shape rule nor allowed/min/max can read it; give it a default"
+                )
+            )
     unused = sorted(set(data_dependent) - set(shape_rule.data_dependent_sizes))
     if unused:
         errors.add(

@@ -608,6 +608,11 @@ def known_equal(a, b) -> bool:
     return True
 
 
+def given(**attributes) -> dict:
+    """The attributes that have a value: an export node leaves out one that is absent (None)."""
+    return {name: value for name, value in attributes.items() if value is not None}
+
+
 def refuse_torchscript_dtypes(op: str, values: dict, missing: tuple, fixed: tuple = ()) -> None:
     """Raises, naming the op and the tensor, where the TorchScript exporter would fail on a
     dtype it lacks with a message naming neither. `values`: the symbolic's inputs by name;
@@ -627,9 +632,12 @@ def refuse_torchscript_dtypes(op: str, values: dict, missing: tuple, fixed: tupl
         )
 
 
-def constant_strings(value, default):
-    """A list-of-strings argument as the TorchScript exporter hands it to a symbolic."""
+def constant_strings(value, default, may_be_absent: bool = False):
+    """A list-of-strings argument as the TorchScript exporter hands it to a symbolic (None:
+    absent, for an attribute that may be)."""
     if value is None or value.node().mustBeNone():
+        if may_be_absent:
+            return None
         if default is None:
             raise ValueError("a required list-of-strings attribute was not given")
         return list(default)

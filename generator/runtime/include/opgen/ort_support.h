@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -169,6 +170,19 @@ inline void read_attribute(const Ort::ConstKernelInfo& info, const char* op, con
                 std::to_string(number));
   }
   value = number != 0;
+}
+
+// An optional attribute without a default: empty when the node does not carry it.
+template <typename T>
+void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
+                    bool /*required*/, std::optional<T>& value) {
+  if (attribute_type_found(info, name) == nullptr) {
+    value.reset();
+    return;
+  }
+  T read{};
+  read_attribute(info, op, name, /*required=*/true, read);
+  value = std::move(read);
 }
 
 // ONNX Runtime's graph-time shape inference of a custom op (OrtCustomOp::InferOutputShapeFn),
