@@ -16,7 +16,7 @@ from generator.model.names import (
     MAX_NAME_LENGTH,
     ONNX_DOMAINS,
 )
-from generator.model.nodes import ExportRule
+from generator.model.nodes import ExportRule, Function
 from generator.model.op import (
     Implementation,
     Kernel,
@@ -202,6 +202,17 @@ def parse_opdef(
     gradients = _read_gradients(d, signature, torch_binding)
     _check_legacy_defaults(d, signature, torch_binding)
     implementation = _read_implementation(d, signature)
+    if isinstance(implementation, Function):
+        for index, attr in enumerate(signature.attributes):
+            if attr.optional_without_default:
+                where = read.node_at(signature.node("attributes", index), "required")
+                errors.add(
+                    where.error(
+                        f"attribute '{attr.name}' may be absent (optional without a default): "
+                        "an op defined as an ONNX function does not take one yet; give it a "
+                        "default"
+                    )
+                )
     export = _read_export(d, signature, torch_binding, op_type, domain)
     tests = d.get(
         "tests",
