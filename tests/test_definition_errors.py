@@ -626,3 +626,21 @@ def test_function_op_refuses_an_attribute_that_may_be_absent(tmp_path, run_gener
         r"\(optional without a default\): an op defined as an ONNX function does not take one yet",
         result.stderr,
     ), result.stderr
+
+
+def test_optional_output_of_data_dependent_size_is_refused(tmp_path, run_generator):
+    """A kernel allocating an output that ONNX Runtime may leave out is not carried yet."""
+    text = (ROOT / "tests" / "opdefs" / "select_above.yaml").read_text()
+    text = text.replace(
+        "  - {name: Indices, type: int64, shape: [M]}",
+        "  - {name: Indices, type: int64, shape: [M], optional: true}",
+    )
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "select_above.yaml").write_text(text)
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(
+        r"select_above\.yaml:\d+:\d+: outputs\[1\]: optional output 'Indices' has a "
+        r"data-dependent size",
+        result.stderr,
+    ), result.stderr

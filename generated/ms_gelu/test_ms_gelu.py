@@ -92,6 +92,7 @@ def single_node(
     domain=DOMAIN,
     op_type=OP_TYPE,
     version=VERSION,
+    outputs=OUTPUTS,
 ):
     """A one-node model of the op (or of another op with the same signature). Input dims are
     the inputs' sizes when `static`, else `dims` (numbers and names), else fresh names."""
@@ -102,7 +103,7 @@ def single_node(
         op_type,
         version,
         signature,
-        OUTPUTS,
+        outputs,
         attributes,
         static_shapes=shapes,
         attribute_types=ATTRIBUTE_TYPES,

@@ -61,20 +61,28 @@ class KernelOutput:
     index: int
     cpp_type: str
     kernel_allocated: bool  # a data-dependent size: the kernel allocates it
+    optional: bool  # the kernel gets a pointer, null where the runtime leaves the output out
+    present: str
+    optional_view: str
     runtime_value: str
     array: str
     shape: str  # in infer_shapes' result
+    data: str  # where the wrapper at hand has the output's buffer
 
     @classmethod
-    def of(cls, op: OpDef, tensor: TensorParam, index: int) -> KernelOutput:
+    def of(cls, op: OpDef, tensor: TensorParam, index: int, data: str) -> KernelOutput:
         return cls(
             name=tensor.name,
             index=index,
             cpp_type=common.tensor_cpp_type(tensor),
             kernel_allocated=tensor.name in op.shape_rule.kernel_allocated,
+            optional=tensor.optional,
+            present=Local.present(tensor.name),
+            optional_view=Local.optional_view(tensor.name),
             runtime_value=Local.runtime_value(tensor.name),
             array=Local.array(tensor.name),
             shape=Local.output_shape_member(tensor.name),
+            data=data,
         )
 
 
@@ -110,8 +118,25 @@ def _torch_data(tensor: TensorParam) -> str:
     return f"opgen::torch_support::data<{cpp_type}>({Local.runtime_value(tensor.name)}, aligned)"
 
 
-def _outputs(op: OpDef) -> tuple[KernelOutput, ...]:
-    return tuple(KernelOutput.of(op, t, i) for i, t in enumerate(op.outputs))
+def _outputs(
+    op: OpDef, data: Callable[[TensorParam], str] = lambda tensor: ""
+) -> tuple[KernelOutput, ...]:
+    return tuple(KernelOutput.of(op, t, i, data(t)) for i, t in enumerate(op.outputs))
+
+
+def _ort_output_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    return f"opgen::ort::mutable_data<{cpp_type}>({Local.runtime_value(tensor.name)})"
+
+
+def _numpy_output_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    return f"opgen::py_support::mutable_data<{cpp_type}>({Local.array(tensor.name)})"
+
+
+def _torch_output_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    return f"opgen::torch_support::mutable_data<{cpp_type}>({Local.runtime_value(tensor.name)})"
 
 
 def _instantiations(op: OpDef) -> tuple[KernelInstantiation, ...]:
@@ -232,6 +257,7 @@ class InferredOutput:
     index: int
     element_type: str  # how ONNX Runtime's shape inference gets its element type
     shape: str
+    setter: str  # set_output, or set_optional_output (the node may leave it out)
 
 
 @view
@@ -253,10 +279,13 @@ class KernelWrapperView:
 
 
 def _kernel_wrapper_view(
-    op: OpDef, data: Callable[[TensorParam], str], context: str
+    op: OpDef,
+    data: Callable[[TensorParam], str],
+    output_data: Callable[[TensorParam], str],
+    context: str,
 ) -> KernelWrapperView:
-    """`data` spells where the wrapper finds an input's elements, `context` is what it passes
-    compute as its opgen::Context."""
+    """`data` spells where the wrapper finds an input's elements, `output_data` an output's
+    buffer, `context` is what it passes compute as its opgen::Context."""
     assert op.op_type is not None and op.domain is not None
     return KernelWrapperView(
         op_id=op.op_id,
@@ -266,7 +295,7 @@ def _kernel_wrapper_view(
         template_args=common.template_args(op),
         attributes=tuple(CppAttribute.of(a) for a in op.attributes),
         inputs=_inputs(op, data),
-        outputs=_outputs(op),
+        outputs=_outputs(op, output_data),
         shape_args=_shape_args(op),
         compute_args=_compute_args(op, context),
         instantiations=_instantiations(op),
@@ -285,6 +314,8 @@ class OrtOpView(KernelWrapperView):
     inferred_outputs: tuple[InferredOutput, ...]
     has_optional_inputs: bool
     optional_flags: str
+    has_optional_outputs: bool
+    optional_output_flags: str
 
 
 def ort_op_view(op: OpDef) -> OrtOpView:
@@ -299,7 +330,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         return f"context.element_type({input_index[source]})"
 
     return OrtOpView(
-        **vars(_kernel_wrapper_view(op, _ort_data, "pool")),
+        **vars(_kernel_wrapper_view(op, _ort_data, _ort_output_data, "pool")),
         version=op.version,
         versions_text=", ".join(str(v) for v in op.versions),
         first_version=op.versions[0],
@@ -313,11 +344,19 @@ def ort_op_view(op: OpDef) -> OrtOpView:
             for name in op.shape_rule.attributes
         ),
         inferred_outputs=tuple(
-            InferredOutput(t.name, i, element_type(t), Local.output_shape_member(t.name))
+            InferredOutput(
+                t.name,
+                i,
+                element_type(t),
+                Local.output_shape_member(t.name),
+                "set_optional_output" if t.optional else "set_output",
+            )
             for i, t in enumerate(op.outputs)
         ),
         has_optional_inputs=any(t.optional for t in op.inputs),
         optional_flags=", ".join(cpp.bool_literal(t.optional) for t in op.inputs),
+        has_optional_outputs=any(t.optional for t in op.outputs),
+        optional_output_flags=", ".join(cpp.bool_literal(t.optional) for t in op.outputs),
     )
 
 
@@ -365,7 +404,7 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
     ]
     attr_params = [f"{cpp.attribute_type(a)} {a.name}" for a in op.attributes]
     return PybindOpView(
-        **vars(_kernel_wrapper_view(op, _numpy_data, "serial")),
+        **vars(_kernel_wrapper_view(op, _numpy_data, _numpy_output_data, "serial")),
         pybind_params=", ".join(array_params),
         binding_params=", ".join(array_params + attr_params),
         binding_arg_specs=tuple(
@@ -456,7 +495,7 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         Local.output_shape_member(t.name) for t in op.outputs if t.name not in allocated
     ]
     return TorchOpView(
-        **vars(_kernel_wrapper_view(op, _torch_data, "parallel")),
+        **vars(_kernel_wrapper_view(op, _torch_data, _torch_output_data, "parallel")),
         torch_namespace=torch.namespace,
         torch_name=torch.name,
         torch_name_literal=cpp.string_literal(torch.name),

@@ -157,6 +157,7 @@ class ParityTestView:
     tolerances: tuple[ToleranceView, ...]
     exporters: str
     type_exporters: str  # [[exporter, ...] for each entry of TYPES]
+    output_omissions: str  # [[optional output, ...], ...]
     input_names: str
     attribute_names: str
     attribute_types: str
@@ -228,6 +229,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         exporters=py.literal(list(op.exporters)),
         type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
+        output_omissions=py.literal(_output_omissions(op)),
         input_names=py.literal([t.name for t in op.inputs]),
         attribute_names=py.literal([a.name for a in op.attributes]),
         attribute_types=_attribute_types(op),
@@ -326,6 +328,10 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         ("test_torchscript_export_refuses_dtypes_it_lacks", _torchscript_refuses_dtypes(op)),
         ("test_single_node_parity", op.defines_onnx_op),
         ("test_onnxruntime_infers_output_types_and_shapes", has_kernel),
+        (
+            "test_onnxruntime_leaves_out_optional_outputs",
+            has_kernel and _output_omissions(op) != [],
+        ),
         ("test_earlier_version_runs", bool(op.earlier_versions)),
         ("test_opcheck", op.new_torch_op),
         ("test_native_registration", _native_tests(op) is not None),
@@ -378,6 +384,12 @@ def _torchscript_refuses_dtypes(op: OpDef) -> bool:
         and op.torchscript_traces
         and not all(op.torchscript_exports(b) for b in op.instantiations)
     )
+
+
+def _output_omissions(op: OpDef) -> list[list[str]]:
+    """Each optional output alone, then all of them together (where there are several)."""
+    optional = [t.name for t in op.outputs if t.optional]
+    return [[name] for name in optional] + ([optional] if len(optional) > 1 else [])
 
 
 def _tests_torch_func(op: OpDef) -> bool:

@@ -123,7 +123,14 @@ _TORCH_NEVER = {"torch_native": _TORCH_VALUES, "torch_python": _TORCH_VALUES}
 TABLE: dict[Feature, dict[Target, Support]] = {
     Feature.variadic_input: _only_schemas(),
     Feature.variadic_output: _only_schemas(),
-    Feature.optional_output: _only_schemas(),
+    Feature.optional_output: {
+        target: (
+            Carried("computes every output; the kernel's pointer is never null")
+            if target in (Target.pybind, Target.torch_native, Target.torch_python)
+            else Carried()
+        )
+        for target in Target
+    },
     Feature.optional_input_first: _only_schemas(),
     Feature.sequence_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
     Feature.map_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES, **_TORCH_NEVER),

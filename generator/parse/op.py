@@ -574,6 +574,14 @@ def _read_shape_rule(
     )
     if shape_rule is None:
         return None
+    for index, output in enumerate(outputs):
+        if output.optional and output.name in shape_rule.kernel_allocated:
+            errors.add(
+                signature.node("outputs", index).error(
+                    f"optional output '{output.name}' has a data-dependent size: a kernel "
+                    "allocating an output that may be absent is not carried yet"
+                )
+            )
     for index, attr in enumerate(signature.attributes):
         if attr.optional_without_default and attr.name in shape_rule.attributes:
             errors.add(

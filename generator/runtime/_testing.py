@@ -68,7 +68,8 @@ def single_node_model(
 ) -> onnx.ModelProto:
     """One node of the op. Input dims are symbolic (so the kernel, not ONNX Runtime, checks
     shapes) unless `static_shapes` gives them (for ONNX shape inference). `attribute_types`
-    spell the type of an empty list, which its value does not tell."""
+    spell the type of an empty list, which its value does not tell. An output named "" is one
+    the node leaves out."""
     node = helper.make_node(op_type, list(inputs), outputs, domain=domain)
     node.attribute.extend(
         helper.make_attribute(name, value, attr_type=(attribute_types or {}).get(name))
@@ -85,7 +86,7 @@ def single_node_model(
             )
             for name, (dtype, rank) in inputs.items()
         ],
-        [helper.make_value_info(name, onnx.TypeProto()) for name in outputs],
+        [helper.make_value_info(name, onnx.TypeProto()) for name in outputs if name],
     )
     opsets = [helper.make_opsetid("", 18), helper.make_opsetid(domain, version)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)

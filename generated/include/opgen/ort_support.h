@@ -271,6 +271,17 @@ class ShapeInference {
   // Sets an output's element type and shape. An unnamed unknown dim gets a fresh name, unique
   // in the process, so it never claims to equal another dim (ONNX Runtime takes unknown dims
   // only by name); the dims of one data-dependent size symbol share theirs within the node.
+  // An optional output the node leaves out at the end has no slot here (ONNX Runtime's shape
+  // inference cannot tell how many outputs a node has): setting it fails, and is skipped.
+  void set_optional_output(size_t index, ONNXTensorElementDataType type,
+                           const std::vector<SymDim>& shape, const char* op, const char* output) {
+    try {
+      set_output(index, type, shape, op, output);
+    } catch (const Ort::Exception& error) {
+      if (std::string(error.what()).find("out of range") == std::string::npos) throw;
+    }
+  }
+
   void set_output(size_t index, ONNXTensorElementDataType type, const std::vector<SymDim>& shape,
                   const char* op, const char* output) {
     std::vector<int64_t> values;
