@@ -209,6 +209,26 @@ def build_info() -> dict:
     return _support.build_info()
 
 
+def _without_none_args(model, args: tuple):
+    """The model, wrapped to be called with its tensor arguments only, where it is called with
+    None for some (an absent optional input before a given one): the exporters then see one
+    argument per input name."""
+    import torch
+
+    class WithoutNoneArgs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *tensors):
+            given = iter(tensors)
+            return self.model(*(None if arg is None else next(given) for arg in args))
+
+    wrapper = WithoutNoneArgs()
+    wrapper.train(getattr(model, "training", False))
+    return wrapper, tuple(arg for arg in args if arg is not None)
+
+
 def export_model(
     model,
     args: tuple,
@@ -229,6 +249,9 @@ def export_model(
 
     register_all()
     dynamic_axes = dynamic_axes or {}
+    wrapped = any(arg is None for arg in args)  # input_names name the tensors only
+    if wrapped:
+        model, args = _without_none_args(model, args)
     if exporter == "dynamo":
         dims: dict[str, object] = {}
         dynamic_shapes = tuple(
@@ -239,6 +262,8 @@ def export_model(
             or None
             for input_name in input_names
         )
+        if wrapped:  # the wrapper takes *tensors: one argument, holding them all
+            dynamic_shapes = (dynamic_shapes,)
         with _without_exporter_notices(exporter):
             torch.onnx.export(
                 model,

@@ -6,6 +6,7 @@
 // (domains/<domain>/schema_tests.cc) registers the schemas and runs this.
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ using opgen::schema_testing::Dim;
 // The model's single node, so that a test case can add its attributes.
 ONNX_NAMESPACE::NodeProto* only_node(ModelProto& model) { return model.mutable_graph()->mutable_node(0); }
 
-ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
+ModelProto make_model(const std::vector<std::optional<std::vector<Dim>>>& input_shapes) {
   ModelProto model;
   model.set_ir_version(8);
   auto* standard = model.add_opset_import();
@@ -38,30 +39,39 @@ ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
   auto* node = graph->add_node();
   node->set_op_type("CustomGroupNorm");
   node->set_domain("mydomain");
-  // Inputs past the end of input_shapes are absent (trailing optional inputs, omitted).
-  if (input_shapes.size() > 0) {
+  // Inputs past the end of input_shapes are absent (trailing optional inputs, omitted); an
+  // absent one before them is named "".
+  if (input_shapes.size() > 0 && !input_shapes[0]) {
+    node->add_input("");
+  } else if (input_shapes.size() > 0) {
     node->add_input("X");
     auto* X_info = graph->add_input();
     X_info->set_name("X");
-    opgen::schema_testing::set_shape(X_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
+    opgen::schema_testing::set_shape(X_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, *input_shapes[0]);
   }
-  if (input_shapes.size() > 1) {
+  if (input_shapes.size() > 1 && !input_shapes[1]) {
+    node->add_input("");
+  } else if (input_shapes.size() > 1) {
     node->add_input("num_groups");
     auto* num_groups_info = graph->add_input();
     num_groups_info->set_name("num_groups");
-    opgen::schema_testing::set_shape(num_groups_info, ONNX_NAMESPACE::TensorProto_DataType_INT64, input_shapes[1]);
+    opgen::schema_testing::set_shape(num_groups_info, ONNX_NAMESPACE::TensorProto_DataType_INT64, *input_shapes[1]);
   }
-  if (input_shapes.size() > 2) {
+  if (input_shapes.size() > 2 && !input_shapes[2]) {
+    node->add_input("");
+  } else if (input_shapes.size() > 2) {
     node->add_input("scale");
     auto* scale_info = graph->add_input();
     scale_info->set_name("scale");
-    opgen::schema_testing::set_shape(scale_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[2]);
+    opgen::schema_testing::set_shape(scale_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, *input_shapes[2]);
   }
-  if (input_shapes.size() > 3) {
+  if (input_shapes.size() > 3 && !input_shapes[3]) {
+    node->add_input("");
+  } else if (input_shapes.size() > 3) {
     node->add_input("bias");
     auto* bias_info = graph->add_input();
     bias_info->set_name("bias");
-    opgen::schema_testing::set_shape(bias_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[3]);
+    opgen::schema_testing::set_shape(bias_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, *input_shapes[3]);
   }
   node->add_output("Y");
   auto* Y_info = graph->add_output();
@@ -79,7 +89,7 @@ int RunSchemaTest() {
   checks.expect(schema != nullptr, "schema mydomain::CustomGroupNorm v1 is registered");
   if (schema == nullptr) return checks.failures();
   {
-    ModelProto model = make_model({{{0, "batch"}, {6, ""}, {5, ""}}, {}, {{6, ""}}, {{6, ""}}});
+    ModelProto model = make_model({std::vector<Dim>{{0, "batch"}, {6, ""}, {5, ""}}, std::vector<Dim>{}, std::vector<Dim>{{6, ""}}, std::vector<Dim>{{6, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {
@@ -97,7 +107,7 @@ int RunSchemaTest() {
     }
   }
   {
-    ModelProto model = make_model({{{0, "batch"}, {4, ""}, {3, ""}, {2, ""}}, {}, {{4, ""}}, {{4, ""}}});
+    ModelProto model = make_model({std::vector<Dim>{{0, "batch"}, {4, ""}, {3, ""}, {2, ""}}, std::vector<Dim>{}, std::vector<Dim>{{4, ""}}, std::vector<Dim>{{4, ""}}});
     auto* node = only_node(model);
     (void)node;
     auto* epsilon_attribute = node->add_attribute();
@@ -119,7 +129,7 @@ int RunSchemaTest() {
     }
   }
   {
-    ModelProto model = make_model({{{2, ""}, {4, ""}, {3, ""}}, {}, {{3, ""}}, {{4, ""}}});
+    ModelProto model = make_model({std::vector<Dim>{{2, ""}, {4, ""}, {3, ""}}, std::vector<Dim>{}, std::vector<Dim>{{3, ""}}, std::vector<Dim>{{4, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {
@@ -133,7 +143,7 @@ int RunSchemaTest() {
     }
   }
   {
-    ModelProto model = make_model({{{4, ""}}, {}, {{4, ""}}, {{4, ""}}});
+    ModelProto model = make_model({std::vector<Dim>{{4, ""}}, std::vector<Dim>{}, std::vector<Dim>{{4, ""}}, std::vector<Dim>{{4, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {

@@ -6,6 +6,7 @@
 // (domains/<domain>/schema_tests.cc) registers the schemas and runs this.
 #include <exception>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,7 @@ using opgen::schema_testing::Dim;
 // The model's single node, so that a test case can add its attributes.
 ONNX_NAMESPACE::NodeProto* only_node(ModelProto& model) { return model.mutable_graph()->mutable_node(0); }
 
-ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
+ModelProto make_model(const std::vector<std::optional<std::vector<Dim>>>& input_shapes) {
   ModelProto model;
   model.set_ir_version(8);
   auto* standard = model.add_opset_import();
@@ -38,12 +39,15 @@ ModelProto make_model(const std::vector<std::vector<Dim>>& input_shapes) {
   auto* node = graph->add_node();
   node->set_op_type("CustomOpTwo");
   node->set_domain("test.customop");
-  // Inputs past the end of input_shapes are absent (trailing optional inputs, omitted).
-  if (input_shapes.size() > 0) {
+  // Inputs past the end of input_shapes are absent (trailing optional inputs, omitted); an
+  // absent one before them is named "".
+  if (input_shapes.size() > 0 && !input_shapes[0]) {
+    node->add_input("");
+  } else if (input_shapes.size() > 0) {
     node->add_input("X");
     auto* X_info = graph->add_input();
     X_info->set_name("X");
-    opgen::schema_testing::set_shape(X_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, input_shapes[0]);
+    opgen::schema_testing::set_shape(X_info, ONNX_NAMESPACE::TensorProto_DataType_FLOAT, *input_shapes[0]);
   }
   node->add_output("Y");
   auto* Y_info = graph->add_output();
@@ -61,7 +65,7 @@ int RunSchemaTest() {
   checks.expect(schema != nullptr, "schema test.customop::CustomOpTwo v1 is registered");
   if (schema == nullptr) return checks.failures();
   {
-    ModelProto model = make_model({{{0, "batch"}, {5, ""}}});
+    ModelProto model = make_model({std::vector<Dim>{{0, "batch"}, {5, ""}}});
     auto* node = only_node(model);
     (void)node;
     try {

@@ -107,6 +107,7 @@ def single_node(
         attributes,
         static_shapes=shapes,
         attribute_types=ATTRIBUTE_TYPES,
+        input_order=INPUTS,
     )
     add_functions(model)
     return model

@@ -62,10 +62,14 @@ def defaults_via_none(attr: Attribute) -> bool:
     return attr.type is AttrType.strings and attr.has_default
 
 
-def optional_input_default(op: OpDef) -> bool:
-    """Optional inputs default to None unless a required attribute follows them (then they
-    must be passed, possibly as None)."""
-    return not any(a.required for a in op.attributes)
+def input_defaults_to_none(op: OpDef, index: int) -> bool:
+    """An optional input defaults to None unless a required input or attribute follows it
+    (then it must be passed, possibly as None: Python and PyTorch schemas put defaults last)."""
+    return (
+        op.inputs[index].optional
+        and all(t.optional for t in op.inputs[index + 1 :])
+        and not any(a.required for a in op.attributes)
+    )
 
 
 _SCHEMA_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t"}
@@ -89,8 +93,14 @@ def _schema_char(char: str) -> str:
 
 def torch_schema(op: OpDef) -> str:
     """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
-    default = "=None" if optional_input_default(op) else ""
-    args = [f"Tensor? {t.name}{default}" if t.optional else f"Tensor {t.name}" for t in op.inputs]
+    args = [
+        (
+            f"Tensor? {t.name}" + ("=None" if input_defaults_to_none(op, i) else "")
+            if t.optional
+            else f"Tensor {t.name}"
+        )
+        for i, t in enumerate(op.inputs)
+    ]
     for attr in op.attributes:
         if attr.required:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}")
@@ -103,11 +113,11 @@ def torch_schema(op: OpDef) -> str:
 
 
 def python_params(op: OpDef, annotate: bool) -> str:
-    default = " = None" if optional_input_default(op) else ""
     params = []
-    for t in op.inputs:
+    for i, t in enumerate(op.inputs):
         annotation = ": torch.Tensor | None" if t.optional else ": torch.Tensor"
-        params.append(t.name + (annotation if annotate else "") + (default if t.optional else ""))
+        default = " = None" if input_defaults_to_none(op, i) else ""
+        params.append(t.name + (annotation if annotate else "") + default)
     for attr in op.attributes:
         annotation = ANNOTATION[attr.type]
         default = "" if attr.required else f" = {literal(attr.default)}"

@@ -234,12 +234,18 @@ def _testconcrete_dtype(op: OpDef, tensor: TensorParam) -> DType:
 
 
 def _input_shapes_literal(op: OpDef, shapes: Mapping[str, Sequence[int | str]]) -> str:
-    """The shapes of the inputs a case gives, in order, as make_model's argument."""
-    return (
-        "{"
-        + ", ".join(_dims_literal(list(shapes[t.name])) for t in op.inputs if t.name in shapes)
-        + "}"
-    )
+    """The shapes of the inputs a case gives, in order, as make_model's argument: up to the
+    last one given, an optional input it leaves out is std::nullopt."""
+    given = [i for i, t in enumerate(op.inputs) if t.name in shapes]
+    spelled = [
+        (
+            "std::vector<Dim>" + _dims_literal(list(shapes[t.name]))
+            if t.name in shapes
+            else "std::nullopt"
+        )
+        for t in op.inputs[: given[-1] + 1 if given else 0]
+    ]
+    return "{" + ", ".join(spelled) + "}"
 
 
 def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:

@@ -212,7 +212,8 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
             TorchOutputView(o.name, shape.expr, output_dtype_expr(op, o))
             for o, shape in zip(op.outputs, shapes, strict=True)
         ),
-        first_input=op.inputs[0].name,
+        # The device of the outputs: a required input's (an optional one may be None).
+        first_input=next((t.name for t in op.inputs if not t.optional), op.inputs[0].name),
         return_expr=names[0] if single else "(" + ", ".join(names) + ")",
         output_names_tuple=", ".join(names) + ("," if single else ""),
         fill_defaults=tuple(py.fill_defaults(op)),

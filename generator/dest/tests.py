@@ -246,7 +246,10 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         reference_upcast=op.reference_upcast,
         reference_precision="in float64" if op.reference_upcast else "at the input dtype",
-        forward_params=", ".join(f"{t.name}=None" if t.optional else t.name for t in op.inputs),
+        forward_params=", ".join(
+            f"{t.name}=None" if py.input_defaults_to_none(op, i) else t.name
+            for i, t in enumerate(op.inputs)
+        ),
         input_params=", ".join(t.name for t in op.inputs),
         known_cases=tuple(
             KnownCaseView(

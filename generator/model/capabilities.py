@@ -131,7 +131,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         )
         for target in Target
     },
-    Feature.optional_input_first: _only_schemas(),
+    Feature.optional_input_first: {target: Carried() for target in Target},
     Feature.sequence_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
     Feature.map_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES, **_TORCH_NEVER),
     Feature.optional_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),

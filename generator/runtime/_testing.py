@@ -65,12 +65,17 @@ def single_node_model(
     attributes: dict,
     static_shapes: dict[str, tuple[int, ...]] | None = None,
     attribute_types: dict[str, int] | None = None,
+    input_order: list[str] | None = None,
 ) -> onnx.ModelProto:
     """One node of the op. Input dims are symbolic (so the kernel, not ONNX Runtime, checks
     shapes) unless `static_shapes` gives them (for ONNX shape inference). `attribute_types`
     spell the type of an empty list, which its value does not tell. An output named "" is one
-    the node leaves out."""
-    node = helper.make_node(op_type, list(inputs), outputs, domain=domain)
+    the node leaves out. `input_order`: the op's inputs, of which those not in `inputs` are
+    left out (named "" before a present one, as ONNX spells it)."""
+    names = [name if name in inputs else "" for name in input_order or list(inputs)]
+    while names and names[-1] == "":
+        names.pop()
+    node = helper.make_node(op_type, names, outputs, domain=domain)
     node.attribute.extend(
         helper.make_attribute(name, value, attr_type=(attribute_types or {}).get(name))
         for name, value in attributes.items()
@@ -90,6 +95,14 @@ def single_node_model(
     )
     opsets = [helper.make_opsetid("", 18), helper.make_opsetid(domain, version)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+
+
+def without_trailing_none(args: tuple) -> tuple:
+    """Positional arguments without the absent optional inputs at the end (None stays where
+    a later input is given: ONNX names such an input "")."""
+    while args and args[-1] is None:
+        args = args[:-1]
+    return args
 
 
 def ort_type(dtype: torch.dtype) -> str:
