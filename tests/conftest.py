@@ -8,6 +8,25 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config):
+    """torch.compile's on-disk cache (torch 2.13) does not key on a custom op's schema: code
+    compiled for an op of the same name in an earlier run (another signature) would be reused.
+    Every test, and every process it starts, compiles into a cache of this run's own."""
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        import tempfile
+
+        config.opgen_inductor_cache = tempfile.mkdtemp(prefix="opgen-inductor-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = config.opgen_inductor_cache
+
+
+def pytest_unconfigure(config):
+    cache = getattr(config, "opgen_inductor_cache", None)
+    if cache is not None:
+        import shutil
+
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 @pytest.fixture
 def run_generator():
     """Runs `python -m generator` in a directory; returns the CompletedProcess."""
