@@ -96,6 +96,8 @@ def single_node_model(
         [helper.make_value_info(name, onnx.TypeProto()) for name in outputs if name],
     )
     opsets = [helper.make_opsetid("", 18), helper.make_opsetid(domain, version)]
+    if not domain:  # a standard op: one import of the standard domain
+        opsets = [helper.make_opsetid("", max(18, version))]
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
 
 

@@ -305,7 +305,11 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         bool_attribute_names=py.literal(_bool_attributes(op)),
         builtin_equivalents=tuple(
             BuiltinEquivalentView(
-                test_name=f"test_matches_builtin_{b.domain.replace('.', '_')}_{b.op_type}".lower(),
+                test_name="_".join(
+                    part
+                    for part in ("test_matches_builtin", b.domain.replace(".", "_"), b.op_type)
+                    if part
+                ).lower(),
                 domain=b.domain,
                 op_type=b.op_type,
                 version=b.version,
