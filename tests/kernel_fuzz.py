@@ -45,6 +45,9 @@ DTYPES = {
     "int64": torch.int64,
     "uint8": torch.uint8,
     "bool": torch.bool,
+    "uint16": torch.uint16,
+    "uint32": torch.uint32,
+    "uint64": torch.uint64,
 }
 NAMES = {dtype: name for name, dtype in DTYPES.items()}
 SIZES = [0, 0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 33, 64]
