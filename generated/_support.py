@@ -621,11 +621,12 @@ def refuse_torchscript_dtypes(op: str, values: dict, missing: tuple, fixed: tupl
     `fixed`: (tensor, dtype name) pairs whose dtype is always one it lacks."""
     import torch
 
-    found = list(fixed)
+    found = []
     for name, value in values.items():
         value_type = None if value is None else value.type()
         if isinstance(value_type, torch.TensorType) and value_type.dtype() in missing:
             found.append((name, str(value_type.dtype()).removeprefix("torch.")))
+    found += fixed
     if found:
         name, dtype = found[0]
         raise ValueError(

@@ -46,9 +46,11 @@ HEADER_SHA256 = {
 }
 LICENSE_IN_PACKAGE = "package/LICENSE"
 # How a --sanitize build is run: the first report aborts (a crash the caller sees), leaks are
-# off (the interpreter's own allocations would be reported at exit).
+# off (the interpreter's own allocations would be reported at exit), and an allocation beyond
+# ASan's limit fails as malloc's would (PyTorch and ONNX Runtime then raise, and the op must say
+# which output it could not allocate) rather than aborting.
 SANITIZER_OPTIONS = {
-    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1",
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:allocator_may_return_null=1",
     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
 }
 

@@ -487,11 +487,26 @@ def _types_of(case: dict, t) -> dict:
     raise AssertionError(f"no type combination for {case['dtypes']}")
 
 
+def _beyond_sanitizer_allocation(torch_outcome) -> bool:
+    """PyTorch could not allocate an output (an empty input can ask for a huge one: LayerNorm's
+    Mean of X [2**40, 0] is [2**40, 1]). ONNX Runtime would ask too, with operator new, which
+    ASan cannot make throw: it aborts the process instead of ONNX Runtime's error status."""
+    status, detail = torch_outcome
+    return (
+        status == "error"
+        and "cannot allocate output" in detail
+        and "libasan" in os.environ.get("LD_PRELOAD", "")
+    )
+
+
 def run_case(case: dict) -> dict:
     t = spec(case["op"])
     inputs = _inputs(case, t)
     torch_outcome = run_torch(case, t, inputs)
-    ort_outcome = run_ort(case, t, inputs)
+    if _beyond_sanitizer_allocation(torch_outcome):
+        ort_outcome = ("skip", "an output beyond the sanitizer's allocation limit")
+    else:
+        ort_outcome = run_ort(case, t, inputs)
     problems = judge(case, t, inputs, torch_outcome, ort_outcome)
     return {
         "index": case["index"],

@@ -182,6 +182,13 @@ CASES = [
     ),
     ("reserved input name", "  - name: X\n", "  - name: class\n", "inputs[0].name", "reserved"),
     (
+        "input named like the op module's support module",
+        "  - name: X\n",
+        "  - name: _support\n",
+        "inputs[0].name",
+        "reserved",
+    ),
+    (
         "missing kernel file",
         "source: inverse_kernel.h",
         "source: missing.h",

@@ -52,7 +52,8 @@ def _case(op: str, shapes: dict, dtypes: dict, **fields) -> dict:
 # (undefined behaviour, a UBSan report). The PyTorch ops raised numpy's "array is too big" (not
 # naming the op) for an empty tensor whose shape numpy cannot hold (over 2**63 - 1 bytes). The
 # float64 reference of CustomGroupNorm is less accurate than its tolerance said (the kernel was
-# right; the tolerance changed).
+# right; the tolerance changed). An empty X of LayerNorm gives a Mean of 2**45 floats, which
+# ASan refused to allocate by aborting the process (PyTorch raises, naming the op).
 REGRESSIONS = [
     _case(
         "custom_group_norm",
@@ -75,6 +76,14 @@ REGRESSIONS = [
         "custom_group_norm",
         {"X": [64, 0, 0, 2**63 - 1], "num_groups": [], "scale": [6], "bias": [6]},
         {"X": "float64", "num_groups": "int64", "scale": "float64", "bias": "float64"},
+    ),
+    _case(
+        "layer_norm",
+        {"X": [33, 2**40, 2, 5, 0], "Scale": [0]},
+        {"X": "float32", "Scale": "float32"},
+        random_case=1,
+        attributes={"epsilon": ["FLOAT", 0.01]},
+        seed=1483318061,
     ),
 ]
 

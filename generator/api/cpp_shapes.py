@@ -189,6 +189,7 @@ class OutputStatements:
     index: int
     target: str  # what they build
     statements: tuple[str, ...]
+    optional: bool  # an optional output: ONNX inference builds it only when the node has it
 
 
 def _output_statements(
@@ -201,6 +202,7 @@ def _output_statements(
             index[out.output],
             target(out.output),
             tuple(spell_parts(out, spelling(target(out.output)))),
+            op.outputs[index[out.output]].optional,
         )
         for out in op.shape_rule.outputs
     )

@@ -274,13 +274,15 @@ def _torchscript_dtype_checks(op: OpDef) -> list[str]:
     missing = sorted(TORCHSCRIPT_MISSING_DTYPES, key=lambda d: d.value)
 
     def may_miss(t: TensorParam) -> bool:
-        return t.type_var is not None and any(d in missing for d in op.type_var_dtypes[t.type_var])
+        if t.type_var is None:
+            return t.dtype in missing
+        return any(d in missing for d in op.type_var_dtypes[t.type_var])
 
+    # Inputs are checked as given (an absent optional one is None); an output of a fixed such
+    # dtype is always refused.
     values = ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs if may_miss(t))
     fixed = [
-        (t.name, t.dtype.value)
-        for t in op.inputs + op.outputs
-        if t.type_var is None and t.dtype in missing
+        (t.name, t.dtype.value) for t in op.outputs if t.type_var is None and t.dtype in missing
     ]
     return [
         f"_support.refuse_torchscript_dtypes({torch_binding(op).qualified_name!r}, "

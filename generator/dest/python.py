@@ -319,6 +319,7 @@ class SchemaOutputView:
     keywords: tuple[KeywordView, ...]
     type_variable: str  # its TypeProto in the inference function
     elem_type_expr: str | None  # None: an interface-only op, which infers nothing
+    optional: bool  # a node may leave it out (then inference must not set it)
 
 
 @view
@@ -432,6 +433,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
                 keywords=_keywords(t),
                 type_variable=Local.onnx_type(t.name),
                 elem_type_expr=None if op.is_interface_only else _elem_type(op, t),
+                optional=t.optional,
             )
             for i, t in enumerate(op.outputs)
         ),

@@ -17,7 +17,7 @@ from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import TensorParam
 from generator.model.tests import RandomCase
-from generator.model.types import AttrType, DType
+from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
@@ -157,6 +157,7 @@ class ParityTestView:
     tolerances: tuple[ToleranceView, ...]
     exporters: str
     type_exporters: str  # [[exporter, ...] for each entry of TYPES]
+    torchscript_missing: str  # (torch dtype, ...)
     output_omissions: str  # [[optional output, ...], ...]
     input_names: str
     attribute_names: str
@@ -229,6 +230,12 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         exporters=py.literal(list(op.exporters)),
         type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
+        torchscript_missing="("
+        + "".join(
+            f"{py.TORCH_DTYPE[d]}, "
+            for d in sorted(TORCHSCRIPT_MISSING_DTYPES, key=lambda d: d.value)
+        )
+        + ")",
         output_omissions=py.literal(_output_omissions(op)),
         input_names=py.literal([t.name for t in op.inputs]),
         attribute_names=py.literal([a.name for a in op.attributes]),
@@ -385,18 +392,24 @@ def _what_is_compared(op: OpDef) -> str:
 def _torchscript_refuses_dtypes(op: OpDef) -> bool:
     """The TorchScript exporter could trace the op, but some dtype binding has a tensor of a
     dtype it lacks (the op's symbolic refuses it, naming the op)."""
-    return (
-        bool(op.export)
-        and op.new_torch_op
-        and op.torchscript_traces
-        and not all(op.torchscript_exports(b) for b in op.instantiations)
-    )
+    if not (bool(op.export) and op.new_torch_op and op.torchscript_traces):
+        return False
+    for binding in op.instantiations:
+        for case in op.tests.random:
+            given = [t for t in op.inputs if t.name in case.shapes] + list(op.outputs)
+            if any(t.dtype_in(binding) in TORCHSCRIPT_MISSING_DTYPES for t in given):
+                return True
+    return False
 
 
 def _output_omissions(op: OpDef) -> list[list[str]]:
-    """Each optional output alone, then all of them together (where there are several)."""
+    """Each optional output alone, then all of them together (where there are several), but
+    never every output: ONNX Runtime runs no node without one ("At least one output should be
+    requested")."""
     optional = [t.name for t in op.outputs if t.optional]
-    return [[name] for name in optional] + ([optional] if len(optional) > 1 else [])
+    alone = [[name] for name in optional if len(op.outputs) > 1]
+    together = optional if len(optional) < len(op.outputs) else optional[:-1]
+    return alone + ([together] if len(together) > 1 else [])
 
 
 def _tests_torch_func(op: OpDef) -> bool:

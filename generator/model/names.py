@@ -30,6 +30,9 @@ CPP_RESERVED = frozenset(
 GENERATED_RESERVED = frozenset(
     {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module", "keyset"}
     | {"aligned"}  # the C++ adapters' opgen::AlignedCopies beside the input views
+    # module-level names of the op modules that functions with user-named parameters call
+    # (an attribute named _support hid the support module from every call)
+    | {"_support", "_testing", "symbolic_helper", "Opset", "F", "TORCH_OP"}
 )
 
 
@@ -50,7 +53,7 @@ PACKAGE_NAMES = frozenset(
     export_model""".split()
     # its imports and private names
     + "contextlib os re sys tempfile warnings _registered _exported_ops".split()
-    + "_without_unused_opset_warnings _without_exporter_notices".split()
+    + "_without_unused_opset_warnings _without_exporter_notices _without_none_args".split()
     # Python's builtins: an op module named `max` would hide the builtin from the package's
     # own code (custom_opsets calls max), and tomorrow's code may call any other.
     + dir(builtins)
