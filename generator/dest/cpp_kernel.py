@@ -205,6 +205,8 @@ class KernelApiView:
     compute_params: str
     kernel_include: str | None  # the kernel's source file, or None for an inline body
     kernel_body: str
+    # compute<...> explicitly instantiated for each binding; none where compute is no template
+    # (an op without type variables)
     instantiations: tuple[KernelInstantiation, ...]
 
 
@@ -239,7 +241,7 @@ def kernel_api_view(op: OpDef, output_dir: Path) -> KernelApiView:
         compute_params=common.compute_params(op),
         kernel_include=kernel_include,
         kernel_body=kernel.body or "",
-        instantiations=_instantiations(op),
+        instantiations=_instantiations(op) if op.type_constraints else (),
     )
 
 
