@@ -653,3 +653,30 @@ def test_kind_not_carried_there_yet_is_refused(tmp_path, run_generator, source, 
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(rf"{Path(source).stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_export_node_refuses_an_attribute_that_may_be_absent_where_one_is_needed(
+    tmp_path, run_generator
+):
+    """`@s` of an attribute that may be absent leaves the node attribute out when it is: refused
+    where the called op requires it, or where opgen cannot tell (a standard op)."""
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "const_ref.yaml").write_text(
+        "torch: {name: probe_cr::const_ref}\n"
+        "type_constraints: {T: [float32]}\n"
+        "inputs: [{name: X, type: T}]\n"
+        "outputs: [{name: Y, type: T, same_shape_as: X}]\n"
+        "attributes: [{name: s, type: float, required: false}]\n"
+        "export:\n"
+        '  - nodes: ["c = Constant<value_float=@s>()", "Y = Mul(X, c)"]\n'
+        "reference: X * (1.0 if s is None else s)\n"
+        "tests: {tolerances: {float32: {rtol: 0, atol: 0}}, random: [{shapes: {X: [3]}}]}\n"
+    )
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(
+        r"const_ref\.yaml:7:\d+: export: value_float=@s: attribute 's' may be absent \(optional "
+        r"without a default\), and opgen cannot tell whether ONNX's Constant may go without "
+        r"'value_float'",
+        result.stderr,
+    ), result.stderr

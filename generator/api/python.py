@@ -215,8 +215,13 @@ def _eager_node(node: OnnxNode, index: Mapping[tuple[str, str], OpDef]) -> str:
         }
         expr = _EAGER_STANDARD[node.op_type].format(*node.inputs, **attrs)
     else:
-        target = torch_binding(index[(node.domain, node.op_type)])
-        args = list(node.inputs) + [f"{a.name}={_value(a)}" for a in node.attributes]
+        called = index[(node.domain, node.op_type)]
+        target = torch_binding(called)
+        # Every input positionally, None where the node leaves one out: a PyTorch schema has no
+        # default for an optional input before a required argument.
+        inputs = [name or "None" for name in node.inputs]
+        inputs += ["None"] * (len(called.inputs) - len(inputs))
+        args = inputs + [f"{a.name}={_value(a)}" for a in node.attributes]
         expr = f"torch.ops.{target.namespace}.{target.name}.default({', '.join(args)})"
     return f"{', '.join(node.outputs)} = {expr}"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from generator.errors import DefinitionError, ErrorCollector
-from generator.model.nodes import EAGER_STANDARD_OPS
+from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, OnnxNode
 from generator.model.op import OpDef
 from generator.runtime._names import target_names
 
@@ -27,6 +27,32 @@ def onnx_op_index(ops: list[OpDef]) -> dict[tuple[str, str], OpDef]:
 def export_targets(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> list[OpDef]:
     """The project's ops that the export nodes call (validated by check_project)."""
     return [index[(n.domain, n.op_type)] for rule in op.export for n in rule.nodes if n.domain]
+
+
+def _absent_attribute_problems(op: OpDef, node: OnnxNode, target: OpDef | None) -> list[str]:
+    """A node attribute `@a`, where `a` may be absent (optional without a default), is left
+    out of the node when `a` is: only an optional attribute of a project op may be so."""
+    may_be_absent = {a.name for a in op.attributes if a.optional_without_default}
+    problems = []
+    for attribute in node.attributes:
+        if not (isinstance(attribute.value, AttrRef) and attribute.value.name in may_be_absent):
+            continue
+        if target is not None:
+            called = target.attributes_by_name.get(attribute.name)
+            if called is None or not called.required:
+                continue
+            whose = f"'{node.qualified}' requires '{attribute.name}'"
+        elif node.domain:
+            continue  # an undefined op: reported below
+        else:
+            whose = (
+                f"opgen cannot tell whether ONNX's {node.op_type} may go without '{attribute.name}'"
+            )
+        problems.append(
+            f"{attribute.name}=@{attribute.value.name}: attribute '{attribute.value.name}' may be "
+            f"absent (optional without a default), and {whose}; give it a default"
+        )
+    return problems
 
 
 def check_project(ops: list[OpDef]) -> None:
@@ -84,6 +110,8 @@ def check_project(ops: list[OpDef]) -> None:
         for node in op.nodes_used:
             target = index.get((node.domain, node.op_type))
             path = "function" if op.function and node in op.function.nodes else "export"
+            for message in _absent_attribute_problems(op, node, target):
+                errors.add(DefinitionError(node.location, path, message))
             if node.domain and target is None:
                 defined = sorted(f"{d}::{t}" for d, t in index)
                 errors.add(
