@@ -680,3 +680,28 @@ def test_export_node_refuses_an_attribute_that_may_be_absent_where_one_is_needed
         r"'value_float'",
         result.stderr,
     ), result.stderr
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("-1", "-1 is no uint16 value (integers from 0 to 65535)"),
+        ("65536", "65536 is no uint16 value (integers from 0 to 65535)"),
+        ("1.5", "1.5 is no uint16 value"),
+    ],
+)
+def test_known_value_the_dtype_cannot_hold_is_refused(tmp_path, run_generator, value, message):
+    """A known value is checked against every dtype its case runs at: uint16 would wrap -1 to
+    65535 (and the test would pass on a value nobody wrote)."""
+    text = (ROOT / "tests" / "opdefs" / "select_above.yaml").read_text()
+    old = "    - inputs: {X: [0, 65535, 1, 3]}"
+    assert old in text
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "select_above.yaml").write_text(
+        text.replace(old, f"    - inputs: {{X: [0, {value}, 1, 3]}}")
+    )
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(
+        rf"select_above\.yaml:\d+:\d+: .*{re.escape(message)}", result.stderr
+    ), result.stderr

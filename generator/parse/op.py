@@ -222,6 +222,7 @@ def parse_opdef(
         signature.attrs_by_name,
         _tested_dtypes(signature),
         errors,
+        signature.constraints,
     )
     errors.raise_if_any()
     if interface_only:

@@ -18,7 +18,7 @@ from generator.model.tests import (
     Tests,
     Tolerance,
 )
-from generator.model.types import DType
+from generator.model.types import DType, TypeConstraint
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.tensors import attr_value
@@ -65,6 +65,20 @@ class _Signature:
     inputs: tuple[TensorParam, ...]
     outputs: tuple[TensorParam, ...]
     attrs: dict[str, Attribute]
+    constraints: tuple[TypeConstraint, ...] = ()
+
+    def dtypes_of(self, tensor: TensorParam, only: tuple[DType, ...] | None) -> tuple[DType, ...]:
+        """The dtypes a tensor of a known case takes: `only` restricts the first type
+        variable's."""
+        if tensor.type_var is None:
+            return (tensor.dtype,) if tensor.dtype is not None else ()
+        constraint = next((c for c in self.constraints if c.name == tensor.type_var), None)
+        if constraint is None or not constraint.is_tensor_only:
+            return ()
+        first = self.constraints[0].name
+        if only is not None and tensor.type_var == first:
+            return tuple(d for d in constraint.dtypes if d in only)
+        return constraint.dtypes
 
     @property
     def input_names(self) -> set[str]:
@@ -91,11 +105,12 @@ def parse_tests(
     attrs: dict[str, Attribute],
     dtypes: tuple[DType, ...],
     errors: ErrorCollector,
+    constraints: tuple[TypeConstraint, ...] = (),
 ) -> Tests:
     fields = read.mapping(
         node, {"tolerances", "known", "random", "errors", "builtin_equivalents"}, set()
     )
-    signature = _Signature(inputs, outputs, attrs)
+    signature = _Signature(inputs, outputs, attrs, constraints)
     tolerances = _parse_tolerances(node, fields.get("tolerances"), dtypes, errors)
 
     def cases(key: str, parse: Callable[[Node, _Signature], Case]) -> tuple[Case, ...]:
@@ -138,17 +153,52 @@ def _parse_tolerances(
     return tolerances
 
 
+def _integer_range(dtype: DType) -> tuple[int, int] | None:
+    """The values an integer dtype holds (None: not an integer dtype)."""
+    bits = {"8": 8, "16": 16, "32": 32, "64": 64}
+    for prefix, signed in (("int", True), ("uint", False)):
+        width = dtype.value.removeprefix(prefix)
+        if dtype.value.startswith(prefix) and width in bits:
+            n = bits[width]
+            return (-(2 ** (n - 1)), 2 ** (n - 1) - 1) if signed else (0, 2**n - 1)
+    return None
+
+
+def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> None:
+    """Each value must be one the tensor's dtypes hold exactly: the tests would otherwise wrap
+    it (-1 as uint16 is 65535), truncate it (1.5 as int32) or fail at run time."""
+    if isinstance(value, list):
+        for v in value:
+            _check_known_values(node, v, dtypes)
+        return
+    for dtype in dtypes:
+        limits = _integer_range(dtype)
+        if dtype is DType.bool and value not in (0, 1):
+            raise node.error(f"{value!r} is no {dtype.value} value (true, false, 0 or 1)")
+        if limits is not None and (value != int(value) or not limits[0] <= value <= limits[1]):
+            raise node.error(
+                f"{value!r} is no {dtype.value} value (integers from {limits[0]} to {limits[1]})"
+            )
+
+
 def _parse_known(item: Node, signature: _Signature) -> KnownCase:
     kf = read.mapping(item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"})
+    only = tuple(read.dtype(d) for d in read.sequence(kf["dtypes"])) if "dtypes" in kf else None
+    tensors = {t.name: t for t in signature.inputs + signature.outputs}
+
+    def literal(name: str, node: Node) -> Any:
+        value = _tensor_literal(node)
+        _check_known_values(node, value, signature.dtypes_of(tensors[name], only))
+        return value
+
     ins = {
-        k: _tensor_literal(v)
+        k: literal(k, v)
         for k, v in signature.tensor_map(kf["inputs"], signature.input_names).items()
     }
     outs = {
-        k: _tensor_literal(v)
+        k: literal(k, v)
         for k, v in signature.tensor_map(kf["outputs"], signature.output_names).items()
     }
-    only = tuple(read.dtype(d) for d in read.sequence(kf["dtypes"])) if "dtypes" in kf else None
     return KnownCase(ins, outs, _parse_case_attributes(kf, signature.attrs, item), only)
 
 
