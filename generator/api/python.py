@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 
+from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.api.onnx import TENSOR_PROTO
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
 from generator.model.op import OpDef, TorchBinding
@@ -156,21 +157,31 @@ def _value(attr: NodeAttribute) -> str:
 
 
 def _attribute_args(
-    node: OnnxNode, absent: frozenset[str], suffix: Callable[[NodeAttribute], str]
+    node: OnnxNode,
+    absent: frozenset[str],
+    suffix: Callable[[NodeAttribute], str],
+    spell: Callable[[NodeAttribute], str] = _value,
 ) -> list[str]:
     """`name<suffix>=value` for each attribute of an export node; those referring to an
     attribute that may be absent (None) go through _support.given, which leaves None out."""
     always: list[str] = []
     maybe: list[str] = []
     for a in node.attributes:
-        arg = f"{a.name}{suffix(a)}={_value(a)}"
+        arg = f"{a.name}{suffix(a)}={spell(a)}"
         refers_to_absent = isinstance(a.value, AttrRef) and a.value.name in absent
         (maybe if refers_to_absent else always).append(arg)
     return always + ([f"**_support.given({', '.join(maybe)})"] if maybe else [])
 
 
+def _typed_list(a: NodeAttribute) -> str:
+    """A list attribute for onnxscript, typed: it would give an empty list the type INTS."""
+    if not a.type.is_list:
+        return _value(a)
+    return f"_support.onnx_list_attribute({a.name!r}, {ONNX_ATTR_TYPE[a.type]!r}, {_value(a)})"
+
+
 def _translation_node(node: OnnxNode, absent: frozenset[str]) -> str:
-    args = list(node.inputs) + _attribute_args(node, absent, lambda a: "")
+    args = list(node.inputs) + _attribute_args(node, absent, lambda a: "", _typed_list)
     return f"{', '.join(node.outputs)} = {opset_variable(node.domain)}.{node.op_type}({', '.join(args)})"
 
 

@@ -187,6 +187,9 @@ class ValidCase:
     label: str
     input_shapes: str
     outputs: tuple[ExpectedOutput, ...]
+    # ONNX 1.12's checker refuses an empty list attribute ("expected to have field 'floats'"),
+    # which ONNX allows (the Python tests check such models with today's checker)
+    runs_checker: bool
 
 
 @view
@@ -270,6 +273,7 @@ def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:
         label=f"random case {index} {named}".replace('"', "'"),
         input_shapes=_input_shapes_literal(op, named),
         outputs=tuple(outputs),
+        runs_checker=not any(value in ([], ()) for value in attributes.values()),
     )
 
 

@@ -608,6 +608,17 @@ def known_equal(a, b) -> bool:
     return True
 
 
+def onnx_list_attribute(name: str, kind: str, values):
+    """A list attribute for an onnxscript call, with its ONNX type: onnxscript types an empty
+    list INTS, whatever the schema says (None stays None: absent)."""
+    if values is None:
+        return None
+    import onnx_ir as ir
+
+    make = {"INTS": ir.AttrInt64s, "FLOATS": ir.AttrFloat32s, "STRINGS": ir.AttrStrings}[kind]
+    return make(name, list(values))
+
+
 def given(**attributes) -> dict:
     """The attributes that have a value: an export node leaves out one that is absent (None)."""
     return {name: value for name, value in attributes.items() if value is not None}
