@@ -233,8 +233,9 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     )
 
 
-def kernel_stub(op: OpDef, definition_file: str) -> str:
-    """The identity kernel every scaffolded op starts from."""
+def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
+    """The identity kernel every scaffolded op starts from (`package_dir`: the generated
+    package's folder, as the definition's comments name it)."""
     from generator.dest import common
     from generator.render import environment
 
@@ -255,6 +256,7 @@ def kernel_stub(op: OpDef, definition_file: str) -> str:
         .render(
             op_type=op.op_type,
             op_id=op.op_id,
+            package_dir=package_dir,
             definition_file=definition_file,
             template_decl=common.template_decl(op),
             compute_params=common.compute_params(op),
@@ -431,7 +433,8 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
             print(f"new: {written} (the project's opgen configuration)")
     write_atomic(definition, text)
     if kernel is not None:
-        write_atomic(kernel, kernel_stub(op, op.definition_path))
+        package_dir = Path(os.path.relpath(args.output_dir.absolute())).as_posix()
+        write_atomic(kernel, kernel_stub(op, op.definition_path, package_dir))
     if not args.quiet:
         print("\n".join(f"new: {path}" for path in paths))
     status = generate(

@@ -46,7 +46,9 @@ def _write_project(root: Path, stem: str, definition: dict, stub_kernel: bool) -
     kernel.write_text("", encoding="utf-8")
     if stub_kernel:
         op = parse_opdef(path, f"opdefs/{path.name}")
-        kernel.write_text(scaffold.kernel_stub(op, f"opdefs/{path.name}"), encoding="utf-8")
+        kernel.write_text(
+            scaffold.kernel_stub(op, f"opdefs/{path.name}", "generated"), encoding="utf-8"
+        )
 
 
 def _generate(root: Path, *args: str) -> tuple[int, str, str]:
