@@ -56,7 +56,16 @@ _SAMPLE: dict[AttrType, AttributeValue] = {
     AttrType.floats: [0.5],
     AttrType.strings: ["a"],
 }
-_KNOWN_VALUES = [[1.5, -2.0], [0.0, 4.25]]
+
+
+def _known_values(dtypes: list[DType]) -> list[list[float]] | list[list[int]]:
+    """Values of the identity's known case that every dtype holds exactly (definitions are
+    checked for that)."""
+    if all(d.is_floating for d in dtypes):
+        return [[1.5, -2.0], [0.0, 4.25]]
+    if any(d is DType.bool or d.value.startswith("uint") for d in dtypes):
+        return [[1, 0], [0, 1]]
+    return [[1, -2], [0, 4]]
 
 
 class ScaffoldError(Exception):
@@ -225,8 +234,8 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             ],
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
             kernel_file=kernel_file,
-            known_inputs=", ".join(f"{name}: {_yaml(_KNOWN_VALUES)}" for name in inputs),
-            known_outputs=", ".join(f"{name}: {_yaml(_KNOWN_VALUES)}" for name in outputs),
+            known_inputs=", ".join(f"{name}: {_yaml(_known_values(dtypes))}" for name in inputs),
+            known_outputs=", ".join(f"{name}: {_yaml(_known_values(dtypes))}" for name in outputs),
             required_values=", ".join(f"{k}: {_yaml(v)}" for k, v in required.items()),
             random_shapes=", ".join(f"{name}: [batch, 3]" for name in inputs),
         )

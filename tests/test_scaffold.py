@@ -98,3 +98,15 @@ def test_new_rejects_bad_arguments_and_writes_nothing(tmp_path, args, message):
     assert message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert not any(tmp_path.iterdir()), "nothing is written"
+
+
+def test_new_op_of_integer_and_bool_dtypes_only(tmp_path):
+    """No floating dtype: no tolerances to declare, and known values every dtype holds (1.5
+    is no int8, -2 no uint16)."""
+    new = _run(
+        tmp_path, "-m", "generator", "new", "Bits", "-q", "--package", "generated",
+        "--dtypes", "uint16,int8,bool",
+    )  # fmt: skip
+    assert new.returncode == 0, new.stdout + new.stderr
+    text = (tmp_path / "opdefs" / "bits.yaml").read_text()
+    assert "tolerances: {}" in text and "[[1, 0], [0, 1]]" in text
