@@ -124,6 +124,20 @@ CASES = [
         "float64 must be among its dtypes (torch.autograd.gradcheck runs in float64)",
     ),
     (
+        "tolerance for a dtype no tensor has",
+        "    float64: {rtol: 1.0e-10, atol: 1.0e-12}\n",
+        "    float64: {rtol: 1.0e-10, atol: 1.0e-12}\n    bfloat16: {rtol: 0.1, atol: 0.1}\n",
+        "tests.tolerances.bfloat16",
+        "no input or output of the op can be bfloat16, so this tolerance would apply to nothing",
+    ),
+    (
+        "known case at a dtype the type variable does not take",
+        "      outputs: {Y: [[0.6, -0.7], [-0.2, 0.4]]}\n",
+        "      outputs: {Y: [[0.6, -0.7], [-0.2, 0.4]]}\n      dtypes: [float32, bfloat16]\n",
+        "tests.known[0].dtypes",
+        "['bfloat16'] are not dtypes of T",
+    ),
+    (
         "unknown torch api",
         "name: opgen::inverse",
         "name: opgen::inverse\n  api: custom",

@@ -111,7 +111,10 @@ def parse_tests(
         node, {"tolerances", "known", "random", "errors", "builtin_equivalents"}, set()
     )
     signature = _Signature(inputs, outputs, attrs, constraints)
-    tolerances = _parse_tolerances(node, fields.get("tolerances"), dtypes, errors)
+    tensor_dtypes = tuple(
+        dict.fromkeys(d for t in inputs + outputs for d in signature.dtypes_of(t, None))
+    )
+    tolerances = _parse_tolerances(node, fields.get("tolerances"), dtypes, errors, tensor_dtypes)
 
     def cases(key: str, parse: Callable[[Node, _Signature], Case]) -> tuple[Case, ...]:
         """Each case of a list, parsed on its own: one bad case does not hide the others."""
@@ -134,7 +137,11 @@ def parse_tests(
 
 
 def _parse_tolerances(
-    node: Node, tol_node: Node | None, dtypes: tuple[DType, ...], errors: ErrorCollector
+    node: Node,
+    tol_node: Node | None,
+    dtypes: tuple[DType, ...],
+    errors: ErrorCollector,
+    tensor_dtypes: tuple[DType, ...] = (),
 ) -> dict[DType, Tolerance]:
     """Required only where an output is floating (integer and bool outputs compare exactly)."""
     tolerances: dict[DType, Tolerance] = {}
@@ -143,6 +150,13 @@ def _parse_tolerances(
     ):
         tf = read.mapping(child, {"rtol", "atol"}, {"rtol", "atol"})
         tolerances[DType(name)] = Tolerance(read.finite(tf["rtol"]), read.finite(tf["atol"]))
+        if tensor_dtypes and DType(name) not in tensor_dtypes:  # a typo or a leftover
+            errors.add(
+                child.error(
+                    f"no input or output of the op can be {name}, so this tolerance would "
+                    f"apply to nothing; they can be {[d.value for d in tensor_dtypes]}"
+                )
+            )
     missing = [d.value for d in dtypes if d not in tolerances]
     if missing:
         errors.add(
@@ -184,6 +198,15 @@ def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> No
 def _parse_known(item: Node, signature: _Signature) -> KnownCase:
     kf = read.mapping(item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"})
     only = tuple(read.dtype(d) for d in read.sequence(kf["dtypes"])) if "dtypes" in kf else None
+    if only is not None and signature.constraints:
+        first = signature.constraints[0]
+        allowed = first.dtypes if first.is_tensor_only else ()
+        never = [d.value for d in only if d not in allowed]
+        if never:  # the case would never run at them
+            raise kf["dtypes"].error(
+                f"{never} are not dtypes of {first.name} ({[d.value for d in allowed]}), the "
+                "type variable a known case's dtypes choose"
+            )
     tensors = {t.name: t for t in signature.inputs + signature.outputs}
 
     def literal(name: str, node: Node) -> Any:
