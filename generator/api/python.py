@@ -287,7 +287,7 @@ def _torchscript_dtype_checks(op: OpDef) -> list[str]:
     symbolic refuses it first, naming the op and the tensor."""
     if all(op.torchscript_exports(binding) for binding in op.instantiations):
         return []
-    missing = sorted(TORCHSCRIPT_MISSING_DTYPES, key=lambda d: d.value)
+    missing = TORCHSCRIPT_MISSING_DTYPES
 
     def may_miss(t: TensorParam) -> bool:
         if t.type_var is None:

@@ -230,12 +230,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         exporters=py.literal(list(op.exporters)),
         type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
-        torchscript_missing="("
-        + "".join(
-            f"{py.TORCH_DTYPE[d]}, "
-            for d in sorted(TORCHSCRIPT_MISSING_DTYPES, key=lambda d: d.value)
-        )
-        + ")",
+        torchscript_missing=_dtype_tuple(TORCHSCRIPT_MISSING_DTYPES),
         output_omissions=py.literal(_output_omissions(op)),
         input_names=py.literal([t.name for t in op.inputs]),
         attribute_names=py.literal([a.name for a in op.attributes]),
@@ -394,12 +389,11 @@ def _torchscript_refuses_dtypes(op: OpDef) -> bool:
     dtype it lacks (the op's symbolic refuses it, naming the op)."""
     if not (bool(op.export) and op.new_torch_op and op.torchscript_traces):
         return False
-    for binding in op.instantiations:
-        for case in op.tests.random:
-            given = [t for t in op.inputs if t.name in case.shapes] + list(op.outputs)
-            if any(t.dtype_in(binding) in TORCHSCRIPT_MISSING_DTYPES for t in given):
-                return True
-    return False
+    return any(
+        not op.torchscript_exports(binding, case.shapes)
+        for binding in op.instantiations
+        for case in op.tests.random
+    )
 
 
 def _output_omissions(op: OpDef) -> list[list[str]]:

@@ -108,6 +108,11 @@ _EXPORT_NO_COMPLEX = Never(
 )
 
 
+def _everywhere(**notes: str) -> dict[Target, Support]:
+    """Every target carries the feature; `notes` give a target's limit within it."""
+    return {target: Carried(notes.get(target.name, "")) for target in Target}
+
+
 def _only_schemas(**others: Support) -> dict[Target, Support]:
     """The Python schema carries the feature; the C++ schema and the code targets not yet,
     unless given."""
@@ -123,30 +128,21 @@ _TORCH_NEVER = {"torch_native": _TORCH_VALUES, "torch_python": _TORCH_VALUES}
 TABLE: dict[Feature, dict[Target, Support]] = {
     Feature.variadic_input: _only_schemas(),
     Feature.variadic_output: _only_schemas(),
-    Feature.optional_output: {
-        target: (
-            Carried("computes every output; the kernel's pointer is never null")
-            if target in (Target.pybind, Target.torch_native, Target.torch_python)
-            else Carried()
-        )
-        for target in Target
-    },
-    Feature.optional_input_first: {target: Carried() for target in Target},
+    Feature.optional_output: _everywhere(
+        **{
+            name: "computes every output; the kernel's pointer is never null"
+            for name in ("pybind", "torch_native", "torch_python")
+        }
+    ),
+    Feature.optional_input_first: _everywhere(),
     Feature.sequence_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
     Feature.map_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES, **_TORCH_NEVER),
     Feature.optional_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
     Feature.sparse_tensor_type: _only_schemas(ort_library=_ORT_VALUES, pybind=_ORT_VALUES),
-    Feature.unsigned_wide: {
-        target: (
-            Carried(
-                "the dynamo exporter; the TorchScript exporter has no such tensors, and an op's "
-                "TorchScript export of them raises, naming the op and the tensor"
-            )
-            if target is Target.exporters
-            else Carried()
-        )
-        for target in Target
-    },
+    Feature.unsigned_wide: _everywhere(
+        exporters="the dynamo exporter; the TorchScript exporter has no such tensors, and an "
+        "op's TorchScript export of them raises, naming the op and the tensor"
+    ),
     Feature.complex: _only_schemas(
         ort_library=_ORT_NO_COMPLEX, pybind=_ORT_NO_COMPLEX, exporters=_EXPORT_NO_COMPLEX
     ),
@@ -161,7 +157,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
     ),
     Feature.string: _only_schemas(torch_native=_NO_STRINGS, torch_python=_NO_STRINGS),
     Feature.unbound_type_variable: _only_schemas(),
-    Feature.optional_attribute_without_default: {target: Carried() for target in Target},
+    Feature.optional_attribute_without_default: _everywhere(),
     Feature.tensor_attribute: _only_schemas(),
     Feature.sparse_tensor_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE),
     Feature.graph_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE, **_TORCH_NEVER),

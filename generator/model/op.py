@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import product
@@ -300,9 +301,13 @@ class OpDef:
         strings ("unsupported input list type: str")."""
         return not any(a.type is AttrType.strings for a in self.attributes)
 
-    def torchscript_exports(self, binding: Instantiation) -> bool:
-        """No tensor of the op has a dtype the TorchScript exporter lacks at this binding."""
-        tensors = self.inputs + self.outputs
+    def torchscript_exports(
+        self, binding: Instantiation, given: Collection[str] | None = None
+    ) -> bool:
+        """No tensor of the op has a dtype the TorchScript exporter lacks at this binding
+        (`given`: the inputs a call passes; default: all)."""
+        inputs = [t for t in self.inputs if given is None or t.name in given]
+        tensors = inputs + list(self.outputs)
         return not any(t.dtype_in(binding) in TORCHSCRIPT_MISSING_DTYPES for t in tensors)
 
     @property

@@ -59,7 +59,7 @@ KERNEL_DTYPES = tuple(DType)[:10]
 
 # Element types the TorchScript exporter cannot export (torch 2.13: "ScalarType UInt32 is an
 # unexpected tensor scalar type"); the dynamo exporter carries them.
-TORCHSCRIPT_MISSING_DTYPES = frozenset({DType.uint16, DType.uint32, DType.uint64})
+TORCHSCRIPT_MISSING_DTYPES = (DType.uint16, DType.uint32, DType.uint64)
 
 # ONNX's name of each dtype (its type strings say tensor(float)); ours differ for two.
 ONNX_NAME = {d: {DType.float32: "float", DType.float64: "double"}.get(d, d.value) for d in DType}
