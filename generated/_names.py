@@ -4,6 +4,8 @@
 targets and the docs, and the generated package loads the artifacts by the same functions, so
 the two cannot disagree."""
 
+from collections.abc import Iterable
+
 
 def library_name(domain_ident: str) -> str:
     """The ONNX Runtime custom-op library's CMake target."""
@@ -65,3 +67,24 @@ def target_names(domain_ident: str) -> tuple[str, ...]:
         kernel_objects_name(domain_ident),
         schemas_library_name(domain_ident),
     )
+
+
+def value_name(variadic: str, index: int) -> str:
+    """The name of a variadic input's index-th value where values have names of their own (test
+    cases, the generated tests' models); no other name of the op may take this form."""
+    return f"{variadic}_{index}"
+
+
+def value_names(variadic: str, names: Iterable[str]) -> list[str]:
+    """A variadic input's values among `names`, in order: X_0, X_1, ... up to the first gap."""
+    present = set(names)
+    found = []
+    while value_name(variadic, len(found)) in present:
+        found.append(value_name(variadic, len(found)))
+    return found
+
+
+def input_of(value: str, variadic: str | None) -> str:
+    """The input a named value belongs to: the variadic input for one of its values."""
+    stem, _, index = value.rpartition("_")
+    return stem if stem == variadic and index.isdigit() else value

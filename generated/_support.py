@@ -338,7 +338,12 @@ def check_one_device(op: str, tensors: dict) -> None:
     """Raises unless the present tensors are on one device. The fake kernel calls it: a call
     with inputs on the meta device and on the CPU dispatches to it, and it would make its
     outputs on the first input's device, uninitialized, as if the call had run."""
-    devices = {name: t.device for name, t in tensors.items() if t is not None}
+    devices = {}
+    for name, value in tensors.items():
+        if isinstance(value, list | tuple):  # a variadic input's values
+            devices.update((f"{name}[{i}]", t.device) for i, t in enumerate(value))
+        elif value is not None:
+            devices[name] = value.device
     if len(set(devices.values())) > 1:
         where = ", ".join(f"input '{name}' on {device}" for name, device in devices.items())
         raise RuntimeError(f"{op}: the inputs must be on one device, got {where}")
@@ -700,3 +705,31 @@ def infer_through_function(ctx, function, input_names: list[str], output_names: 
     for index, name in enumerate(output_names):
         if name in types and types[name].tensor_type.elem_type:
             ctx.set_output_type(index, types[name])
+
+
+def register_loop_vmap(qualified_name: str, lib=None) -> None:
+    """vmap of an op with a Tensor[] argument, which PyTorch's vmap fallback cannot batch
+    ("Batching rule not implemented ... could not generate a fallback"): one call per sample,
+    stacked, as the fallback does for the other ops."""
+    import torch
+
+    namespace, name = qualified_name.split("::")
+
+    def one_sample(arg, dim, index):
+        if isinstance(arg, list | tuple):  # a Tensor[]: in_dims holds one dim per tensor
+            dims = dim if isinstance(dim, list | tuple) else [dim] * len(arg)
+            return [one_sample(a, d, index) for a, d in zip(arg, dims, strict=True)]
+        return arg if dim is None else arg.select(dim, index)
+
+    def rule(info, in_dims, *args, **kwargs):
+        op = getattr(getattr(torch.ops, namespace), name).default
+        results = [
+            op(*(one_sample(a, d, i) for a, d in zip(args, in_dims, strict=True)), **kwargs)
+            for i in range(info.batch_size)
+        ]
+        if isinstance(results[0], tuple):
+            outputs = tuple(torch.stack(list(values)) for values in zip(*results, strict=True))
+            return outputs, (0,) * len(outputs)
+        return torch.stack(results), 0
+
+    torch.library.register_vmap(qualified_name, rule, lib=lib)

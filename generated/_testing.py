@@ -10,7 +10,26 @@ import onnxruntime as ort
 import torch
 from onnx import TensorProto, helper
 
-from . import _support
+from . import _names, _support
+
+input_of = _names.input_of
+
+
+def grouped(inputs: dict, variadic: str) -> dict:
+    """Test inputs by input: the variadic input's values (named X_0, X_1, ...) as one list."""
+    values = _names.value_names(variadic, inputs)
+    by_input = {name: value for name, value in inputs.items() if name not in values}
+    return {**by_input, variadic: [inputs[name] for name in values]}
+
+
+def value_order(inputs: dict, order: list, variadic: str) -> list:
+    """The op's inputs in order, the variadic one as the names of its values among `inputs`."""
+    return [
+        value
+        for name in order
+        for value in (_names.value_names(variadic, inputs) if name == variadic else [name])
+    ]
+
 
 TENSOR_PROTO = {
     torch.float16: TensorProto.FLOAT16,

@@ -55,12 +55,19 @@ def _interface(**changes: object) -> dict:
 
 
 def _with_kernel(op: dict) -> dict:
-    tests: dict = {"random": [{"shapes": {"X": [2]}}]}
+    variadic = any(t.get("variadic") for t in op["inputs"])  # X: its values broadcast
+    tests: dict = {"random": [{"shapes": {"X": [[2], [2]] if variadic else [2]}}]}
     if "float32" in op["type_constraints"]["T"]:
         tests["tolerances"] = {"float32": {"rtol": 0.001, "atol": 0.001}}
     shaped = {
-        "inputs": [{"shape": ["..."], **t} if t["name"] == "X" else t for t in op["inputs"]],
-        "outputs": [{"same_shape_as": "X", **t} for t in op["outputs"]],
+        "inputs": [
+            {"shape": ["..."], **t} if t["name"] == "X" and not variadic else t
+            for t in op["inputs"]
+        ],
+        "outputs": [
+            {"shape": "broadcast(X)", **t} if variadic else {"same_shape_as": "X", **t}
+            for t in op["outputs"]
+        ],
     }
     return {
         **op,
@@ -83,6 +90,10 @@ def _typed(type_text: str) -> dict:
 # One definition per feature, and the field at which each uses it.
 EXAMPLES: dict[Feature, tuple[dict, str]] = {
     Feature.variadic_input: (_interface(inputs=[{**X_T, "variadic": True}]), "inputs[0].variadic"),
+    Feature.heterogeneous_variadic: (
+        _interface(inputs=[{**X_T, "variadic": {"homogeneous": False}}]),
+        "inputs[0].variadic",
+    ),
     Feature.variadic_output: (
         _interface(outputs=[{**Y_T, "variadic": {"min": 2}}]),
         "outputs[0].variadic",

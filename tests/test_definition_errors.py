@@ -583,6 +583,7 @@ def test_every_local_named_after_a_user_name_has_one_naming_rule():
     api/names.Local. Any identifier in the generated C++ and Python that extends a tensor or
     attribute name of its op must be one of that name's locals (or the name itself)."""
     from generator.api.names import Local
+    from generator.model.tensors import value_name
     from generator.parse.op import parse_opdef
 
     found = 0
@@ -603,7 +604,10 @@ def test_every_local_named_after_a_user_name_has_one_naming_rule():
                 found += len(derived)
                 # TorchScript's g.op takes attributes as typed keywords (alpha_f=...), no locals.
                 keywords = {f"{name}_{kind}" for kind in "ifs"}
-                unknown = derived - Local.derived_from(name) - chosen - keywords
+                # A variadic input's values, named in the tests (parse keeps those names free).
+                variadic = name in op.variadic_inputs
+                values = {value_name(name, i) for i in range(64)} if variadic else set()
+                unknown = derived - Local.derived_from(name) - chosen - keywords - values
                 assert not unknown, f"{path.name}: {sorted(unknown)} named after {name!r}"
     assert found > 50  # the scan sees the locals
 
@@ -653,6 +657,43 @@ NOT_YET = [
         "  - {name: stride, type: int, required: false}",
         r"attributes\[1\]: attribute 'stride' may be absent \(optional without a default\), so "
         r"neither the shape rule nor allowed/min/max can read it",
+    ),
+    (
+        "tests/opdefs/scaled_sum.yaml",  # a kernel op's variadic input without a value
+        "variadic: {min: 2}",
+        "variadic: {min: 0}",
+        r"inputs\[1\]\.variadic: a kernel op's variadic input takes at least one value",
+    ),
+    (
+        "tests/opdefs/scaled_sum.yaml",  # gradient formulas beside a variadic input
+        "reference_upcast: false",
+        "reference_upcast: false\ngradients: {Base: grad_Y}",
+        r"gradients: gradient formulas of an op with a variadic input \('X'\) are not carried",
+    ),
+    (
+        "tests/opdefs/scaled_sum.yaml",  # a name the tests give one of X's values
+        "  - {name: alpha, type: float, default: 1.0}",
+        "  - {name: alpha, type: float, default: 1.0}\n  - {name: X_1, type: int, default: 0}",
+        r"attributes\[1\]\.name: 'X_1' is the name of a value of variadic input 'X'",
+    ),
+    (
+        "tests/opdefs/scaled_sum.yaml",  # its values spread into another op's node
+        "reference_upcast: false",
+        'reference_upcast: false\nexport:\n  - nodes: ["Y = Sum(X)"]',
+        r"export\[0\]\.nodes\[0\]: variadic input 'X' may only be passed to the op itself",
+    ),
+    (
+        "tests/opdefs/scaled_sum.yaml",  # a shape pattern for every value
+        "variadic: {min: 2}, doc",
+        "variadic: {min: 2}, shape: [N], doc",
+        r"inputs\[1\]: input 'X': a variadic input takes no shape pattern",
+    ),
+    (
+        "tests/opdefs/scaled_sum.yaml",  # a test case with fewer values than the minimum
+        "{Base: [1, 2], X: [[10, 20], 5]}",
+        "{Base: [1, 2], X: [[10, 20]]}",
+        r"tests\.known\[0\]\.inputs\.X: variadic input 'X' is a list of its values, at least 2 "
+        r"here; found 1",
     ),
 ]
 

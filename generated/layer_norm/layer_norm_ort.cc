@@ -90,8 +90,8 @@ struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
 
   size_t GetInputTypeCount() const { return 3; }
   OrtCustomOpInputOutputCharacteristic GetInputCharacteristic(size_t index) const {
-    static constexpr bool optional[] = {false, false, true};
-    return optional[index] ? INPUT_OUTPUT_OPTIONAL : INPUT_OUTPUT_REQUIRED;
+    static constexpr OrtCustomOpInputOutputCharacteristic characteristics[] = {INPUT_OUTPUT_REQUIRED, INPUT_OUTPUT_REQUIRED, INPUT_OUTPUT_OPTIONAL};
+    return characteristics[index];
   }
   ONNXTensorElementDataType GetInputType(size_t index) const {
     static constexpr ONNXTensorElementDataType types[] = {
@@ -104,8 +104,8 @@ struct OrtOp : Ort::CustomOpBase<OrtOp<T>, OrtKernel<T>, /*WithStatus=*/true> {
 
   size_t GetOutputTypeCount() const { return 3; }
   OrtCustomOpInputOutputCharacteristic GetOutputCharacteristic(size_t index) const {
-    static constexpr bool optional[] = {false, true, true};
-    return optional[index] ? INPUT_OUTPUT_OPTIONAL : INPUT_OUTPUT_REQUIRED;
+    static constexpr OrtCustomOpInputOutputCharacteristic characteristics[] = {INPUT_OUTPUT_REQUIRED, INPUT_OUTPUT_OPTIONAL, INPUT_OUTPUT_OPTIONAL};
+    return characteristics[index];
   }
   ONNXTensorElementDataType GetOutputType(size_t index) const {
     static constexpr ONNXTensorElementDataType types[] = {

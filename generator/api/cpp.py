@@ -10,6 +10,7 @@ from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
 from generator.api.python import defaults_via_none
 from generator.model.tensors import (
+    Arity,
     Attribute,
     Differentiation,
     OptionalArity,
@@ -134,6 +135,19 @@ def formal_parameter_arguments(param: TensorParam) -> tuple[str, ...]:
     while arguments and arguments[-1] == defaults[len(arguments) - 1]:
         arguments.pop()
     return tuple(arguments)
+
+
+def ort_characteristic(arity: Arity) -> str:
+    """ONNX Runtime's OrtCustomOpInputOutputCharacteristic of a parameter."""
+    match arity:
+        case SingleArity():
+            return "INPUT_OUTPUT_REQUIRED"
+        case OptionalArity():
+            return "INPUT_OUTPUT_OPTIONAL"
+        case VariadicArity():
+            return "INPUT_OUTPUT_VARIADIC"
+        case _:
+            assert_never(arity)
 
 
 def onnx_proto_enum(dtype: DType) -> str:

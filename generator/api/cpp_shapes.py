@@ -159,14 +159,15 @@ class ConcreteShapes(_CppSyntax):
         return f"{self.target}.push_back(opgen::data_dependent_dim<Dim>({symbol}));"
 
     def broadcast_part(self, part: BroadcastPart) -> str:
-        shapes = ", ".join(
-            (
-                f"{Local.present(name)} ? &{Local.shape(name)} : nullptr"
-                if name in self.optional_inputs
-                else f"&{Local.shape(name)}"
-            )
-            for name in part.operands
-        )
+        def group(name: str) -> str:
+            """The operand's shapes: a variadic input's every value, an absent one's none."""
+            if name in part.variadic:
+                return f"opgen::each_shape({Local.shape(name)})"
+            if name in self.optional_inputs:
+                return f"{{{Local.present(name)} ? &{Local.shape(name)} : nullptr}}"
+            return f"{{&{Local.shape(name)}}}"
+
+        shapes = ", ".join(group(name) for name in part.operands)
         return f"{self.target} = opgen::broadcast_shapes<Dim>({string_literal(part.message)}, {{{shapes}}});"
 
     def reduce_part(self, part: ReducePart) -> str:
@@ -316,15 +317,17 @@ class SymbolicShapes(_CppSyntax):
         return f"{self.target}->add_dim();  // data-dependent: unknown"
 
     def broadcast_part(self, part: BroadcastPart) -> str:
-        optional = self.optional_inputs
-        required = ", ".join(f"&{Local.shape(n)}" for n in part.operands if n not in optional)
-        added = "".join(
-            f" if ({Local.present(n)}) shapes.push_back(&{Local.shape(n)});"
-            for n in part.operands
-            if n in optional
-        )
+        def added(name: str) -> str:
+            shape = Local.shape(name)
+            if name in part.variadic:  # a vector of every value's shape
+                return f" shapes.insert(shapes.end(), {shape}.begin(), {shape}.end());"
+            if name in self.optional_inputs:
+                return f" if ({Local.present(name)}) shapes.push_back(&{shape});"
+            return f" shapes.push_back(&{shape});"
+
+        adding = "".join(added(name) for name in part.operands)
         return (
-            f"{{ std::vector<const ONNX_NAMESPACE::TensorShapeProto*> shapes{{{required}}};{added} "
+            f"{{ std::vector<const ONNX_NAMESPACE::TensorShapeProto*> shapes;{adding} "
             f"try {{ ONNX_NAMESPACE::multidirectionalBroadcastShapeInference(shapes, *{self.target}); }} "
             "catch (const ONNX_NAMESPACE::InferenceError&) { std::string got; "
             'for (const auto* shape : shapes) got += (got.empty() ? "" : " and ") + '

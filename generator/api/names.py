@@ -82,6 +82,11 @@ class Local:
         return f"{tensor}_array"
 
     @staticmethod
+    def value_index(tensor: str) -> str:
+        """The loop index over a variadic input's values in the C++ wrappers."""
+        return f"{tensor}_index"
+
+    @staticmethod
     def dtype_name(tensor: str) -> str:
         """An input's numpy dtype name, for the pybind11 binding's unsupported-dtype message."""
         return f"{tensor}_dtype"
@@ -121,6 +126,11 @@ class Local:
     def onnx_type(tensor: str) -> str:
         """The tensor's TypeProto (None when an optional input is absent)."""
         return f"{tensor}_type"
+
+    @staticmethod
+    def onnx_types(tensor: str) -> str:
+        """A variadic input's TypeProtos, one per value."""
+        return f"{tensor}_types"
 
     @staticmethod
     def onnx_attribute(name: str) -> str:

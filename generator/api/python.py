@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from typing import assert_never
 
 from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.api.onnx import TENSOR_PROTO
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
 from generator.model.op import OpDef, TorchBinding
-from generator.model.tensors import Attribute, TensorParam
+from generator.model.tensors import (
+    Arity,
+    Attribute,
+    OptionalArity,
+    SingleArity,
+    TensorParam,
+    VariadicArity,
+)
 from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
@@ -92,14 +100,37 @@ def _schema_char(char: str) -> str:
     return f"\\{ord(char):03o}" if ord(char) < 0x20 or ord(char) == 0x7F else char
 
 
+def schema_tensor_type(arity: Arity) -> str:
+    """A tensor parameter's type in a PyTorch schema."""
+    match arity:
+        case SingleArity():
+            return "Tensor"
+        case OptionalArity():
+            return "Tensor?"
+        case VariadicArity():
+            return "Tensor[]"
+        case _:
+            assert_never(arity)
+
+
+def tensor_annotation(arity: Arity) -> str:
+    """A tensor parameter's Python annotation."""
+    match arity:
+        case SingleArity():
+            return "torch.Tensor"
+        case OptionalArity():
+            return "torch.Tensor | None"
+        case VariadicArity():
+            return "list[torch.Tensor]"
+        case _:
+            assert_never(arity)
+
+
 def torch_schema(op: OpDef) -> str:
     """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
     args = [
-        (
-            f"Tensor? {t.name}" + ("=None" if input_defaults_to_none(op, i) else "")
-            if t.optional
-            else f"Tensor {t.name}"
-        )
+        f"{schema_tensor_type(t.arity)} {t.name}"
+        + ("=None" if input_defaults_to_none(op, i) else "")
         for i, t in enumerate(op.inputs)
     ]
     for attr in op.attributes:
@@ -116,9 +147,8 @@ def torch_schema(op: OpDef) -> str:
 def python_params(op: OpDef, annotate: bool) -> str:
     params = []
     for i, t in enumerate(op.inputs):
-        annotation = ": torch.Tensor | None" if t.optional else ": torch.Tensor"
         default = " = None" if input_defaults_to_none(op, i) else ""
-        params.append(t.name + (annotation if annotate else "") + default)
+        params.append(t.name + (f": {tensor_annotation(t.arity)}" if annotate else "") + default)
     for attr in op.attributes:
         annotation = ANNOTATION[attr.type]
         default = "" if attr.required else f" = {literal(attr.default)}"
@@ -180,8 +210,14 @@ def _typed_list(a: NodeAttribute) -> str:
     return f"_support.onnx_list_attribute({a.name!r}, {ONNX_ATTR_TYPE[a.type]!r}, {_value(a)})"
 
 
-def _translation_node(node: OnnxNode, absent: frozenset[str]) -> str:
-    args = list(node.inputs) + _attribute_args(node, absent, lambda a: "", _typed_list)
+def _translation_node(node: OnnxNode, absent: frozenset[str], op: OpDef) -> str:
+    if any(name in op.variadic_inputs for name in node.inputs):
+        # By keyword (the node calls the op itself): torch 2.13's exporter binds a variadic
+        # parameter after another one to every positional argument, the earlier ones again.
+        inputs = [f"{t.name}={name}" for t, name in zip(op.inputs, node.inputs) if name]
+    else:
+        inputs = list(node.inputs)
+    args = inputs + _attribute_args(node, absent, lambda a: "", _typed_list)
     return f"{', '.join(node.outputs)} = {opset_variable(node.domain)}.{node.op_type}({', '.join(args)})"
 
 
@@ -196,8 +232,13 @@ _SYMBOLIC_SUFFIX = {
 }
 
 
-def _symbolic_node(node: OnnxNode, absent: frozenset[str]) -> str:
-    args = [json.dumps(node.qualified)] + list(node.inputs)
+def _symbolic_node(node: OnnxNode, absent: frozenset[str], variadic: frozenset[str]) -> str:
+    # A variadic input (Tensor[]) arrives as one list value: its items are the node's inputs.
+    inputs = [
+        f"*symbolic_helper._unpack_list({name})" if name in variadic else name
+        for name in node.inputs
+    ]
+    args = [json.dumps(node.qualified)] + inputs
     args += _attribute_args(node, absent, lambda a: f"_{_SYMBOLIC_SUFFIX[a.type]}")
     if len(node.outputs) > 1:
         args.append(f"outputs={len(node.outputs)}")
@@ -272,13 +313,13 @@ def _may_be_absent(op: OpDef) -> frozenset[str]:
 
 def translation_statements(op: OpDef) -> list[str]:
     absent = _may_be_absent(op)
-    return _rules(op, lambda node: _translation_node(node, absent))
+    return _rules(op, lambda node: _translation_node(node, absent, op))
 
 
 def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
     absent = _may_be_absent(op)
     return _torchscript_dtype_checks(op) + _rules(
-        op, lambda node: _symbolic_node(node, absent), set_types
+        op, lambda node: _symbolic_node(node, absent, op.variadic_inputs), set_types
     )
 
 

@@ -139,14 +139,14 @@ class TorchShapes(_PythonSyntax):
         return part.symbol  # from new_dynamic_size() (see torch_op.py)
 
     def broadcast_part(self, part: BroadcastPart) -> str:
-        shapes = ", ".join(
-            (
-                f"None if {name} is None else {name}.shape"
-                if name in self.optional_inputs
-                else f"{name}.shape"
-            )
-            for name in part.operands
-        )
+        def shapes_of(name: str) -> str:
+            if name in part.variadic:  # every value's
+                return f"*(value.shape for value in {name})"
+            if name in self.optional_inputs:
+                return f"None if {name} is None else {name}.shape"
+            return f"{name}.shape"
+
+        shapes = ", ".join(shapes_of(name) for name in part.operands)
         return f"*_support.broadcast_sizes({literal(part.message)}, {shapes})"
 
     def reduce_part(self, part: ReducePart) -> str:
@@ -263,7 +263,10 @@ class OnnxShapes(_PythonSyntax):
         return "onnx.TensorShapeProto.Dimension()"  # data-dependent: unknown
 
     def broadcast_part(self, part: BroadcastPart) -> str:
-        dims = ", ".join(self._dims(name) for name in part.operands)
+        # A variadic input's dims are a list of every value's.
+        dims = ", ".join(
+            ("*" if name in part.variadic else "") + self._dims(name) for name in part.operands
+        )
         return f"*_support.broadcast_dims({literal(part.message)}, {dims})"
 
     def reduce_part(self, part: ReducePart) -> str:

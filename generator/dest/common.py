@@ -35,13 +35,16 @@ class ShapedInput:
     name: str
     index: int
     optional: bool
+    variadic: bool  # its values are inputs index, index + 1, ... to the node's last
 
 
 def shaped_inputs(op: OpDef) -> tuple[ShapedInput, ...]:
     """Inputs whose shape the shape rule reads (schema inference needs all of them known)."""
     used = op.shape_rule.shaped_inputs
     return tuple(
-        ShapedInput(t.name, i, t.optional) for i, t in enumerate(op.inputs) if t.name in used
+        ShapedInput(t.name, i, t.optional, t.variadic)
+        for i, t in enumerate(op.inputs)
+        if t.name in used
     )
 
 
@@ -72,7 +75,12 @@ def compute_params(op: OpDef, binding: dict[str, str] | None = None) -> str:
 
     params = ["const opgen::Context& ctx"]
     params += [
-        f"const opgen::Input<{spell(t)}>{'*' if t.optional else '&'} {t.name}" for t in op.inputs
+        (
+            f"const opgen::Inputs<{spell(t)}>& {t.name}"
+            if t.variadic
+            else f"const opgen::Input<{spell(t)}>{'*' if t.optional else '&'} {t.name}"
+        )
+        for t in op.inputs
     ]
     allocated = op.shape_rule.kernel_allocated
     params += [

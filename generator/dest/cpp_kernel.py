@@ -15,7 +15,7 @@ from generator.dest.cpp import CppAttribute, concrete_dtype
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef, TorchApi
-from generator.model.tensors import TensorParam
+from generator.model.tensors import TensorParam, VariadicArity
 from generator.render import render
 from generator.shapes.spell import SpelledCheck
 from generator.view import view
@@ -29,8 +29,13 @@ class KernelInput:
     index: int
     cpp_type: str
     optional: bool
+    variadic: bool  # its values are inputs index, index + 1, ... (a vector of each local)
+    min_arity: int  # variadic: the fewest values it takes
+    too_few_message: str  # variadic: a literal, what fewer values than min_arity raise
     shape: str
+    shape_type: str  # of `shape` in the kernel wrappers: a vector of them for a variadic input
     present: str
+    value_index: str  # variadic: the loop index over its values
     optional_view: str
     runtime_value: str  # ONNX Runtime
     array: str  # pybind11
@@ -38,15 +43,22 @@ class KernelInput:
     data: str  # where the wrapper at hand finds its elements
 
     @classmethod
-    def of(cls, tensor: TensorParam, index: int, data: str) -> KernelInput:
+    def of(cls, op: OpDef, tensor: TensorParam, index: int, data: str) -> KernelInput:
         name = tensor.name
         return cls(
             name=name,
             index=index,
             cpp_type=common.tensor_cpp_type(tensor),
             optional=tensor.optional,
+            variadic=tensor.variadic,
+            min_arity=tensor.arity.min_arity if isinstance(tensor.arity, VariadicArity) else 1,
+            too_few_message=(
+                cpp.string_literal(op.too_few_values_message(tensor)) if tensor.variadic else ""
+            ),
             shape=Local.shape(name),
+            shape_type="std::vector<opgen::Shape>" if tensor.variadic else "opgen::Shape",
             present=Local.present(name),
+            value_index=Local.value_index(name),
             optional_view=Local.optional_view(name),
             runtime_value=Local.runtime_value(name),
             array=Local.array(name),
@@ -100,22 +112,31 @@ class KernelInstantiation:
 def _inputs(
     op: OpDef, data: Callable[[TensorParam], str] = lambda tensor: ""
 ) -> tuple[KernelInput, ...]:
-    return tuple(KernelInput.of(t, i, data(t)) for i, t in enumerate(op.inputs))
+    return tuple(KernelInput.of(op, t, i, data(t)) for i, t in enumerate(op.inputs))
+
+
+def _one_value(tensor: TensorParam, local: str) -> str:
+    """A runtime's value of an input: a variadic one's at the views' loop index."""
+    if tensor.variadic:
+        return f"{local}[{Local.value_index(tensor.name)}]"
+    return ("*" if tensor.optional else "") + local
 
 
 def _ort_data(tensor: TensorParam) -> str:
     cpp_type = common.tensor_cpp_type(tensor)
-    return f"opgen::ort::data<{cpp_type}>({Local.runtime_value(tensor.name)}, aligned)"
+    value = _one_value(tensor, Local.runtime_value(tensor.name)).lstrip("*")
+    return f"opgen::ort::data<{cpp_type}>({value}, aligned)"
 
 
 def _numpy_data(tensor: TensorParam) -> str:
-    array = ("*" if tensor.optional else "") + Local.array(tensor.name)
+    array = _one_value(tensor, Local.array(tensor.name))
     return f"opgen::py_support::data<{common.tensor_cpp_type(tensor)}>({array}, aligned)"
 
 
 def _torch_data(tensor: TensorParam) -> str:
     cpp_type = common.tensor_cpp_type(tensor)
-    return f"opgen::torch_support::data<{cpp_type}>({Local.runtime_value(tensor.name)}, aligned)"
+    value = _one_value(tensor, Local.runtime_value(tensor.name)).lstrip("*")
+    return f"opgen::torch_support::data<{cpp_type}>({value}, aligned)"
 
 
 def _outputs(
@@ -219,7 +240,11 @@ def kernel_api_view(op: OpDef, output_dir: Path) -> KernelApiView:
             output_dir.resolve() / op.op_id, kernel.source_file.resolve()
         )
     shape_params = ", ".join(
-        f"const std::vector<Dim>& {Local.shape(t.name)}"
+        (
+            f"const std::vector<std::vector<Dim>>& {Local.shape(t.name)}"
+            if t.variadic
+            else f"const std::vector<Dim>& {Local.shape(t.name)}"
+        )
         + (f", bool {Local.present(t.name)}" if t.optional else "")
         for t in op.inputs
     )
@@ -314,10 +339,9 @@ class OrtOpView(KernelWrapperView):
     rank_ambiguous_indices: str  # inputs whose rank 0 could mean "unknown rank" (not scalars)
     rule_attributes: tuple[RuleAttribute, ...]
     inferred_outputs: tuple[InferredOutput, ...]
-    has_optional_inputs: bool
-    optional_flags: str
-    has_optional_outputs: bool
-    optional_output_flags: str
+    # GetInputCharacteristic's and GetOutputCharacteristic's table ("": all required)
+    input_characteristics: str
+    output_characteristics: str
 
 
 def ort_op_view(op: OpDef) -> OrtOpView:
@@ -339,7 +363,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         rank_ambiguous_indices=", ".join(
             str(i.index)
             for i in common.shaped_inputs(op)
-            if i.name not in op.shape_rule.scalar_inputs
+            if i.name not in op.shape_rule.scalar_inputs and not i.variadic
         ),
         rule_attributes=tuple(
             RuleAttribute(name, cpp.bool_literal(attrs[name].required))
@@ -355,11 +379,15 @@ def ort_op_view(op: OpDef) -> OrtOpView:
             )
             for i, t in enumerate(op.outputs)
         ),
-        has_optional_inputs=any(t.optional for t in op.inputs),
-        optional_flags=", ".join(cpp.bool_literal(t.optional) for t in op.inputs),
-        has_optional_outputs=any(t.optional for t in op.outputs),
-        optional_output_flags=", ".join(cpp.bool_literal(t.optional) for t in op.outputs),
+        input_characteristics=_characteristics(op.inputs),
+        output_characteristics=_characteristics(op.outputs),
     )
+
+
+def _characteristics(tensors: tuple[TensorParam, ...]) -> str:
+    """ONNX Runtime's characteristic of each parameter, or "" where all are required."""
+    names = [cpp.ort_characteristic(t.arity) for t in tensors]
+    return "" if all(n == "INPUT_OUTPUT_REQUIRED" for n in names) else ", ".join(names)
 
 
 def _dtype_list_expr(op: OpDef) -> str:
@@ -380,6 +408,13 @@ def _supported_dtypes(op: OpDef) -> str:
     )
 
 
+def _numpy_type(tensor: TensorParam) -> str:
+    """What the pybind11 binding takes for an input."""
+    if tensor.variadic:
+        return "const std::vector<py::array>"
+    return "const std::optional<py::array>" if tensor.optional else "const py::array"
+
+
 @view
 class PybindOpView(KernelWrapperView):
     """pybind_op.cc: the kernel bound for numpy arrays."""
@@ -396,14 +431,7 @@ class PybindOpView(KernelWrapperView):
 
 def pybind_op_view(op: OpDef) -> PybindOpView:
     assert op.op_type is not None and op.domain is not None
-    array_params = [
-        (
-            f"const std::optional<py::array>& {Local.array(t.name)}"
-            if t.optional
-            else f"const py::array& {Local.array(t.name)}"
-        )
-        for t in op.inputs
-    ]
+    array_params = [f"{_numpy_type(t)}& {Local.array(t.name)}" for t in op.inputs]
     attr_params = [f"{cpp.attribute_type(a)} {a.name}" for a in op.attributes]
     return PybindOpView(
         **vars(_kernel_wrapper_view(op, _numpy_data, _numpy_output_data, "serial")),
@@ -471,17 +499,26 @@ class TorchOpView(KernelWrapperView):
     supported_dtypes: str
 
 
+def _torch_type(tensor: TensorParam) -> str:
+    """What the native kernel takes for an input (its schema's Tensor, Tensor? or Tensor[])."""
+    if tensor.variadic:
+        return "std::vector<opgen::torch_support::Tensor>"
+    if tensor.optional:
+        return "std::optional<opgen::torch_support::Tensor>"
+    return "opgen::torch_support::Tensor"
+
+
+def _autograd_check(tensor: TensorParam) -> str:
+    """NoGradientHere's check of the input's stack slot."""
+    if tensor.variadic:
+        return "variadic_input"
+    return "optional_input" if tensor.optional else "input"
+
+
 def torch_op_view(op: OpDef, package: str) -> TorchOpView:
     torch = py.torch_binding(op)
     below = common.below_autograd_op(torch.name)
-    tensor_types = [
-        (
-            "std::optional<opgen::torch_support::Tensor>"
-            if t.optional
-            else "opgen::torch_support::Tensor"
-        )
-        for t in op.inputs
-    ]
+    tensor_types = [_torch_type(t) for t in op.inputs]
     tensor_params = [
         f"{cpp_type} {Local.runtime_value(t.name)}"
         for cpp_type, t in zip(tensor_types, op.inputs, strict=True)
@@ -512,9 +549,7 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         package_literal=cpp.string_literal(package),
         forward_mode_message_literal=cpp.string_literal(py.forward_mode_message(op)),
         autograd_checks=tuple(
-            AutogradCheck(
-                "optional_input" if t.optional else "input", i, cpp.string_literal(t.name)
-            )
+            AutogradCheck(_autograd_check(t), i, cpp.string_literal(t.name))
             for i, t in enumerate(op.inputs)
         ),
         return_type=(

@@ -16,7 +16,7 @@ from generator.dest.cpp import CppAttribute, concrete_dtype
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
-from generator.model.tensors import TensorParam
+from generator.model.tensors import TensorParam, value_name, value_names
 from generator.model.tests import ErrorCase, RandomCase
 from generator.model.types import DType
 from generator.render import render
@@ -56,6 +56,7 @@ class SchemaShapedInput:
     name: str
     index: int
     optional: bool
+    variadic: bool  # its values are the inputs from index on: `shape` is a vector of them
     present: str
     shape: str
     absent_shape: str
@@ -137,6 +138,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
                 i.name,
                 i.index,
                 i.optional,
+                i.variadic,
                 Local.present(i.name),
                 Local.shape(i.name),
                 Local.absent_shape(i.name),
@@ -170,6 +172,8 @@ class TestTensor:
     name_literal: str
     dtype_expr: str  # its TensorProto type in the test's models (the first instantiation)
     value_info: str
+    variadic: bool  # its values are the model's inputs from index on
+    value_name_prefix_literal: str  # variadic: its values' names but their numbers
 
 
 @view
@@ -238,15 +242,17 @@ def _testconcrete_dtype(op: OpDef, tensor: TensorParam) -> DType:
 
 def _input_shapes_literal(op: OpDef, shapes: Mapping[str, Sequence[int | str]]) -> str:
     """The shapes of the inputs a case gives, in order, as make_model's argument: up to the
-    last one given, an optional input it leaves out is std::nullopt."""
-    given = [i for i, t in enumerate(op.inputs) if t.name in shapes]
+    last one given, an optional input it leaves out is std::nullopt; a variadic input's values
+    each (it comes last)."""
+    given = [i for i, t in enumerate(op.inputs) if t.name in shapes or t.variadic]
     spelled = [
         (
-            "std::vector<Dim>" + _dims_literal(list(shapes[t.name]))
-            if t.name in shapes
+            "std::vector<Dim>" + _dims_literal(list(shapes[name]))
+            if name in shapes
             else "std::nullopt"
         )
         for t in op.inputs[: given[-1] + 1 if given else 0]
+        for name in (value_names(t.name, shapes) if t.variadic else [t.name])
     ]
     return "{" + ", ".join(spelled) + "}"
 
@@ -298,6 +304,8 @@ def schema_test_view(op: OpDef) -> SchemaTestView:
             cpp.string_literal(t.name),
             cpp.onnx_proto_enum(_testconcrete_dtype(op, t)),
             Local.value_info(t.name),
+            t.variadic,
+            cpp.string_literal(value_name(t.name, 0).removesuffix("0")),
         )
 
     return SchemaTestView(

@@ -15,7 +15,7 @@ from generator.dest import common
 from generator.dest.emission import Emission
 from generator.model.op import OpDef, TorchApi
 from generator.model.shapes import OutputShape, SlicePart
-from generator.model.tensors import TensorParam
+from generator.model.tensors import TensorParam, VariadicArity
 from generator.model.types import AttrType, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
@@ -39,7 +39,14 @@ def torch_overload_expr(op: OpDef) -> str:
 
 def output_dtype_expr(op: OpDef, output: TensorParam) -> str:
     source = op.dtype_source(output)
-    return f"{source}.dtype" if source else py.TORCH_DTYPE[_fixed_dtype(output)]
+    if source is None:
+        return py.TORCH_DTYPE[_fixed_dtype(output)]
+    return f"{_first_value(op, source)}.dtype"
+
+
+def _first_value(op: OpDef, name: str) -> str:
+    """An input as one tensor: a variadic input's first value (it has one at least)."""
+    return f"{name}[0]" if name in op.variadic_inputs else name
 
 
 def _fixed_dtype(tensor: TensorParam) -> DType:
@@ -163,10 +170,15 @@ class TorchOpView:
     kernel_call: KernelCallView | None  # None: the export nodes run eagerly
     eager_statements: tuple[str, ...]
     call_args: str
+    # The autograd Function's arguments (a variadic input's values spread last: apply sees
+    # only tensors passed one by one), and how its forward calls the op with them
+    function_args: str
+    function_forward_args: str
     needs_autograd: str  # the condition for going through the autograd Function
     gradient_formulas: GradientFormulasView | None
     no_gradient_message: str | None  # a literal: backward without formulas raises it
     forward_mode_message: str
+    loop_vmap: bool  # a Tensor[] input: vmap through our own rule
 
 
 def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpView:
@@ -198,13 +210,13 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
             else f" -> tuple[{', '.join(['torch.Tensor'] * len(names))}]"
         ),
         doc_escaped=op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
-        checks=tuple(python_shapes.torch_checks(op)),
+        checks=tuple(_arity_checks(op) + python_shapes.torch_checks(op)),
         device_check_args=(
             f"{py.literal(op.message_prefix)}, "
             + "{"
             + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs)
             + "}"
-            if len(op.inputs) > 1
+            if len(op.inputs) > 1 or op.variadic_inputs
             else None
         ),
         data_dependent_sizes=tuple(op.shape_rule.data_dependent_sizes),
@@ -213,7 +225,9 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
             for o, shape in zip(op.outputs, shapes, strict=True)
         ),
         # The device of the outputs: a required input's (an optional one may be None).
-        first_input=next((t.name for t in op.inputs if not t.optional), op.inputs[0].name),
+        first_input=_first_value(
+            op, next((t.name for t in op.inputs if not t.optional), op.inputs[0].name)
+        ),
         return_expr=names[0] if single else "(" + ", ".join(names) + ")",
         output_names_tuple=", ".join(names) + ("," if single else ""),
         fill_defaults=tuple(py.fill_defaults(op)),
@@ -221,6 +235,15 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         kernel_call=_kernel_call(op) if op.kernel else None,
         eager_statements=() if op.kernel else tuple(py.eager_statements(op, index)),
         call_args=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
+        function_args=", ".join(
+            [t.name for t in op.inputs if not t.variadic]
+            + [a.name for a in op.attributes]
+            + [f"*{t.name}" for t in op.inputs if t.variadic]
+        ),
+        function_forward_args=", ".join(
+            [f"list({t.name})" if t.variadic else t.name for t in op.inputs]
+            + [a.name for a in op.attributes]
+        ),
         needs_autograd=_needs_autograd(op),
         gradient_formulas=_gradient_formulas(op) if op.gradients else None,
         no_gradient_message=(
@@ -229,20 +252,36 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
             else None
         ),
         forward_mode_message=py.literal(py.forward_mode_message(op)),
+        loop_vmap=bool(op.variadic_inputs),
     )
+
+
+def _arity_checks(op: OpDef) -> list[SpelledCheck]:
+    """Each variadic input has its minimum number of values (the fake kernel checks it first:
+    the shape rule reads the first value)."""
+    return [
+        SpelledCheck(
+            f"len({t.name}) >= {t.arity.min_arity}",
+            py.literal(op.too_few_values_message(t)),
+            f"len({t.name})",
+        )
+        for t in op.inputs
+        if isinstance(t.arity, VariadicArity)
+    ]
 
 
 def _kernel_call(op: OpDef) -> KernelCallView:
     assert op.domain is not None  # a kernel op defines an ONNX op
     names = [t.name for t in op.outputs]
-    arrays = [
-        (
-            f"None if {t.name} is None else _support.to_numpy({t.name})"
-            if t.optional
-            else f"_support.to_numpy({t.name})"
-        )
-        for t in op.inputs
-    ]
+
+    def array(t: TensorParam) -> str:
+        if t.variadic:
+            return f"[_support.to_numpy(value) for value in {t.name}]"
+        if t.optional:
+            return f"None if {t.name} is None else _support.to_numpy({t.name})"
+        return f"_support.to_numpy({t.name})"
+
+    arrays = [array(t) for t in op.inputs]
     inputs_by_name = "{" + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs) + "}"
     return KernelCallView(
         domain=op.domain,
@@ -262,18 +301,17 @@ def _needs_autograd(op: OpDef) -> str:
     """When the autograd kernel goes through the op's autograd.Function: a gradient can flow
     backward (grad mode on and some tensor input requiring grad) or forward (some input carries
     a forward-mode tangent, which would otherwise be dropped in silence)."""
-    requires_grad = [
-        (
-            f"({t.name} is not None and {t.name}.requires_grad)"
-            if t.optional
-            else f"{t.name}.requires_grad"
-        )
-        for t in op.inputs
-    ]
-    any_requires_grad = (
-        requires_grad[0] if len(requires_grad) == 1 else f"({' or '.join(requires_grad)})"
-    )
-    tensors = ", ".join(t.name for t in op.inputs)
+
+    def requires_grad(t: TensorParam) -> str:
+        if t.variadic:
+            return f"any(value.requires_grad for value in {t.name})"
+        if t.optional:
+            return f"({t.name} is not None and {t.name}.requires_grad)"
+        return f"{t.name}.requires_grad"
+
+    conditions = [requires_grad(t) for t in op.inputs]
+    any_requires_grad = conditions[0] if len(conditions) == 1 else f"({' or '.join(conditions)})"
+    tensors = ", ".join(f"*{t.name}" if t.variadic else t.name for t in op.inputs)
     return f"(torch.is_grad_enabled() and {any_requires_grad}) or _support.has_tangent({tensors})"
 
 
@@ -328,6 +366,7 @@ class ReadInputView:
 
     index: int
     optional: bool
+    variadic: bool  # its values are the inputs from index on: type_variable is their list
     type_variable: str
 
 
@@ -336,6 +375,7 @@ class ShapedInputView:
     """An input whose dims the shape rule reads."""
 
     optional: bool
+    variadic: bool  # dims_variable is a list of every value's dims
     type_variable: str
     dims_variable: str
 
@@ -493,13 +533,13 @@ def _schema_inference(op: OpDef) -> _SchemaInference:
         attributes=tuple(python_shapes.onnx_inference_attributes(op)),
         attribute_checks=tuple(python_shapes.onnx_attribute_checks(op)),
         read_inputs=tuple(
-            ReadInputView(i, t.optional, Local.onnx_type(t.name))
+            ReadInputView(i, t.optional, t.variadic, _onnx_type(op, t.name))
             for i, t in enumerate(op.inputs)
             if t.name in shaped_names or t.name in dtype_sources
         ),
-        shapes_known=" and ".join(_shape_known(s.name, s.optional) for s in shaped) or "True",
+        shapes_known=" and ".join(_shape_known(op, s.name) for s in shaped) or "True",
         shaped_inputs=tuple(
-            ShapedInputView(s.optional, Local.onnx_type(s.name), Local.onnx_dims(s.name))
+            ShapedInputView(s.optional, s.variadic, _onnx_type(op, s.name), Local.onnx_dims(s.name))
             for s in shaped
         ),
         checks=tuple(python_shapes.onnx_checks(op)),
@@ -510,16 +550,28 @@ def _schema_inference(op: OpDef) -> _SchemaInference:
     )
 
 
-def _shape_known(tensor: str, optional: bool) -> str:
+def _onnx_type(op: OpDef, tensor: str) -> str:
+    """The inference function's TypeProto of an input (a list of them for a variadic one)."""
+    return Local.onnx_types(tensor) if tensor in op.variadic_inputs else Local.onnx_type(tensor)
+
+
+def _shape_known(op: OpDef, tensor: str) -> str:
     """The condition that an input's shape is known to the inference function (an absent
-    optional input's counts as known)."""
+    optional input's counts as known; a variadic one's, every value's)."""
+    if tensor in op.variadic_inputs:
+        types = Local.onnx_types(tensor)
+        return f'all(value.tensor_type.HasField("shape") for value in {types})'
     has_shape = f'{Local.onnx_type(tensor)}.tensor_type.HasField("shape")'
-    return f"({Local.onnx_type(tensor)} is None or {has_shape})" if optional else has_shape
+    if tensor in op.optional_inputs:
+        return f"({Local.onnx_type(tensor)} is None or {has_shape})"
+    return has_shape
 
 
 def _elem_type(op: OpDef, output: TensorParam) -> str:
     """The output's element type in the inference function: its dtype source's, or fixed."""
     source = op.dtype_source(output)
+    if source in op.variadic_inputs:
+        return f"{Local.onnx_types(source)}[0].tensor_type.elem_type"
     if source:
         return f"{Local.onnx_type(source)}.tensor_type.elem_type"
     return f"onnx.TensorProto.{onnx_api.TENSOR_PROTO[_fixed_dtype(output)]}"

@@ -15,7 +15,7 @@ from generator.dest.emission import Emission
 from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef, TorchApi
-from generator.model.tensors import TensorParam
+from generator.model.tensors import TensorParam, value_names
 from generator.model.tests import RandomCase
 from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 from generator.parse.project import export_targets
@@ -99,6 +99,7 @@ class BuiltinEquivalentView:
     domain: str
     op_type: str
     version: int
+    dtypes: str | None  # the first type variable's dtypes it compares at; None: all
 
 
 @view
@@ -116,10 +117,7 @@ def _native_tests(op: OpDef) -> NativeTestsView | None:
     torch = op.torch
     attributes = op.tests.random[0].attributes
     return NativeTestsView(
-        script_params=", ".join(
-            f"{t.name}: torch.Tensor | None" if t.optional else f"{t.name}: torch.Tensor"
-            for t in op.inputs
-        ),
+        script_params=", ".join(f"{t.name}: {py.tensor_annotation(t.arity)}" for t in op.inputs),
         script_call=f"torch.ops.{torch.namespace}.{torch.name}("
         + ", ".join(
             [t.name for t in op.inputs] + [f"{k}={py.literal(v)}" for k, v in attributes.items()]
@@ -160,6 +158,7 @@ class ParityTestView:
     torchscript_missing: str  # (torch dtype, ...)
     output_omissions: str  # [[optional output, ...], ...]
     input_names: str
+    variadic_input: str | None  # its values are named as value_name does in the tests
     attribute_names: str
     attribute_types: str
     input_types: str
@@ -233,6 +232,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         torchscript_missing=_dtype_tuple(TORCHSCRIPT_MISSING_DTYPES),
         output_omissions=py.literal(_output_omissions(op)),
         input_names=py.literal([t.name for t in op.inputs]),
+        variadic_input=next((t.name for t in op.inputs if t.variadic), None),
         attribute_names=py.literal([a.name for a in op.attributes]),
         attribute_types=_attribute_types(op),
         input_types=_declared_types(op.inputs),
@@ -248,11 +248,16 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         reference_upcast=op.reference_upcast,
         reference_precision="in float64" if op.reference_upcast else "at the input dtype",
+        # A variadic input's values come one by one (last): the exporters take tensors.
         forward_params=", ".join(
-            f"{t.name}=None" if py.input_defaults_to_none(op, i) else t.name
+            (
+                f"*{t.name}"
+                if t.variadic
+                else f"{t.name}=None" if py.input_defaults_to_none(op, i) else t.name
+            )
             for i, t in enumerate(op.inputs)
         ),
-        input_params=", ".join(t.name for t in op.inputs),
+        input_params=", ".join(f"list({t.name})" if t.variadic else t.name for t in op.inputs),
         known_cases=tuple(
             KnownCaseView(
                 py.literal_dict(case.inputs),
@@ -315,6 +320,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
                 domain=b.domain,
                 op_type=b.op_type,
                 version=b.version,
+                dtypes=None if b.dtypes is None else _dtype_tuple(b.dtypes),
             )
             for b in tests.builtin_equivalents
         ),
@@ -463,9 +469,11 @@ def _random_case(
         SamplerView(Local.random_sampler(case_index, name), expr)
         for name, expr in case.samples.items()
     ]
+    # By value: each of a variadic input's values is drawn by its sampler.
     by_input = "".join(
-        f"{json.dumps(name)}: {sampler.function}, "
+        f"{json.dumps(value)}: {sampler.function}, "
         for name, sampler in zip(case.samples, samplers, strict=True)
+        for value in (value_names(name, case.shapes) if name in op.variadic_inputs else [name])
     )
     view = RandomCaseView(
         shapes=py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),

@@ -46,6 +46,7 @@ class Feature(Enum):
     """What a definition can ask for beyond a single dense tensor of a kernel dtype."""
 
     variadic_input = "variadic inputs"
+    heterogeneous_variadic = "heterogeneous variadic parameters"
     variadic_output = "variadic outputs"
     optional_output = "optional outputs"
     optional_input_first = "an optional input before a required one"
@@ -126,7 +127,18 @@ def _only_schemas(**others: Support) -> dict[Target, Support]:
 _TORCH_NEVER = {"torch_native": _TORCH_VALUES, "torch_python": _TORCH_VALUES}
 
 TABLE: dict[Feature, dict[Target, Support]] = {
-    Feature.variadic_input: _only_schemas(),
+    Feature.variadic_input: _everywhere(
+        cpp_schema="inference broadcasts every value",
+        ort_library="homogeneous, one value or more (min: 0 not yet); the kernel gets "
+        "opgen::Inputs<T>, a vector of views",
+        pybind="a list of arrays",
+        torch_native="Tensor[] (no gradient formulas yet)",
+        torch_python="Tensor[] (no gradient formulas yet)",
+        exporters="to the op's own node (an export node passing its values to another op: "
+        "not yet)",
+        parity_tests="test cases list its values; vmap runs one call per sample",
+    ),
+    Feature.heterogeneous_variadic: _only_schemas(cpp_schema=Carried()),
     Feature.variadic_output: _only_schemas(),
     Feature.optional_output: _everywhere(
         **{
@@ -274,9 +286,11 @@ def _parameter_uses(key: str, index: int, param: TensorParam, after: bool) -> li
     where = f"{key}[{index}]"
     uses: list[Use] = []
     match param.arity:
-        case VariadicArity():
+        case VariadicArity(_, homogeneous):
             feature = Feature.variadic_input if key == "inputs" else Feature.variadic_output
             uses.append(Use(feature, f"{where}.variadic"))
+            if not homogeneous:
+                uses.append(Use(Feature.heterogeneous_variadic, f"{where}.variadic"))
         case OptionalArity():
             if key == "outputs":
                 uses.append(Use(Feature.optional_output, f"{where}.optional"))

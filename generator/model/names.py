@@ -53,7 +53,7 @@ PACKAGE_NAMES = frozenset(
     export_model""".split()
     # its imports and private names
     + "contextlib os re sys tempfile warnings _registered _exported_ops".split()
-    + "_without_unused_opset_warnings _without_exporter_notices _without_none_args".split()
+    + "_without_unused_opset_warnings _without_exporter_notices _without_none_args _by_parameter".split()
     # Python's builtins: an op module named `max` would hide the builtin from the package's
     # own code (custom_opsets calls max), and tomorrow's code may call any other.
     + dir(builtins)
@@ -61,10 +61,10 @@ PACKAGE_NAMES = frozenset(
 
 
 OPGEN_NAMESPACE_NAMES = frozenset(
-    """AlignedCopies AllocatedOutput Context Error Input Output SerialContext Shape SymDim
+    """AlignedCopies AllocatedOutput Context Error Input Inputs Output SerialContext Shape ShapeRefs SymDim
     TensorView append_dims axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes
-    check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
-    dim_floor_div dim_mul dim_sub dim_to_string fail fail_overflow float16 floor_div join_present
+    check_arity check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
+    dim_floor_div dim_mul dim_sub dim_to_string each_shape fail fail_overflow float16 floor_div join_present
     kShapeEnd ort
     py_support quoted reduced_shape schema schema_testing shape_to_string torch_support""".split()
 )

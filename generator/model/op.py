@@ -11,7 +11,7 @@ from pathlib import Path
 from generator.errors import DefinitionError, Location
 from generator.model.nodes import ExportRule, Function, OnnxNode
 from generator.model.shapes import RangeCheck, ShapeRule
-from generator.model.tensors import Attribute, TensorParam
+from generator.model.tensors import Attribute, TensorParam, VariadicArity
 from generator.model.tests import ErrorCase, Tests
 from generator.model.types import (
     TORCHSCRIPT_MISSING_DTYPES,
@@ -170,6 +170,13 @@ class OpDef:
     def message_prefix(self) -> str:
         return message_prefix(self.op_type, self.torch, self.op_id)
 
+    def too_few_values_message(self, tensor: TensorParam) -> str:
+        """What every runtime says of a variadic input given fewer values than its minimum,
+        followed by the count it got."""
+        assert isinstance(tensor.arity, VariadicArity)
+        minimum = tensor.arity.min_arity
+        return f"{self.message_prefix}: input '{tensor.name}' takes {minimum} or more values, got "
+
     @property
     def has_cpp_schema(self) -> bool:
         """Ops we implement get an ONNX C++ schema; ops a runtime provides do not."""
@@ -256,14 +263,11 @@ class OpDef:
         return {tc.name: tc.dtypes for tc in self.type_constraints}
 
     def dtype_source(self, output: TensorParam) -> str | None:
-        """The first input whose dtype an output follows (None for a concrete dtype)."""
+        """The first input whose dtype an output follows (None for a concrete dtype): a
+        variadic one by its first value."""
         if output.type_var is None:
             return None
-        return next(
-            i.name
-            for i in self.inputs
-            if i.type_var == output.type_var and not i.optional and not i.variadic
-        )
+        return next(i.name for i in self.inputs if i.type_var == output.type_var and not i.optional)
 
     def attributes_at(self, version: int) -> tuple[Attribute, ...]:
         """The attributes the op has at one of its versions."""
@@ -280,6 +284,10 @@ class OpDef:
     @property
     def optional_inputs(self) -> frozenset[str]:
         return frozenset(t.name for t in self.inputs if t.optional)
+
+    @property
+    def variadic_inputs(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.inputs if t.variadic)
 
     @property
     def exporters(self) -> tuple[str, ...]:

@@ -146,6 +146,8 @@ class BroadcastPart:
 
     operands: tuple[str, ...]
     message: str  # what incompatible operands report, followed by what they were
+    # Variadic operands: each stands for all its values (the only part that reads one).
+    variadic: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

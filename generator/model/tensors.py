@@ -7,6 +7,8 @@ from enum import Enum
 from typing import Any
 
 from generator.model.types import AttrType, DType, Instantiation, TensorType, ValueType
+from generator.runtime._names import value_name as value_name
+from generator.runtime._names import value_names as value_names
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ class Tolerance:
     atol: float
 
 
+# Test cases name inputs by their values: a variadic input X's are X_0, X_1, ... (value_name).
+
+
 @dataclass(frozen=True)
 class KnownCase:
     inputs: dict[str, Any]
@@ -26,7 +29,9 @@ class KnownCase:
 class RandomCase:
     shapes: dict[str, tuple[int | str, ...]]
     dynamic: dict[str, tuple[int, ...]]  # dynamic dim symbol -> sizes to run at (first: export)
-    samples: dict[str, str]  # input -> Python expression of `shape` and `gen`
+    samples: dict[
+        str, str
+    ]  # input (each of a variadic one's values) -> an expression of `shape` and `gen`
     attributes: dict[str, Any]
 
 
@@ -46,6 +51,7 @@ class BuiltinEquivalent:
     domain: str
     op_type: str
     version: int
+    dtypes: tuple[DType, ...] | None = None  # compare at these of the first type variable's
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from generator.model.op import (
     message_prefix,
 )
 from generator.model.shapes import ShapeRule
-from generator.model.tensors import Attribute, TensorParam, VariadicArity
+from generator.model.tensors import Attribute, TensorParam, VariadicArity, value_name
 from generator.model.tests import NO_TESTS, RandomCase
 from generator.model.types import DType, TensorType, TypeConstraint
 from generator.parse import read
@@ -42,6 +42,7 @@ from generator.parse.tensors import (
 )
 from generator.parse.tests import MAX_TEST_ELEMENTS, parse_tests
 from generator.parse.torch import override_reference, parse_gradients, parse_torch
+from generator.runtime._names import input_of
 from generator.shapes.compile import compile_shape_rule
 from generator.shapes.evaluate import evaluate_output_shapes
 from generator.source import Node, load_definition_file
@@ -244,7 +245,7 @@ def parse_opdef(
         versions=versions,
         locations=read.field_locations(d.fields),
     )
-    for field_path, message in refusals(op):
+    for field_path, message in refusals(op) + _variadic_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
     errors.raise_if_any()
     # The emitters apply the shape rule to every random case: what it cannot apply to (a
@@ -253,6 +254,80 @@ def parse_opdef(
         errors.attempt(_check_random_case_outputs, op, case, item)
     errors.raise_if_any()
     return op
+
+
+def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:
+    """(field path, message) for what a code target cannot do with a variadic input yet: the
+    kernel targets take one (a list of tensors); a function body, an export rule and a
+    gradient formula name each input as one value."""
+    if op.is_interface_only:
+        return []
+    problems = []
+    for index, tensor in enumerate(op.inputs):
+        if not isinstance(tensor.arity, VariadicArity):
+            continue
+        where = f"inputs[{index}].variadic"
+        if op.kernel is None:
+            problems.append(
+                (
+                    where,
+                    "a variadic input needs a kernel (not yet: a function body or an export "
+                    "rule names each input as one value)",
+                )
+            )
+        elif tensor.arity.min_arity < 1:
+            problems.append(
+                (
+                    where,
+                    "a kernel op's variadic input takes at least one value (min: 0 is not "
+                    "carried yet: the outputs' dtype and shape come from its values)",
+                )
+            )
+        if op.gradients:
+            problems.append(
+                (
+                    "gradients",
+                    f"gradient formulas of an op with a variadic input ('{tensor.name}') are not "
+                    "carried yet (a formula names each input as one tensor)",
+                )
+            )
+        problems += _value_name_clashes(op, tensor.name)
+        for rule_index, rule in enumerate(op.export):
+            for node_index, node in enumerate(rule.nodes):
+                calls_the_op = (node.domain, node.op_type) == (op.domain, op.op_type)
+                if tensor.name in node.inputs and not calls_the_op:
+                    problems.append(
+                        (
+                            f"export[{rule_index}].nodes[{node_index}]",
+                            f"variadic input '{tensor.name}' may only be passed to the op "
+                            "itself, as its variadic input (not yet: an export node that "
+                            "spreads its values into another op)",
+                        )
+                    )
+    return problems
+
+
+def _value_name_clashes(op: OpDef, variadic: str) -> list[tuple[str, str]]:
+    """The values of a variadic input X are named X_0, X_1, ... in test cases and test models:
+    no other name of the op may be one of them."""
+    problems = []
+    names = {
+        "inputs": [t.name for t in op.inputs],
+        "outputs": [t.name for t in op.outputs],
+        "attributes": [a.name for a in op.attributes],
+    }
+    for key, items in names.items():
+        for index, name in enumerate(items):
+            if name != variadic and input_of(name, variadic) == variadic:
+                problems.append(
+                    (
+                        f"{key}[{index}].name",
+                        f"'{name}' is the name of a value of variadic input '{variadic}' "
+                        f"({value_name(variadic, 0)}, {value_name(variadic, 1)}, ... in the "
+                        "tests); choose another name",
+                    )
+                )
+    return problems
 
 
 def _random_items(d: _Definition) -> list[Node]:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from generator.errors import ErrorCollector
 from generator.model.names import IDENTIFIER
-from generator.model.tensors import Attribute, TensorParam
+from generator.model.tensors import Attribute, TensorParam, VariadicArity, value_name
 from generator.model.tests import (
     BuiltinEquivalent,
     ErrorCase,
@@ -94,6 +94,34 @@ class _Signature:
         optional = [t.name for t in self.inputs if t.optional]
         return read.mapping(node, names, names - set(optional)) if names else {}
 
+    def value_map(self, node: Node) -> dict[str, Node]:
+        """The inputs' values by name: a variadic input X is a list of its values, which are
+        X_0, X_1, ... (at least its minimum number of them)."""
+        values: dict[str, Node] = {}
+        for name, child in self.tensor_map(node, self.input_names).items():
+            tensor = next(t for t in self.inputs if t.name == name)
+            if not isinstance(tensor.arity, VariadicArity):
+                values[name] = child
+                continue
+            items = read.sequence(child)
+            if len(items) < max(tensor.arity.min_arity, 1):
+                raise child.error(
+                    f"variadic input '{name}' is a list of its values, at least "
+                    f"{max(tensor.arity.min_arity, 1)} here; found {len(items)}"
+                )
+            values.update((value_name(name, i), item) for i, item in enumerate(items))
+        return values
+
+    def input_of(self, value: str) -> TensorParam:
+        """The input a value of value_map belongs to."""
+        stem, _, index = value.rpartition("_")
+        for tensor in self.inputs:
+            if tensor.name == value or (
+                tensor.variadic and stem == tensor.name and index.isdigit()
+            ):
+                return tensor
+        raise KeyError(value)
+
 
 Case = TypeVar("Case")
 
@@ -128,7 +156,7 @@ def parse_tests(
         errors.add(node.error("give at least one case under 'random' (it drives the export tests)"))
     error_cases = cases("errors", _parse_error)
     builtins = [
-        _parse_builtin(item)
+        _parse_builtin(item, constraints)
         for item in (
             read.sequence(fields["builtin_equivalents"]) if "builtin_equivalents" in fields else []
         )
@@ -195,31 +223,38 @@ def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> No
             )
 
 
-def _parse_known(item: Node, signature: _Signature) -> KnownCase:
-    kf = read.mapping(item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"})
-    only = tuple(read.dtype(d) for d in read.sequence(kf["dtypes"])) if "dtypes" in kf else None
-    if only is not None and signature.constraints:
-        first = signature.constraints[0]
+def _first_variable_dtypes(
+    node: Node, constraints: tuple[TypeConstraint, ...]
+) -> tuple[DType, ...]:
+    """Some dtypes of the first type variable (a case or comparison runs at those only)."""
+    only = tuple(read.dtype(d) for d in read.sequence(node))
+    if constraints:
+        first = constraints[0]
         allowed = first.dtypes if first.is_tensor_only else ()
         never = [d.value for d in only if d not in allowed]
-        if never:  # the case would never run at them
-            raise kf["dtypes"].error(
+        if never:  # it would never run at them
+            raise node.error(
                 f"{never} are not dtypes of {first.name} ({[d.value for d in allowed]}), the "
-                "type variable a known case's dtypes choose"
+                "type variable whose dtypes 'dtypes' chooses"
             )
-    tensors = {t.name: t for t in signature.inputs + signature.outputs}
+    return only
 
-    def literal(name: str, node: Node) -> Any:
+
+def _parse_known(item: Node, signature: _Signature) -> KnownCase:
+    kf = read.mapping(item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"})
+    only = _first_variable_dtypes(kf["dtypes"], signature.constraints) if "dtypes" in kf else None
+
+    def literal(tensor: TensorParam, node: Node) -> Any:
         value = _tensor_literal(node)
-        _check_known_values(node, value, signature.dtypes_of(tensors[name], only))
+        _check_known_values(node, value, signature.dtypes_of(tensor, only))
         return value
 
     ins = {
-        k: literal(k, v)
-        for k, v in signature.tensor_map(kf["inputs"], signature.input_names).items()
+        k: literal(signature.input_of(k), v) for k, v in signature.value_map(kf["inputs"]).items()
     }
+    outputs = {t.name: t for t in signature.outputs}
     outs = {
-        k: literal(k, v)
+        k: literal(outputs[k], v)
         for k, v in signature.tensor_map(kf["outputs"], signature.output_names).items()
     }
     return KnownCase(ins, outs, _parse_case_attributes(kf, signature.attrs, item), only)
@@ -228,7 +263,7 @@ def _parse_known(item: Node, signature: _Signature) -> KnownCase:
 def _parse_random(item: Node, signature: _Signature) -> RandomCase:
     rf = read.mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
     shapes: dict[str, tuple[int | str, ...]] = {}  # a str: a dynamic dim's symbol
-    shape_nodes = signature.tensor_map(rf["shapes"], signature.input_names)
+    shape_nodes = signature.value_map(rf["shapes"])
     for name, shape_node in shape_nodes.items():
         shapes[name] = tuple(_random_dim(d) for d in read.sequence(shape_node))
     dynamic = _parse_dynamic(rf["dynamic"], shapes) if "dynamic" in rf else {}
@@ -238,8 +273,9 @@ def _parse_random(item: Node, signature: _Signature) -> RandomCase:
     for name, shape in shapes.items():
         _check_test_tensor_size(shape_nodes[name], f"input '{name}'", shape, dynamic)
     samples: dict[str, str] = {}
-    if "sample" in rf:
-        for name, expr in read.mapping(rf["sample"], set(shapes), set()).items():
+    if "sample" in rf:  # by input: a variadic input's sampler draws each of its values
+        given = {signature.input_of(value).name for value in shapes}
+        for name, expr in read.mapping(rf["sample"], given, set()).items():
             samples[name] = parse_reference(expr, {"shape", "gen"})
     return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, signature.attrs, item))
 
@@ -277,22 +313,22 @@ def _parse_error(item: Node, signature: _Signature) -> ErrorCase:
     values: dict[str, Any] | None = None
     shapes: dict[str, tuple[int, ...]] = {}
     if "inputs" in ef:
-        values = {
-            k: _tensor_literal(v)
-            for k, v in signature.tensor_map(ef["inputs"], signature.input_names).items()
-        }
+        values = {k: _tensor_literal(v) for k, v in signature.value_map(ef["inputs"]).items()}
     else:
-        for name, s in signature.tensor_map(ef["shapes"], signature.input_names).items():
+        for name, s in signature.value_map(ef["shapes"]).items():
             shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
             _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
     message = read.string(ef["message"])
     return ErrorCase(shapes, values, message, _parse_case_attributes(ef, signature.attrs, item))
 
 
-def _parse_builtin(item: Node) -> BuiltinEquivalent:
-    bf = read.mapping(item, {"domain", "op", "version"}, {"domain", "op", "version"})
+def _parse_builtin(item: Node, constraints: tuple[TypeConstraint, ...]) -> BuiltinEquivalent:
+    bf = read.mapping(item, {"domain", "op", "version", "dtypes"}, {"domain", "op", "version"})
     return BuiltinEquivalent(
-        read.string(bf["domain"]), read.string(bf["op"]), read.version_number(bf["version"])
+        read.string(bf["domain"]),
+        read.string(bf["op"]),
+        read.version_number(bf["version"]),
+        _first_variable_dtypes(bf["dtypes"], constraints) if "dtypes" in bf else None,
     )
 
 

@@ -83,6 +83,12 @@ def compile_shape_rule(
     data_dependent: tuple[str, ...] = (),
 ) -> ShapeRule:
     """Turn the input patterns and output rules into checks and output shape parts."""
+    for index, tensor in enumerate(inputs):
+        if tensor.variadic and (tensor.shape is not None or tensor.same_shape_as is not None):
+            raise inputs_node.value[index].error(
+                f"input '{tensor.name}': a variadic input takes no shape pattern or "
+                "same_shape_as yet (its values may have any shape; broadcast(...) combines them)"
+            )
     patterns = _input_patterns(op_type, inputs)
     if len(patterns.ellipsis_inputs) > 1:
         raise node.error("only one input may use '...' for now (no broadcasting of batch dims yet)")
@@ -173,9 +179,10 @@ def _same_shape_checks(
         first = tensor.same_shape_as
         if first is None:
             continue
-        if first not in index_of or index_of[first] >= index:
+        if first not in index_of or index_of[first] >= index or inputs[index_of[first]].variadic:
             raise inputs_node.value[index].error(
-                f"input '{tensor.name}': same_shape_as '{first}' must name an earlier input"
+                f"input '{tensor.name}': same_shape_as '{first}' must name an earlier input "
+                "(not a variadic one)"
             )
         checks.append(
             ShapeEqualCheck(
@@ -200,10 +207,11 @@ def _output_parts(
     """One output's shape as parts (None: the output has no rule, which the caller checks)."""
     by_name = {t.name: t for t in inputs}
     if output.same_shape_as is not None:
-        if output.same_shape_as not in by_name or by_name[output.same_shape_as].optional:
+        source = by_name.get(output.same_shape_as)
+        if source is None or source.optional or source.variadic:
             raise where.error(
                 f"output '{output.name}': same_shape_as '{output.same_shape_as}' is not a "
-                "required input"
+                "required input (a variadic one: broadcast(...) its values)"
             )
         return (SlicePart(output.same_shape_as),)
     if output.shape_function is not None:
@@ -313,17 +321,20 @@ def _shape_function_part(
     assert output.shape_function is not None
     kind, args = output.shape_function
     if kind == "broadcast":
-        if len(args) < 2 or any(a not in by_name for a in args) or len(set(args)) != len(args):
+        # A variadic input stands for all its values: broadcast(X) alone is enough.
+        operands = sum(2 if a in by_name and by_name[a].variadic else 1 for a in args)
+        if operands < 2 or any(a not in by_name for a in args) or len(set(args)) != len(args):
             raise where.error(
-                f"output '{output.name}': broadcast(...) takes two or more distinct input names "
-                f"(inputs: {sorted(by_name)})"
+                f"output '{output.name}': broadcast(...) takes two or more distinct input names, "
+                f"or a variadic one (inputs: {sorted(by_name)})"
             )
         return BroadcastPart(
             args,
             f"{op_type}: inputs {', '.join(repr(a) for a in args)} cannot be broadcast "
             "together, got ",
+            frozenset(a for a in args if by_name[a].variadic),
         )
-    if len(args) != 3 or args[0] not in by_name or by_name[args[0]].optional:
+    if len(args) != 3 or args[0] not in by_name or not _single(by_name[args[0]]):
         raise where.error(
             f"output '{output.name}': expected {SHAPE_FUNCTIONS['reduce']} with X a required input"
         )
@@ -344,6 +355,10 @@ def _shape_function_part(
     axis = attribute_or_literal(args[1], (AttrType.int,), "axis")
     keepdims = attribute_or_literal(args[2], (AttrType.bool, AttrType.int), "keepdims")
     return ReducePart(args[0], axis, keepdims)
+
+
+def _single(tensor: TensorParam) -> bool:
+    return not tensor.optional and not tensor.variadic
 
 
 def _attribute_checks(op_type: str, attrs: dict[str, Attribute]) -> tuple[AttributeCheck, ...]:

@@ -15,6 +15,7 @@ from generator.model.shapes import (
     ReducePart,
     SlicePart,
 )
+from generator.model.tensors import value_names
 from generator.shapes.arithmetic import apply
 from generator.shapes.spell import fold, spell_parts
 
@@ -64,8 +65,14 @@ class _Evaluator:
         return [UNKNOWN_DIM + (part.symbol if self.mark_data_dependent else "")]
 
     def broadcast_part(self, part: BroadcastPart) -> Dims:
-        present = [self.input_dims[name] for name in part.operands if name in self.input_dims]
-        return _broadcast_named(present)
+        names = [
+            value
+            for name in part.operands
+            for value in (value_names(name, self.input_dims) if name in part.variadic else [name])
+        ]
+        return _broadcast_named(
+            [self.input_dims[name] for name in names if name in self.input_dims]
+        )
 
     def reduce_part(self, part: ReducePart) -> Dims:
         source = list(self.input_dims[part.input])

@@ -26,7 +26,10 @@ DIM_EXPRESSION_SYNTAX = (
     "dim symbols bound by the inputs, int attributes and integers with + - * // and parentheses"
 )
 SHAPE_FUNCTIONS = {
-    "broadcast": "broadcast(A, B, ...): the inputs' shapes broadcast together (numpy rules)",
+    "broadcast": (
+        "broadcast(A, B, ...): the inputs' shapes broadcast together (numpy rules; a variadic "
+        "input stands for all its values)"
+    ),
     "reduce": "reduce(X, axis, keepdims): X's shape without `axis` (kept as 1 when keepdims)",
 }
 

@@ -237,6 +237,19 @@ class ShapeInference {
     return false;
   }
 
+  // A variadic input's values: the inputs from `first` to the node's last.
+  std::vector<std::vector<SymDim>> shapes_from(size_t first) const {
+    std::vector<std::vector<SymDim>> shapes;
+    for (size_t index = first; index < input_count_; ++index) shapes.push_back(shape(index));
+    return shapes;
+  }
+  bool any_rank_unknown_from(size_t first) const {
+    for (size_t index = first; index < input_count_; ++index) {
+      if (any_rank_unknown({index})) return true;
+    }
+    return false;
+  }
+
   // Reads an attribute the shape rule needs; see attribute_missing. (ReadOpAttr reads an
   // attribute of another type as if it had the asked one, so the type is checked first.)
   void read_attribute(const char* op, const char* name, bool required, int64_t& value) const {

@@ -122,6 +122,18 @@ inline void check_extent(const char* op, const char* what, const std::vector<Sym
   }
 }
 
+// A variadic input takes at least its minimum number of values; `message` is followed by the
+// count it got.
+inline void check_arity(size_t count, size_t minimum, const char* message) {
+  if (count < minimum) fail(message + std::to_string(count));
+}
+
+// A variadic input: every value's shape.
+template <typename Dim>
+void check_extent(const char* op, const char* what, const std::vector<std::vector<Dim>>& shapes) {
+  for (const auto& shape : shapes) check_extent(op, what, shape);
+}
+
 // Checks on symbolic dims hold unless the dims show otherwise: `a == b` is false only when a
 // and b are known to differ, `d >= 0` only when d is known and negative. (ONNX's own shape
 // inference checks the same way: what is unknown at graph time is checked when the kernel runs.)
@@ -181,22 +193,37 @@ inline bool broadcast_dim(SymDim& result, const SymDim& dim) {
   return true;
 }
 
-// numpy broadcasting of several shapes (nullptr: an absent optional input, skipped);
-// `message` names the op and its inputs.
+// The shapes an operand of broadcast_shapes stands for: one (nullptr for an absent optional
+// input, skipped), or a variadic input's every value.
 template <typename Dim>
-std::vector<Dim> broadcast_shapes(const std::string& message, std::initializer_list<const std::vector<Dim>*> shapes) {
+using ShapeRefs = std::vector<const std::vector<Dim>*>;
+
+template <typename Dim>
+ShapeRefs<Dim> each_shape(const std::vector<std::vector<Dim>>& shapes) {
+  ShapeRefs<Dim> refs;
+  refs.reserve(shapes.size());
+  for (const auto& shape : shapes) refs.push_back(&shape);
+  return refs;
+}
+
+// numpy broadcasting of the operands' shapes; `message` names the op and its inputs.
+template <typename Dim>
+std::vector<Dim> broadcast_shapes(const std::string& message, std::initializer_list<ShapeRefs<Dim>> operands) {
+  ShapeRefs<Dim> shapes;
+  for (const auto& operand : operands) {
+    for (const auto* shape : operand) {
+      if (shape) shapes.push_back(shape);
+    }
+  }
   size_t rank = 0;
-  for (const auto* shape : shapes) rank = shape ? std::max(rank, shape->size()) : rank;
+  for (const auto* shape : shapes) rank = std::max(rank, shape->size());
   std::vector<Dim> result(rank, Dim(1));
   for (const auto* shape : shapes) {
-    if (!shape) continue;
     const size_t offset = rank - shape->size();
     for (size_t i = 0; i < shape->size(); ++i) {
       if (broadcast_dim(result[offset + i], (*shape)[i])) continue;
       std::string got;
-      for (const auto* s : shapes) {
-        if (s) got += (got.empty() ? "" : " and ") + shape_to_string(*s);
-      }
+      for (const auto* s : shapes) got += (got.empty() ? "" : " and ") + shape_to_string(*s);
       fail(message + got);
     }
   }

@@ -90,6 +90,15 @@ bool has_dtype(const std::optional<Tensor>& tensor) {
   return !tensor.has_value() || has_dtype<T>(*tensor);
 }
 
+// A variadic input's values (Tensor[]): all of the kernel's dtype.
+template <typename T>
+bool has_dtype(const std::vector<Tensor>& tensors) {
+  for (const Tensor& tensor : tensors) {
+    if (!has_dtype<T>(tensor)) return false;
+  }
+  return true;
+}
+
 // A dtype as the other runtimes' messages spell it (numpy's names), for error messages only.
 inline std::string dtype_name(const Tensor& tensor) {
   switch (tensor.scalar_type()) {
@@ -118,6 +127,12 @@ inline std::string dtype_name(const Tensor& tensor) {
 }
 inline std::string dtype_name(const std::optional<Tensor>& tensor) {
   return tensor.has_value() ? dtype_name(*tensor) : std::string();
+}
+// A variadic input's dtypes, as the other runtimes' messages spell them: "[float32, int64]".
+inline std::string dtype_name(const std::vector<Tensor>& tensors) {
+  std::string names;
+  for (const Tensor& tensor : tensors) names += (names.empty() ? "" : ", ") + dtype_name(tensor);
+  return "[" + names + "]";
 }
 
 // Only CPU tensors reach the kernels (the op registers a CPU kernel only), but a strided or
@@ -153,12 +168,25 @@ inline std::optional<Tensor> dense(const std::optional<Tensor>& tensor, const ch
   return dense(*tensor, op, what);
 }
 
+inline std::vector<Tensor> dense(const std::vector<Tensor>& tensors, const char* op, const char* what) {
+  std::vector<Tensor> result;
+  result.reserve(tensors.size());
+  for (const Tensor& tensor : tensors) result.push_back(dense(tensor, op, what));
+  return result;
+}
+
 inline opgen::Shape shape_of(const Tensor& tensor) {
   const auto sizes = tensor.sizes();
   return opgen::Shape(sizes.begin(), sizes.end());
 }
 inline opgen::Shape shape_of(const std::optional<Tensor>& tensor) {
   return tensor.has_value() ? shape_of(*tensor) : opgen::Shape{};
+}
+inline std::vector<opgen::Shape> shape_of(const std::vector<Tensor>& tensors) {
+  std::vector<opgen::Shape> shapes;
+  shapes.reserve(tensors.size());
+  for (const Tensor& tensor : tensors) shapes.push_back(shape_of(tensor));
+  return shapes;
 }
 
 // Untyped pointers cast here: the typed accessors exist only for PyTorch's own C++ types.
@@ -556,6 +584,18 @@ struct NoGradientHere {
     const auto* slot = torch::stable::detail::to<StableIValue*>(value);  // null: None
     if (slot != nullptr) input(*slot, name);
   }
+  // A variadic input (Tensor[]): the list and its items stay on the stack (torch_list_get_item
+  // lends an item; whoever takes the list owns them), so each is checked through a copy.
+  void variadic_input(StableIValue value, const char* name) const {
+    const auto list = torch::stable::detail::to<StableListHandle>(value);
+    size_t size = 0;
+    STABLE_TORCH_ERROR_CODE_CHECK(torch_list_size(list, &size));
+    for (size_t i = 0; i < size; ++i) {
+      StableIValue element;
+      STABLE_TORCH_ERROR_CODE_CHECK(torch_list_get_item(list, i, &element));
+      input(element, name);
+    }
+  }
 
   // Then calls the op below the Autograd key with the arguments on the stack (which it takes),
   // its outputs put back on the stack; its kernel's exception is rethrown as it was.
@@ -605,6 +645,13 @@ struct NoGradientHere {
 inline int64_t numel(const opgen::Shape& shape) {
   const int64_t count = opgen::checked_numel(shape);
   return count < 0 ? 0 : count;
+}
+inline int64_t numel(const std::vector<opgen::Shape>& shapes) {
+  int64_t total = 0;
+  for (const opgen::Shape& shape : shapes) {
+    if (__builtin_add_overflow(total, numel(shape), &total)) return INT64_MAX;
+  }
+  return total;
 }
 
 }  // namespace opgen::torch_support

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "opgen/runtime.h"
 
@@ -48,11 +49,24 @@ inline std::string dtype_name(const py::array& array) {
   return py::str(array.dtype()).cast<std::string>();
 }
 
+// A variadic input's dtypes: "[float32, int64]".
+inline std::string dtype_name(const std::vector<py::array>& arrays) {
+  std::string names;
+  for (const py::array& array : arrays) names += (names.empty() ? "" : ", ") + dtype_name(array);
+  return "[" + names + "]";
+}
+
 inline opgen::Shape shape_of(const py::array& array, const char* op, const char* name) {
   if (!(array.flags() & py::array::c_style)) {
     opgen::fail(std::string(op) + ": input '" + name + "' must be C-contiguous");
   }
   return opgen::Shape(array.shape(), array.shape() + array.ndim());
+}
+inline std::vector<opgen::Shape> shape_of(const std::vector<py::array>& arrays, const char* op, const char* name) {
+  std::vector<opgen::Shape> shapes;
+  shapes.reserve(arrays.size());
+  for (const py::array& array : arrays) shapes.push_back(shape_of(array, op, name));
+  return shapes;
 }
 
 template <typename T>
@@ -79,6 +93,14 @@ const py::dtype& dtype_of() {
 template <typename T>
 bool has_dtype(const py::array& array) {
   return py::detail::npy_api::get().PyArray_EquivTypes_(array.dtype().ptr(), dtype_of<T>().ptr());
+}
+
+template <typename T>
+bool has_dtype(const std::vector<py::array>& arrays) {
+  for (const py::array& array : arrays) {
+    if (!has_dtype<T>(array)) return false;
+  }
+  return true;
 }
 
 template <typename T>

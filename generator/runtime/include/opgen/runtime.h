@@ -308,6 +308,9 @@ template <typename T>
 using Input = TensorView<const T>;
 template <typename T>
 using Output = TensorView<T>;
+// A variadic input: its values in order (at least its minimum number of them).
+template <typename T>
+using Inputs = std::vector<Input<T>>;
 
 // An output whose size depends on the data: the kernel calls allocate(shape) once, when it
 // knows the shape, and writes through the view it returns.
