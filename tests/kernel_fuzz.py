@@ -56,6 +56,9 @@ HUGE = [2**31, 2**32, 2**40, 2**62, 2**63 - 1]
 INTS = [-(2**63), -(2**31), -7, -2, -1, 0, 1, 2, 3, 4, 5, 6, 8, 2**31, 2**62, 2**63 - 1]
 SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-310, 3e9, -3e9, 1e38, 1e300, 65504.0]
 MAX_ELEMENTS = 1 << 15  # keeps one input fast under ASan
+# A variadic op's calls with many values: how many, and the elements all of them may have.
+MANY_VALUES = [64, 1000, 3000]
+MANY_ELEMENTS = 1 << 16
 
 
 def spec(op: str):
@@ -165,6 +168,9 @@ def make_case(op: str, seed: int, index: int) -> dict:
         "misaligned": rng.random() < 0.15,
         "seed": rng.randrange(2**31),
     }
+    variadic = getattr(t, "VARIADIC_INPUT", None)
+    if variadic is not None and rng.random() < 0.15:
+        _many_values(rng, variadic, shapes, dtypes)
     if index % 4 == 0:  # a quarter of the inputs are valid by construction
         return result
     result["kind"] = "mutated"
@@ -192,6 +198,20 @@ def make_case(op: str, seed: int, index: int) -> dict:
         elif what == "arity":
             result["arity"] = rng.choice([-1, 1])
     return result
+
+
+def _many_values(
+    rng: random.Random, variadic: str, shapes: dict[str, list[int]], dtypes: dict[str, str]
+) -> None:
+    """The variadic input's values repeated, in turn, up to many of them (valid as before: the
+    same shapes broadcast to the same result)."""
+    values = [name for name in shapes if _testing.input_of(name, variadic) == variadic]
+    each = max(1, max(math.prod(shapes[name]) for name in values))
+    count = min(rng.choice(MANY_VALUES), max(len(values), MANY_ELEMENTS // each))
+    for index in range(len(values), count):
+        model = values[index % len(values)]
+        name = f"{variadic}_{index}"
+        shapes[name], dtypes[name] = list(shapes[model]), dtypes[model]
 
 
 # ---------------------------------------------------------------- running one input
@@ -293,13 +313,27 @@ def run_torch(case: dict, t, inputs: dict) -> tuple[str, Any]:
     """("ok", outputs) / ("error", message) / ("skip", why)."""
     if any(tensor is None for tensor in inputs.values()):
         return "skip", "a shape PyTorch cannot hold"
-    args = [inputs[name] for name in case["shapes"]]
+    names = list(case["shapes"])
+    args = [inputs[name] for name in names]
     if case["noncontiguous"]:
         args = [a.mT.contiguous().mT if a.dim() >= 2 and a.numel() else a for a in args]
     if case["arity"] < 0:
-        args = args[:-1]
+        names, args = names[:-1], args[:-1]
     elif case["arity"] > 0:
-        args = args + [args[-1]]
+        names, args = names + [names[-1]], args + [args[-1]]
+    variadic = getattr(t, "VARIADIC_INPUT", None)
+    if variadic is not None:  # its values (last) as one list: one value more or less
+        values = [
+            a
+            for n, a in zip(names, args, strict=True)
+            if _testing.input_of(n, variadic) == variadic
+        ]
+        args = [
+            a
+            for n, a in zip(names, args, strict=True)
+            if _testing.input_of(n, variadic) != variadic
+        ]
+        args.append(values)
     kwargs = {
         name: _python_attribute(kind, value) for name, (kind, value) in case["attributes"].items()
     }

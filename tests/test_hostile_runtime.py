@@ -180,3 +180,59 @@ def test_native_op_names_dtypes_as_torch_does():
         torch.ops.opgen.inverse(torch.ones(2, 2, dtype=torch.uint16))
     with pytest.raises(ValueError, match=r"Inverse: unsupported input dtypes \(float8_e4m3fn\)"):
         torch.ops.opgen.inverse(torch.ones(2, 2).to(torch.float8_e4m3fn))
+
+
+# ---------------------------------------------------------------- a variadic op (Sum)
+def _sum_model(dtypes: list[int]) -> onnx.ModelProto:
+    names = [f"X_{i}" for i in range(len(dtypes))]
+    node = helper.make_node("Sum", names, ["Y"], domain="ai.opgen")
+    inputs = [helper.make_tensor_value_info(n, d, None) for n, d in zip(names, dtypes, strict=True)]
+    outputs = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)]
+    return _model([node], inputs, outputs, "ai.opgen")
+
+
+def test_variadic_op_with_thousands_of_values_in_both_runtimes():
+    values = [torch.full((2, 3), float(i)) for i in range(3000)]
+    want = torch.full((2, 3), float(sum(range(3000))))
+    torch.testing.assert_close(torch.ops.opgen.sum(values), want, rtol=0, atol=0)
+    session = _testing.session(_sum_model([TensorProto.FLOAT] * 3000), "ai_opgen")
+    feeds = {f"X_{i}": v.numpy() for i, v in enumerate(values)}
+    np.testing.assert_array_equal(session.run(None, feeds)[0], want.numpy())
+
+
+def test_variadic_op_without_values_is_an_error_naming_the_op():
+    with pytest.raises(Exception, match="opgen::sum"):  # PyTorch: no tensor to dispatch on
+        torch.ops.opgen.sum([])
+    with torch._subclasses.FakeTensorMode():
+        with pytest.raises(RuntimeError, match="Sum: input 'X' takes 1 or more values, got 0"):
+            torch.ops.opgen.sum([])
+    with pytest.raises(Exception, match=r"ai\.opgen::Sum:1\) has input size 0 not in range"):
+        _testing.session(_sum_model([]), "ai_opgen")
+
+
+def test_variadic_op_values_of_two_dtypes_are_an_error_naming_the_op():
+    with pytest.raises(ValueError, match=r"Sum: unsupported input dtypes \(\[float32, float64\]\)"):
+        torch.ops.opgen.sum([torch.ones(2), torch.ones(2, dtype=torch.float64)])
+    with pytest.raises(Exception, match=r"\(Sum\) bound to different types"):
+        _testing.session(_sum_model([TensorProto.FLOAT, TensorProto.DOUBLE]), "ai_opgen")
+
+
+def test_variadic_op_values_on_two_devices_are_an_error_naming_them():
+    with pytest.raises(
+        RuntimeError,
+        match=r"Sum: the inputs must be on one device, got input "
+        r"'X\[0\]' on cpu, input 'X\[1\]' on meta",
+    ):
+        torch.ops.opgen.sum([torch.ones(2), torch.ones(2, device="meta")])
+
+
+def test_variadic_op_values_that_do_not_broadcast_fail_alike_in_both_runtimes():
+    message = "Sum: inputs 'X' cannot be broadcast together, got [2, 3] and [4] and [1]"
+    values = [np.ones((2, 3), np.float32), np.ones(4, np.float32), np.ones(1, np.float32)]
+    with pytest.raises(ValueError) as raised:
+        torch.ops.opgen.sum([torch.from_numpy(v) for v in values])
+    assert message in str(raised.value)
+    session = _testing.session(_sum_model([TensorProto.FLOAT] * 3), "ai_opgen")
+    with pytest.raises(Exception) as raised:
+        session.run(None, {f"X_{i}": v for i, v in enumerate(values)})
+    assert message in str(raised.value)

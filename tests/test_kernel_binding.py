@@ -348,6 +348,11 @@ BARE = """
         "group norm, scale requires grad": group_norm,
         "singular": lambda: inverse(torch.ones(2, 2)),
         "meta": lambda: inverse(torch.ones(2, 2, device="meta")),
+        # A variadic op: its values are checked one by one (Tensor[] on the stack).
+        "sum": lambda: want if torch.equal(torch.ops.opgen.sum([x, x]), 2 * x) else None,
+        "sum, a later value requires grad": (
+            lambda: torch.ops.opgen.sum([x, x.clone().requires_grad_()])
+        ),
     }
     for name, call in cases.items():
         print(f"{name} -> {outcome(call)}")
@@ -408,6 +413,13 @@ def test_native_libraries_alone_never_give_a_silent_zero_gradient():
             f"ValueError: Inverse: input 'X' is on meta: {TORCH_LIBRARY} has CPU kernels only "
             "(the fake kernel, for meta and fake tensors, comes with the generated package "
             "generated)"
+        ),
+        "sum": "ok",
+        "sum, a later value requires grad": (
+            "RuntimeError: opgen::sum: no gradient flows through this op here: "
+            f"{TORCH_LIBRARY} was loaded without its Python package generated, which holds the "
+            "op's Autograd kernel, and input 'X' requires grad (import generated for gradients; "
+            "without them, call the op under torch.no_grad() or torch.inference_mode())"
         ),
         "refused calls keep": "nothing",
     }, output

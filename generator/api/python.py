@@ -214,7 +214,9 @@ def _translation_node(node: OnnxNode, absent: frozenset[str], op: OpDef) -> str:
     if any(name in op.variadic_inputs for name in node.inputs):
         # By keyword (the node calls the op itself): torch 2.13's exporter binds a variadic
         # parameter after another one to every positional argument, the earlier ones again.
-        inputs = [f"{t.name}={name}" for t, name in zip(op.inputs, node.inputs) if name]
+        inputs = [
+            f"{t.name}={name}" for t, name in zip(op.inputs, node.inputs, strict=False) if name
+        ]
     else:
         inputs = list(node.inputs)
     args = inputs + _attribute_args(node, absent, lambda a: "", _typed_list)
