@@ -9,6 +9,9 @@
    fraction of this machine's memory-copy bandwidth (numpy copy of a buffer of the same size).
 3. The speed-up of the generated kernels from 1 to 2 threads (their work is split with the
    custom-op API's parallel-for).
+4. The cost of one call through `session.run` on 4 elements: test.customop::CustomOpOne against
+   the built-in Add, and the variadic ai.opgen::Sum of 2, 8 and 32 inputs against ONNX's own Sum
+   of as many (the cost of each further input, against a fixed-arity op's).
 
 Every ONNX Runtime session is run through I/O binding into preallocated outputs, so no
 contestant pays for allocating or converting its result. Needs `python -m generator build`."""
@@ -204,6 +207,92 @@ def chain_benchmark(elements: int, repeat: int) -> tuple[list[list[str]], float]
     return rows, bandwidth
 
 
+def call_benchmark(repeat: int, calls: int = 2000) -> list[list[str]]:
+    """Seconds per session.run of tiny inputs (what the custom-op wrapper adds to a call)."""
+    customop, opgen = _support.ort_library("test_customop"), _support.ort_library("ai_opgen")
+    x = np.arange(4, dtype=np.float32)
+
+    def runner(nodes, names, domains, library):
+        io = (
+            [tensor(n, TensorProto.FLOAT, [4]) for n in names],
+            [tensor("Z", TensorProto.FLOAT, [4])],
+        )
+        sess = session(model(nodes, *io, domains), 1, library)
+        feeds = {n: x for n in names}
+
+        def run():
+            for _ in range(calls):
+                sess.run(None, feeds)
+
+        return run, sess.run(None, feeds)[0]
+
+    pair = ["X", "Y"]
+    contestants, results = {}, {}
+    contestants["CustomOpOne"], results["CustomOpOne"] = runner(
+        [helper.make_node("CustomOpOne", pair, ["Z"], domain="test.customop")],
+        pair,
+        {"test.customop": 1},
+        customop,
+    )
+    contestants["Add"], results["Add"] = runner(
+        [helper.make_node("Add", pair, ["Z"])], pair, {}, None
+    )
+    counts = (2, 8, 32)
+    for count in counts:
+        names = [f"X_{i}" for i in range(count)]
+        for who, domain, library in (("ours", "ai.opgen", opgen), ("builtin", "", None)):
+            node = helper.make_node("Sum", names, ["Z"], domain=domain)
+            domains = {domain: 1} if domain else {}
+            key = f"Sum {who} {count}"
+            contestants[key], results[key] = runner([node], names, domains, library)
+    medians = {k: v / calls for k, v in interleaved_medians(contestants, repeat).items()}
+    for count in counts:
+        if not np.array_equal(results[f"Sum ours {count}"], results[f"Sum builtin {count}"]):
+            sys.exit(f"Sum of {count} inputs disagrees with ONNX's Sum")
+
+    def us(seconds: float) -> str:
+        return f"{seconds * 1e6:.1f} µs"
+
+    def per_input(who: str) -> float:
+        return (medians[f"Sum {who} 32"] - medians[f"Sum {who} 2"]) / 30
+
+    rows = [
+        [
+            "CustomOpOne (2 inputs) vs Add",
+            us(medians["CustomOpOne"]),
+            us(medians["Add"]),
+            f"**{medians['CustomOpOne'] / medians['Add']:.2f}**",
+        ]
+    ]
+    for count in counts:
+        ours, builtin = medians[f"Sum ours {count}"], medians[f"Sum builtin {count}"]
+        rows.append(
+            [
+                f"Sum of {count} inputs vs ONNX's Sum",
+                us(ours),
+                us(builtin),
+                f"**{ours / builtin:.2f}**",
+            ]
+        )
+    rows.append(
+        [
+            "each input from 2 to 32",
+            us(per_input("ours")),
+            us(per_input("builtin")),
+            f"**{per_input('ours') / per_input('builtin'):.2f}**",
+        ]
+    )
+    rows.append(
+        [
+            "Sum of 2 vs CustomOpOne (fixed arity, same work)",
+            us(medians["Sum ours 2"]),
+            us(medians["CustomOpOne"]),
+            f"**{medians['Sum ours 2'] / medians['CustomOpOne']:.2f}**",
+        ]
+    )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
@@ -217,6 +306,12 @@ def main() -> None:
             ["batch", "threads", "ours", "built-in", "torch", "ours / best", "ours 1 -> 2 threads"],
             inverse_benchmark(args.repeat),
         ),
+    )
+    report(
+        "One call through session.run on 4 float32 elements, one thread (median of "
+        f"{args.repeat} runs of 2000 calls; targets: CustomOpOne within 1.05x of Add, a variadic "
+        "op's further inputs no dearer than the built-in's)",
+        table(["call", "ours", "reference", "ours / reference"], call_benchmark(args.repeat)),
     )
     rows, bandwidth = chain_benchmark(args.elements, args.repeat)
     report(

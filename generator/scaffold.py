@@ -92,7 +92,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--torch-name", help="the PyTorch op, namespace::name (default: <domain>::<op_snake>)"
     )
-    parser.add_argument("--inputs", default="X", help="comma-separated names (default: X)")
+    parser.add_argument(
+        "--inputs",
+        default="X",
+        help="comma-separated names (default: X); the last may end in * to take one value or "
+        "more (variadic: Rest*)",
+    )
     parser.add_argument("--outputs", default="Y", help="comma-separated names (default: Y)")
     parser.add_argument(
         "--attribute",
@@ -193,10 +198,25 @@ def _yaml(value: object) -> str:
     return json.dumps(value)  # JSON is YAML: quoted and escaped whatever the text
 
 
+def _inputs(text: str) -> tuple[list[str], str | None]:
+    """--inputs: the names, and the variadic one (the last, written NAME*), if any."""
+    variadic = text.rstrip().endswith("*")
+    if "*" in text.rstrip().removesuffix("*"):
+        raise ScaffoldError(f"--inputs: only the last input may be variadic (NAME*), in '{text}'")
+    names = _names(text.rstrip().removesuffix("*"), "--inputs")
+    return names, names[-1] if variadic else None
+
+
+@dataclass(frozen=True)
+class _InputLine:
+    name: str
+    fields: str  # after name and type
+
+
 def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> str:
     from generator.render import environment
 
-    inputs = _names(args.inputs, "--inputs")
+    inputs, variadic = _inputs(args.inputs)
     outputs = _names(args.outputs, "--outputs")
     if set(inputs) & set(outputs):
         raise ScaffoldError("--inputs and --outputs share a name")
@@ -211,7 +231,22 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
         taken.add(attr["name"])
     dtypes = _dtypes(args.dtypes)
     first = inputs[0]
-    copies = [f"{first}.clone()"] * len(outputs)
+    # The identity copies the first input (its first value, where it is the variadic one).
+    source = f"{first}[0]" if first == variadic else first
+    copies = [f"{source}.clone()"] * len(outputs)
+    values = _known_values(dtypes)
+
+    def known(name: str) -> str:
+        return _yaml([values, values] if name == variadic else values)
+
+    def shape(name: str) -> str:
+        return "[[batch, 3], [batch, 3]]" if name == variadic else "[batch, 3]"
+
+    def input_fields(name: str) -> str:
+        if name == variadic:
+            return ", variadic: true"
+        return ", shape: [...]" if name == first else ""
+
     required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
     torch_name = args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
     return (
@@ -226,18 +261,21 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             torch_name_literal=_yaml(torch_name),
             dtypes=[d.value for d in dtypes],
             floating_dtypes=[d.value for d in dtypes if d.is_floating],
-            inputs=inputs,
+            inputs=[_InputLine(name, input_fields(name)) for name in inputs],
             outputs=outputs,
             first_input=first,
+            output_shape=(
+                f'shape: "broadcast({first})"' if first == variadic else f"same_shape_as: {first}"
+            ),
             attributes=[
                 _AttributeLine(a["name"], a["type"].value, _requirement(a)) for a in attributes
             ],
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
             kernel_file=kernel_file,
-            known_inputs=", ".join(f"{name}: {_yaml(_known_values(dtypes))}" for name in inputs),
+            known_inputs=", ".join(f"{name}: {known(name)}" for name in inputs),
             known_outputs=", ".join(f"{name}: {_yaml(_known_values(dtypes))}" for name in outputs),
             required_values=", ".join(f"{k}: {_yaml(v)}" for k, v in required.items()),
-            random_shapes=", ".join(f"{name}: [batch, 3]" for name in inputs),
+            random_shapes=", ".join(f"{name}: {shape(name)}" for name in inputs),
         )
     )
 
@@ -269,7 +307,7 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
             definition_file=definition_file,
             template_decl=common.template_decl(op),
             compute_params=common.compute_params(op),
-            first_input=op.inputs[0].name,
+            first_input=op.inputs[0].name + ("[0]" if op.inputs[0].variadic else ""),
             outputs=[t.name for t in op.outputs],
             unused=unused,
             begin=local("begin"),

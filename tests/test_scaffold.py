@@ -39,7 +39,7 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
         "-m", "generator", "new", "MyScale",
         "--package", "generated",
         "--domain", "test.scaffold",
-        "--inputs", "X,W",
+        "--inputs", "X,W*",
         "--outputs", "Y,Z",
         "--attribute", "alpha:float=1.0",
         "--attribute", "steps:int",
@@ -53,6 +53,7 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
     kernel = tmp_path / "opdefs" / "my_scale_kernel.h"
     assert "TODO" in definition.read_text() and "TODO" in kernel.read_text()
     assert "{name: scale, type: float, required: false, doc: TODO}" in definition.read_text()
+    assert "{name: W, type: T, variadic: true, doc: TODO}" in definition.read_text()
     assert (tmp_path / "generated" / "my_scale" / "test_my_scale.py").is_file()
     assert "next: opgen build" in new.stdout
     assert 'package = "generated"' in (tmp_path / "opgen.toml").read_text()
@@ -84,6 +85,7 @@ def test_new_never_overwrites(tmp_path):
     [
         (["Bad-Name"], "is not a valid identifier"),
         (["Op", "--inputs", "X,X"], "a name appears twice"),
+        (["Op", "--inputs", "X*,W"], "only the last input may be variadic (NAME*)"),
         (["Op", "--inputs", "X,class"], "reserved"),
         (["Op", "--attribute", "alpha:double"], "type 'double' is not one of"),
         (["Op", "--attribute", "n:int=two"], "'two' is not a int value"),
