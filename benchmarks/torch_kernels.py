@@ -11,6 +11,7 @@ would use PyTorch's thread pool). Needs `python -m generator build`."""
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import tracemalloc
 from pathlib import Path
@@ -98,7 +99,21 @@ def cases():
     )
     with_custom_op.register_fake(one._fake)
     add = lambda x, y: x + y  # noqa: E731
-    return [
+
+    def values(count: int, size: int) -> tuple:
+        return tuple(torch.randn(size, generator=generator) for _ in range(count))
+
+    def variadic_sum(*tensors):  # the variadic op takes one list (Tensor[])
+        return ops.opgen.sum(list(tensors))
+
+    def python_sum(*tensors):
+        return functools.reduce(torch.add, tensors)
+
+    variadic = [
+        (f"Sum of {count} values (`Tensor[]`)", variadic_sum, python_sum, values(count, 4), None)
+        for count in (2, 8, 32)
+    ]
+    return variadic + [
         ("CustomOpOne (X + Y)", ops.test_customop.custom_op_one, add, pair(4), pair(10_000_000)),
         ("CustomOpOne" + INFERENCE, ops.test_customop.custom_op_one, add, pair(4), None),
         (

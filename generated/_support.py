@@ -733,3 +733,20 @@ def register_loop_vmap(qualified_name: str, lib=None) -> None:
         return torch.stack(results), 0
 
     torch.library.register_vmap(qualified_name, rule, lib=lib)
+
+
+def value_gradients(what: str, gradients, count: int) -> list:
+    """A variadic input's gradients, one per value, from its formula's result (a list or tuple
+    of them; None: none flows to it)."""
+    if gradients is None:
+        return [None] * count
+    if not isinstance(gradients, list | tuple) or len(gradients) != count:
+        got = (
+            f"{len(gradients)} of them"
+            if isinstance(gradients, list | tuple)
+            else type(gradients).__name__
+        )
+        raise RuntimeError(
+            f"{what} must give a list of {count} gradients (one per value), got {got}"
+        )
+    return list(gradients)

@@ -153,9 +153,12 @@ def _black(text: str) -> str | Exception:
     from black.parsing import InvalidInput  # where black defines it (black re-exports it)
 
     try:
-        return black.format_str(text, mode=black.Mode(line_length=LINE_LENGTH))
-    except InvalidInput as exc:
+        formatted = black.format_str(text, mode=black.Mode(line_length=LINE_LENGTH))
+        # black parses leniently (`*X = inputs` passes): the compiler has the last word.
+        compile(formatted, "<generated>", "exec", dont_inherit=True)
+    except (InvalidInput, SyntaxError) as exc:
         return exc
+    return formatted
 
 
 class FormatError(RuntimeError):

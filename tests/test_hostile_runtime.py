@@ -3,6 +3,7 @@ silence (issue 16): shapes whose sizes overflow int64, float64 values near the l
 The generated parity tests cover what every op shares (wrong attribute types, forward-mode AD,
 torch.func); these cover the shipped kernels' own arithmetic."""
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -236,3 +237,16 @@ def test_variadic_op_values_that_do_not_broadcast_fail_alike_in_both_runtimes():
     with pytest.raises(Exception) as raised:
         session.run(None, {f"X_{i}": v for i, v in enumerate(values)})
     assert message in str(raised.value)
+
+
+def test_variadic_gradient_formula_of_the_wrong_length_is_an_error_naming_the_op():
+    from generated import _support
+
+    what = "Sum: the gradient formula of input 'X'"
+    assert _support.value_gradients(what, None, 2) == [None, None]
+    for wrong, got in (([torch.ones(1)], "1 of them"), (torch.ones(2), "Tensor")):
+        with pytest.raises(
+            RuntimeError,
+            match=re.escape(f"{what} must give a list of 2 gradients (one per value), got {got}"),
+        ):
+            _support.value_gradients(what, wrong, 2)

@@ -280,3 +280,16 @@ def test_reference_docs_cover_every_op():
         for name in [t.name for t in op.inputs + op.outputs] + [a.name for a in op.attributes]:
             assert f"| `{name}` |" in text, f"{name} missing from {page.name}"
         assert "```python" in text, f"no example in {page.name}"
+
+
+def test_generated_python_that_does_not_compile_is_a_template_error():
+    """black parses leniently (`*X = inputs` passes it): generated Python must also compile,
+    or generation stops naming the file, before anything is written."""
+    import uuid
+
+    from generator.generated_file import GeneratedFile
+    from generator.render import FormatError, format_all
+
+    text = f"def f(inputs):  # {uuid.uuid4()}\n    *X = inputs\n"  # never in the cache
+    with pytest.raises(FormatError, match="generated Python for op/torch_op.py does not parse"):
+        format_all([GeneratedFile("op/torch_op.py", text)])

@@ -13,6 +13,7 @@ import functools  # noqa: F401 (cached C++ test output)
 import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
+import warnings
 
 import onnx
 import pytest
@@ -516,24 +517,96 @@ def test_inputs_on_two_devices_raise():
         TORCH_OP(*call_args(inputs), **case["attributes"])
 
 
-def test_backward_without_gradient_formulas_raises():
-    """The definition gives no gradient formulas: the op runs on inputs that require grad, and
-    backward through it raises rather than leaving their gradients silently unset."""
+# Inputs with a gradient formula (register_autograd).
+GRADIENT_INPUTS = ["X"]
+
+
+def test_gradients_pass_gradcheck_and_match_the_reference():
+    """torch.autograd.gradcheck in float64 (the formulas against finite differences), then the
+    formulas against autograd through the reference expression."""
     case = RANDOM_CASES[0]
-    for types in TYPES:
-        inputs = make_inputs(case, 0, types, seed=5)
-        for tensor in inputs.values():
-            if tensor is not None and tensor.is_floating_point():
-                tensor.requires_grad_()
-        outputs = [o for o in run_torch(inputs, case["attributes"]) if o.requires_grad]
-        if outputs:
-            break
-    assert outputs, "no dtypes give a floating input and a floating output"
-    with pytest.raises(
-        RuntimeError,
-        match="opgen::sum\\ has\\ no\\ gradient\\ formula:\\ give\\ one\\ under\\ 'gradients'\\ in\\ opdefs/sum_op\\.yaml",
-    ):
-        sum(o.sum() for o in outputs).backward()
+    types = next(
+        t for t in TYPES if all(input_dtype(n, t) == torch.float64 for n in GRADIENT_INPUTS)
+    )
+    inputs = make_inputs(case, 0, types, seed=5)
+    values = [
+        n for n in inputs if _testing.input_of(n, VARIADIC_INPUT) in GRADIENT_INPUTS
+    ]  # the values a formula covers
+    inputs = {k: v.requires_grad_(k in values) for k, v in inputs.items()}
+    attributes = case["attributes"]
+
+    def op(*tensors):
+        return TORCH_OP(*call_args(dict(zip(inputs, tensors, strict=True))), **attributes)
+
+    assert torch.autograd.gradcheck(op, tuple(inputs.values()))
+    gen = torch.Generator().manual_seed(11)
+    ours = run_torch(inputs, attributes)
+    theirs = reference(
+        **_testing.grouped(inputs, VARIADIC_INPUT), **_testing.float32_attributes(attributes)
+    )
+    theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+    weights = [torch.randn(o.shape, generator=gen, dtype=torch.float64) for o in ours]
+    leaves = [inputs[n] for n in values]
+
+    def weighted(outputs):
+        return sum(
+            (o * w).sum() for o, w in zip(outputs, weights, strict=True) if o.is_floating_point()
+        )
+
+    got = torch.autograd.grad(weighted(ours), leaves)
+    want = torch.autograd.grad(weighted(theirs), leaves)
+    for name, g, w in zip(values, got, want, strict=True):
+        _testing.assert_close(g, w, TOLERANCES, f"gradient of {name}")
+
+
+def test_gradients_through_torch_func_match_autograd():
+    """torch.func.grad, jacrev and vmap(grad) run the gradient formulas too (their results equal
+    plain autograd's, which the test above checks against the reference)."""
+    case = RANDOM_CASES[0]
+    types = next(
+        t for t in TYPES if all(input_dtype(n, t) == torch.float64 for n in GRADIENT_INPUTS)
+    )
+    batch = [make_inputs(case, 0, types, seed=5 + i) for i in range(3)]
+    values = [
+        n for n in batch[0] if _testing.input_of(n, VARIADIC_INPUT) in GRADIENT_INPUTS
+    ]  # the values a formula covers
+    attributes = case["attributes"]
+    gen = torch.Generator().manual_seed(11)
+    weights = [
+        torch.randn(o.shape, generator=gen, dtype=torch.float64)
+        for o in run_torch(batch[0], attributes)
+    ]
+
+    def loss(leaves, inputs):
+        outputs = run_torch({**inputs, **dict(zip(values, leaves, strict=True))}, attributes)
+        return sum(
+            (o * w).sum() for o, w in zip(outputs, weights, strict=True) if o.is_floating_point()
+        )
+
+    def autograd_gradients(inputs):
+        leaves = [inputs[n].detach().requires_grad_() for n in values]
+        return torch.autograd.grad(loss(leaves, inputs), leaves)
+
+    inputs = batch[0]
+    leaves = tuple(inputs[n] for n in values)
+    want = autograd_gradients(inputs)
+    got = torch.func.grad(loss)(leaves, inputs)
+    jacobians = torch.func.jacrev(loss)(leaves, inputs)
+    for name, g, j, w in zip(values, got, jacobians, want, strict=True):
+        _testing.assert_close(g, w, TOLERANCES, f"torch.func.grad of {name}")
+        _testing.assert_close(j, w, TOLERANCES, f"torch.func.jacrev of {name}")
+    # vmap over three samples of the gradient inputs (the op has no batching rule: torch runs
+    # it once per sample and says so in a performance warning, which is all it is here).
+    stacked = tuple(torch.stack([b[n] for b in batch]) for n in values)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="There is a performance drop")
+        batched = torch.func.vmap(torch.func.grad(loss), in_dims=(0, None))(stacked, inputs)
+    for sample in range(len(batch)):
+        want = autograd_gradients({**inputs, **{n: batch[sample][n] for n in values}})
+        for name, g, w in zip(values, batched, want, strict=True):
+            _testing.assert_close(
+                g[sample], w, TOLERANCES, f"vmap(grad) of {name}, sample {sample}"
+            )
 
 
 # The first forward-mode call scripts torch's own decompositions with torch.jit.script.

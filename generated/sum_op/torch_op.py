@@ -33,12 +33,21 @@ def _fake(X: list[torch.Tensor]) -> torch.Tensor:
 
 
 def _setup_context(ctx, inputs, output) -> None:
-    """Nothing to keep: the definition has no gradient formulas."""
+    """Keeps what the gradient formulas read: the inputs, the outputs, the attributes."""
+    (X,) = inputs
+    (Y,) = (output,)
+    ctx.save_for_backward(*X, Y)
 
 
-def _backward(ctx, *grads):
-    raise RuntimeError(
-        "opgen::sum has no gradient formula: give one under 'gradients' in opdefs/sum_op.yaml"
+def _backward(ctx, grad_Y):
+    """The definition's gradient formulas; None for inputs without one and for attributes."""
+    *X, Y = ctx.saved_tensors
+    return (
+        _support.value_gradients(
+            "Sum: the gradient formula of input 'X'",
+            [grad_Y.sum_to_size(value.shape) for value in X],
+            len(X),
+        ),
     )
 
 
@@ -64,8 +73,17 @@ class _Differentiable(torch.autograd.Function):
     def forward(*X):
         return _support.below_autograd(sum, list(X))
 
-    setup_context = staticmethod(_setup_context)
-    backward = staticmethod(_backward)
+    # The Function takes the variadic input's values one by one, last (autograd sees no
+    # tensor in a list); _setup_context and _backward take the op's own arguments.
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        (*X,) = inputs
+        _setup_context(ctx, (list(X),), output)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        (X,) = _backward(ctx, *grads)
+        return (*X,)
 
     @staticmethod
     def jvp(ctx, *tangents):

@@ -173,7 +173,13 @@ class TorchOpView:
     # The autograd Function's arguments (a variadic input's values spread last: apply sees
     # only tensors passed one by one), and how its forward calls the op with them
     function_args: str
+    function_targets: str  # the same as a tuple's items (assignment targets, return values)
     function_forward_args: str
+    # With a variadic input: the op's arguments in its own order from the Function's inputs
+    # (_setup_context and _backward take them so), and the Function's gradients from the op's
+    function_as_op_args: str | None
+    op_gradient_targets: str
+    function_gradients: str
     needs_autograd: str  # the condition for going through the autograd Function
     gradient_formulas: GradientFormulasView | None
     no_gradient_message: str | None  # a literal: backward without formulas raises it
@@ -235,15 +241,15 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         kernel_call=_kernel_call(op) if op.kernel else None,
         eager_statements=() if op.kernel else tuple(py.eager_statements(op, index)),
         call_args=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
-        function_args=", ".join(
-            [t.name for t in op.inputs if not t.variadic]
-            + [a.name for a in op.attributes]
-            + [f"*{t.name}" for t in op.inputs if t.variadic]
+        function_args=", ".join(_function_order(op)),
+        function_targets=_targets(_function_order(op)),
+        function_forward_args=", ".join(_op_args(op)),
+        function_as_op_args=(
+            "(" + "".join(f"{arg}, " for arg in _op_args(op)) + ")" if op.variadic_inputs else None
         ),
-        function_forward_args=", ".join(
-            [f"list({t.name})" if t.variadic else t.name for t in op.inputs]
-            + [a.name for a in op.attributes]
-        ),
+        op_gradient_targets=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes])
+        + ("," if len(op.inputs) + len(op.attributes) == 1 else ""),
+        function_gradients=_targets(_function_order(op)),
         needs_autograd=_needs_autograd(op),
         gradient_formulas=_gradient_formulas(op) if op.gradients else None,
         no_gradient_message=(
@@ -254,6 +260,28 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         forward_mode_message=py.literal(py.forward_mode_message(op)),
         loop_vmap=bool(op.variadic_inputs),
     )
+
+
+def _function_order(op: OpDef) -> list[str]:
+    """The autograd Function's arguments: a variadic input's values spread last."""
+    return (
+        [t.name for t in op.inputs if not t.variadic]
+        + [a.name for a in op.attributes]
+        + [f"*{t.name}" for t in op.inputs if t.variadic]
+    )
+
+
+def _targets(names: list[str]) -> str:
+    """Names as a tuple's items, in parameters, assignment targets and return values alike (one
+    item takes a trailing comma: `*X,`)."""
+    return ", ".join(names) + ("," if len(names) == 1 else "")
+
+
+def _op_args(op: OpDef) -> list[str]:
+    """The op's arguments from the autograd Function's (a variadic input's values as a list)."""
+    return [f"list({t.name})" if t.variadic else t.name for t in op.inputs] + [
+        a.name for a in op.attributes
+    ]
 
 
 def _arity_checks(op: OpDef) -> list[SpelledCheck]:
@@ -317,8 +345,19 @@ def _needs_autograd(op: OpDef) -> str:
 
 def _gradient_formulas(op: OpDef) -> GradientFormulasView:
     attributes = [a.name for a in op.attributes]
-    tensors = [t.name for t in op.inputs] + [t.name for t in op.outputs]  # at least two
-    gradients = [op.gradients.get(t.name, "None") for t in op.inputs] + ["None"] * len(attributes)
+    # A variadic input's values are saved one by one (and unpacked back into a list).
+    tensors = [f"*{t.name}" if t.variadic else t.name for t in op.inputs]
+    tensors += [t.name for t in op.outputs]  # at least two
+
+    def gradient(t: TensorParam) -> str:
+        formula = op.gradients.get(t.name, "None")
+        if not t.variadic:
+            return formula
+        # One gradient per value, as PyTorch takes a list argument's.
+        message = py.literal(f"{op.message_prefix}: the gradient formula of input '{t.name}'")
+        return f"_support.value_gradients({message}, {formula}, len({t.name}))"
+
+    gradients = [gradient(t) for t in op.inputs] + ["None"] * len(attributes)
     return GradientFormulasView(
         argument_targets=", ".join([t.name for t in op.inputs] + attributes)
         + ("," if len(op.inputs) + len(attributes) == 1 else ""),

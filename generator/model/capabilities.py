@@ -132,8 +132,8 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         ort_library="homogeneous, one value or more (min: 0 not yet); the kernel gets "
         "opgen::Inputs<T>, a vector of views",
         pybind="a list of arrays",
-        torch_native="Tensor[] (no gradient formulas yet)",
-        torch_python="Tensor[] (no gradient formulas yet)",
+        torch_native="Tensor[]; its gradient formula gives a list, one per value",
+        torch_python="Tensor[]; gradient formulas with 'library' (not yet 'custom_op')",
         exporters="to the op's own node (an export node passing its values to another op: "
         "not yet)",
         parity_tests="test cases list its values; vmap runs one call per sample",

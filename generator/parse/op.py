@@ -283,12 +283,14 @@ def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:
                     "carried yet: the outputs' dtype and shape come from its values)",
                 )
             )
-        if op.gradients:
+        if op.gradients and op.torch is not None and op.torch.api is TorchApi.custom_op:
             problems.append(
                 (
                     "gradients",
                     f"gradient formulas of an op with a variadic input ('{tensor.name}') are not "
-                    "carried yet (a formula names each input as one tensor)",
+                    "carried by torch.api 'custom_op' yet (torch 2.13's register_autograd "
+                    "takes its list of gradients in another structure); use 'native' or "
+                    "'library'",
                 )
             )
         problems += _value_name_clashes(op, tensor.name)
