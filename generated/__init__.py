@@ -233,6 +233,20 @@ def _without_none_args(model, args: tuple):
     return wrapper, tuple(arg for arg in args if arg is not None)
 
 
+def _by_argument(args: tuple, shapes: tuple) -> tuple:
+    """One entry of dynamic shapes per argument: a list (or tuple) of tensors takes as many
+    input names as it has tensors, and gets a list of their entries."""
+    grouped, used = [], 0
+    for arg in args:
+        if isinstance(arg, list | tuple):
+            grouped.append(type(arg)(shapes[used : used + len(arg)]))
+            used += len(arg)
+        else:
+            grouped.append(shapes[used] if used < len(shapes) else None)
+            used += 1
+    return tuple(grouped)
+
+
 def _by_parameter(model, shapes: tuple) -> tuple:
     """torch.export's dynamic shapes follow forward's parameters: those a *args parameter takes
     (the wrapper's tensors, a model's variadic input) are one entry, a tuple of theirs."""
@@ -281,7 +295,7 @@ def export_model(
             or None
             for input_name in input_names
         )
-        dynamic_shapes = _by_parameter(model, dynamic_shapes)
+        dynamic_shapes = _by_parameter(model, _by_argument(args, dynamic_shapes))
         with _without_exporter_notices(exporter):
             torch.onnx.export(
                 model,

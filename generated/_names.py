@@ -78,7 +78,7 @@ def value_name(variadic: str, index: int) -> str:
 def value_names(variadic: str, names: Iterable[str]) -> list[str]:
     """A variadic input's values among `names`, in order: X_0, X_1, ... up to the first gap."""
     present = set(names)
-    found = []
+    found: list[str] = []
     while value_name(variadic, len(found)) in present:
         found.append(value_name(variadic, len(found)))
     return found

@@ -722,6 +722,11 @@ def register_loop_vmap(qualified_name: str, lib=None) -> None:
         return arg if dim is None else arg.select(dim, index)
 
     def rule(info, in_dims, *args, **kwargs):
+        if info.batch_size == 0:  # no sample to run, so no output to stack
+            raise RuntimeError(
+                f"{qualified_name}: vmap over a batch of size 0 is not supported (the op has "
+                "no batching rule: it runs once per sample)"
+            )
         op = getattr(getattr(torch.ops, namespace), name).default
         results = [
             op(*(one_sample(a, d, i) for a, d in zip(args, in_dims, strict=True)), **kwargs)
@@ -750,3 +755,19 @@ def value_gradients(what: str, gradients, count: int) -> list:
             f"{what} must give a list of {count} gradients (one per value), got {got}"
         )
     return list(gradients)
+
+
+def variadic_types(ctx, first: int, minimum: int, too_few: str, absent: str) -> list:
+    """ONNX inference: a variadic input's TypeProtos, from node input `first` on. ONNX's checker
+    passes a node with too few values, or an absent ("") one, to inference."""
+    import onnx
+
+    count = max(ctx.get_num_inputs() - first, 0)
+    if count < minimum:
+        raise onnx.shape_inference.InferenceError(too_few + str(count))
+    types = []
+    for index in range(first, first + count):
+        if not ctx.has_input(index):
+            raise onnx.shape_inference.InferenceError(absent + str(index))
+        types.append(ctx.get_input_type(index))
+    return types

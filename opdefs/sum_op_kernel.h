@@ -5,8 +5,9 @@
 // (they broadcast to Y's), and X holds at least one value.
 //
 // Values of Y's own shape are read in place; the others through broadcast offsets. Floating
-// sums accumulate in the compute type (float for float16) and round once; integer sums wrap
-// around as PyTorch's and ONNX Runtime's do (never signed overflow).
+// sums accumulate in double and round once (thousands of float32 values stay exact to the
+// last bit of the result); integer sums wrap around as PyTorch's and ONNX Runtime's do (never
+// signed overflow).
 #include <cstdint>
 #include <type_traits>
 #include <vector>
@@ -27,7 +28,7 @@ template <typename T>
 void compute(const opgen::Context& ctx, const opgen::Inputs<T>& X, const opgen::Output<T>& Y,
              const Attributes& attrs) {
   (void)attrs;
-  using C = opgen::compute_type<T>;
+  using C = std::conditional_t<std::is_integral_v<T>, T, double>;
   // Per value: empty where it has Y's shape (read at i), else its offset for each i of Y.
   std::vector<std::vector<int64_t>> offsets(X.size());
   for (size_t v = 0; v < X.size(); ++v) {

@@ -250,3 +250,53 @@ def test_variadic_gradient_formula_of_the_wrong_length_is_an_error_naming_the_op
             match=re.escape(f"{what} must give a list of 2 gradients (one per value), got {got}"),
         ):
             _support.value_gradients(what, wrong, 2)
+
+
+def test_variadic_op_vmap_over_an_empty_batch_is_an_error_naming_the_op():
+    with pytest.raises(RuntimeError, match="opgen::sum: vmap over a batch of size 0"):
+        torch.vmap(lambda x, y: torch.ops.opgen.sum([x, y]))(torch.ones(0, 3), torch.ones(0, 3))
+
+
+@pytest.mark.parametrize(
+    "names,message",
+    [
+        (["x", ""], "Sum: input 'X' has an absent value at node input 1"),
+        ([], "Sum: input 'X' takes 1 or more values, got 0"),
+    ],
+)
+def test_variadic_node_without_its_values_fails_onnx_inference_naming_the_op(names, message):
+    """ONNX's checker lets such a node through to the op's inference function."""
+    import generated
+
+    generated.register_all()
+    node = helper.make_node("Sum", names, ["Y"], domain="ai.opgen")
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])] if names else []
+    outputs = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["n"])]
+    model = _model([node], inputs, outputs, "ai.opgen")
+    with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
+        onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
+def test_export_model_of_a_list_argument_with_dynamic_axes(tmp_path):
+    """A model taking a list of tensors: its input names name the list's tensors, whose dynamic
+    axes the dynamo exporter gets in the list's structure."""
+    import generated
+
+    class Model(torch.nn.Module):
+        def forward(self, values: list[torch.Tensor]):
+            return torch.ops.opgen.sum(values)
+
+    path = tmp_path / "model.onnx"
+    example = [torch.randn(3, 2), torch.randn(3, 2), torch.randn(2)]
+    generated.export_model(
+        Model().eval(),
+        (example,),
+        path,
+        exporter="dynamo",
+        input_names=["a", "b", "c"],
+        dynamic_axes={"a": {0: "n"}, "b": {0: "n"}},
+    )
+    session = _testing.session(onnx.load(str(path)), "ai_opgen")
+    a, b, c = torch.randn(5, 2), torch.randn(5, 2), torch.randn(2)
+    got = session.run(None, {"a": a.numpy(), "b": b.numpy(), "c": c.numpy()})[0]
+    np.testing.assert_allclose(got, (a + b + c).numpy(), rtol=1e-6)

@@ -413,8 +413,9 @@ TORCHSCRIPT_DEPRECATED = r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWar
 class ScriptedModel(torch.nn.Module):
     """The op in a TorchScript model, with the first random case's attributes."""
 
+    # `module`, not `self`: an input may be called self (as in ATen's schemas).
     def forward(
-        self, X: torch.Tensor, num_groups: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor
+        module, X: torch.Tensor, num_groups: torch.Tensor, scale: torch.Tensor, bias: torch.Tensor
     ):
         return torch.ops.mydomain.custom_group_norm(X, num_groups, scale, bias)
 

@@ -453,7 +453,8 @@ TORCHSCRIPT_DEPRECATED = r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWar
 class ScriptedModel(torch.nn.Module):
     """The op in a TorchScript model, with the first random case's attributes."""
 
-    def forward(self, X: torch.Tensor):
+    # `module`, not `self`: an input may be called self (as in ATen's schemas).
+    def forward(module, X: torch.Tensor):
         return torch.ops.opgen.inverse(X)
 
 

@@ -430,7 +430,8 @@ TORCHSCRIPT_DEPRECATED = r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWar
 class ScriptedModel(torch.nn.Module):
     """The op in a TorchScript model, with the first random case's attributes."""
 
-    def forward(self, X: torch.Tensor, Scale: torch.Tensor, B: torch.Tensor | None):
+    # `module`, not `self`: an input may be called self (as in ATen's schemas).
+    def forward(module, X: torch.Tensor, Scale: torch.Tensor, B: torch.Tensor | None):
         return torch.ops.opgen.layer_norm(X, Scale, B)
 
 

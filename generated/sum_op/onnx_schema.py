@@ -15,7 +15,13 @@ _Schema = onnx.defs.OpSchema
 
 
 def _infer(ctx) -> None:
-    X_types = [ctx.get_input_type(index) for index in range(0, ctx.get_num_inputs())]
+    X_types = _support.variadic_types(
+        ctx,
+        0,
+        1,
+        "Sum: input 'X' takes 1 or more values, got ",
+        "Sum: input 'X' has an absent value at node input ",
+    )
     Y_type = onnx.TypeProto()
     Y_type.tensor_type.elem_type = X_types[0].tensor_type.elem_type
     if all(value.tensor_type.HasField("shape") for value in X_types):

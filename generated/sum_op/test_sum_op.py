@@ -443,7 +443,8 @@ TORCHSCRIPT_DEPRECATED = r"ignore:`torch\.jit\.\w+` is deprecated:DeprecationWar
 class ScriptedModel(torch.nn.Module):
     """The op in a TorchScript model, with the first random case's attributes."""
 
-    def forward(self, X: list[torch.Tensor]):
+    # `module`, not `self`: an input may be called self (as in ATen's schemas).
+    def forward(module, X: list[torch.Tensor]):
         return torch.ops.opgen.sum(X)
 
 

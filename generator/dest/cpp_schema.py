@@ -16,7 +16,7 @@ from generator.dest.cpp import CppAttribute, concrete_dtype
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
-from generator.model.tensors import TensorParam, value_name, value_names
+from generator.model.tensors import TensorParam, VariadicArity, value_name, value_names
 from generator.model.tests import ErrorCase, RandomCase
 from generator.model.types import DType
 from generator.render import render
@@ -57,6 +57,9 @@ class SchemaShapedInput:
     index: int
     optional: bool
     variadic: bool  # its values are the inputs from index on: `shape` is a vector of them
+    min_arity: int  # variadic: the fewest values
+    too_few_message: str  # variadic: a literal, what fewer values raise (then the count)
+    absent_message: str  # variadic: a literal, what an absent ("") value raises (then its index)
     present: str
     shape: str
     absent_shape: str
@@ -133,18 +136,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
             )
             for tc in op.type_constraints
         ),
-        shaped_inputs=tuple(
-            SchemaShapedInput(
-                i.name,
-                i.index,
-                i.optional,
-                i.variadic,
-                Local.present(i.name),
-                Local.shape(i.name),
-                Local.absent_shape(i.name),
-            )
-            for i in common.shaped_inputs(op)
-        ),
+        shaped_inputs=tuple(_shaped_input(op, i) for i in common.shaped_inputs(op)),
         inference_attributes=cpp_shapes.schema_attributes(op),
         attribute_checks=tuple(cpp_shapes.symbolic_attribute_checks(op)),
         checks=tuple(cpp_shapes.symbolic_checks(op)),
@@ -220,6 +212,23 @@ class SchemaTestView:
     outputs: tuple[TestTensor, ...]
     valid_cases: tuple[ValidCase, ...]
     error_cases: tuple[ErrorCaseView, ...]
+
+
+def _shaped_input(op: OpDef, shaped: common.ShapedInput) -> SchemaShapedInput:
+    tensor = op.inputs[shaped.index]
+    variadic = isinstance(tensor.arity, VariadicArity)
+    return SchemaShapedInput(
+        shaped.name,
+        shaped.index,
+        shaped.optional,
+        shaped.variadic,
+        tensor.arity.min_arity if isinstance(tensor.arity, VariadicArity) else 1,
+        cpp.string_literal(op.too_few_values_message(tensor)) if variadic else "",
+        cpp.string_literal(op.absent_value_message(tensor)) if variadic else "",
+        Local.present(shaped.name),
+        Local.shape(shaped.name),
+        Local.absent_shape(shaped.name),
+    )
 
 
 def _explicit_attributes(op: OpDef, given: dict[str, Any]) -> dict[str, Any]:

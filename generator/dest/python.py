@@ -407,6 +407,10 @@ class ReadInputView:
     optional: bool
     variadic: bool  # its values are the inputs from index on: type_variable is their list
     type_variable: str
+    # variadic: its fewest values, and literals of what fewer or an absent ("") value raise
+    min_arity: int = 1
+    too_few_message: str = ""
+    absent_message: str = ""
 
 
 @view
@@ -572,7 +576,7 @@ def _schema_inference(op: OpDef) -> _SchemaInference:
         attributes=tuple(python_shapes.onnx_inference_attributes(op)),
         attribute_checks=tuple(python_shapes.onnx_attribute_checks(op)),
         read_inputs=tuple(
-            ReadInputView(i, t.optional, t.variadic, _onnx_type(op, t.name))
+            _read_input(op, i, t)
             for i, t in enumerate(op.inputs)
             if t.name in shaped_names or t.name in dtype_sources
         ),
@@ -586,6 +590,20 @@ def _schema_inference(op: OpDef) -> _SchemaInference:
             InferredShapeView(Local.onnx_type(shape.output), shape.expr)
             for shape in python_shapes.onnx_output_shapes(op)
         ),
+    )
+
+
+def _read_input(op: OpDef, index: int, tensor: TensorParam) -> ReadInputView:
+    if not isinstance(tensor.arity, VariadicArity):
+        return ReadInputView(index, tensor.optional, False, _onnx_type(op, tensor.name))
+    return ReadInputView(
+        index,
+        False,
+        True,
+        _onnx_type(op, tensor.name),
+        tensor.arity.min_arity,
+        py.literal(op.too_few_values_message(tensor)),
+        py.literal(op.absent_value_message(tensor)),
     )
 
 

@@ -177,6 +177,11 @@ class OpDef:
         minimum = tensor.arity.min_arity
         return f"{self.message_prefix}: input '{tensor.name}' takes {minimum} or more values, got "
 
+    def absent_value_message(self, tensor: TensorParam) -> str:
+        """What ONNX inference says of a variadic input's value that a node names "" (absent),
+        followed by its position among the node's inputs."""
+        return f"{self.message_prefix}: input '{tensor.name}' has an absent value at node input "
+
     @property
     def has_cpp_schema(self) -> bool:
         """Ops we implement get an ONNX C++ schema; ops a runtime provides do not."""

@@ -294,10 +294,20 @@ def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:
                 )
             )
         problems += _value_name_clashes(op, tensor.name)
+        own_inputs = tuple(t.name for t in op.inputs)
         for rule_index, rule in enumerate(op.export):
             for node_index, node in enumerate(rule.nodes):
                 calls_the_op = (node.domain, node.op_type) == (op.domain, op.op_type)
-                if tensor.name in node.inputs and not calls_the_op:
+                if calls_the_op and tuple(node.inputs) != own_inputs:
+                    problems.append(
+                        (
+                            f"export[{rule_index}].nodes[{node_index}]",
+                            "a node of the op itself takes the op's own inputs in order "
+                            f"({', '.join(own_inputs)}): its variadic input '{tensor.name}' "
+                            "spreads into the node's last inputs (not yet: other arguments)",
+                        )
+                    )
+                elif tensor.name in node.inputs and not calls_the_op:
                     problems.append(
                         (
                             f"export[{rule_index}].nodes[{node_index}]",
