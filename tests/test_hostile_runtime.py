@@ -300,3 +300,21 @@ def test_export_model_of_a_list_argument_with_dynamic_axes(tmp_path):
     a, b, c = torch.randn(5, 2), torch.randn(5, 2), torch.randn(2)
     got = session.run(None, {"a": a.numpy(), "b": b.numpy(), "c": c.numpy()})[0]
     np.testing.assert_allclose(got, (a + b + c).numpy(), rtol=1e-6)
+
+
+def test_python_registration_names_the_op_and_the_value_numpy_cannot_hold():
+    """The pybind11 path (torch.api library) of a variadic op: an empty value whose size in
+    bytes overflows, which numpy refuses, is named as the op and the value."""
+    from generated import _support
+
+    huge = torch.empty(1, 0, 2**63 - 1)
+    with pytest.raises(ValueError) as raised:
+        try:
+            values = [_support.to_numpy(torch.ones(1)), _support.to_numpy(huge)]
+            _support.kernels("ai_opgen").sum_op(values)
+        except ValueError as error:  # what the `library` registration's CPU kernel does
+            _support.name_the_op("Sum", error, {"X": [torch.ones(1), huge]})
+    assert str(raised.value) == (
+        "Sum: input 'X[1]' has shape [1, 0, 9223372036854775807], whose size in bytes overflows "
+        "int64"
+    )

@@ -336,12 +336,7 @@ def check_one_device(op: str, tensors: dict) -> None:
     """Raises unless the present tensors are on one device. The fake kernel calls it: a call
     with inputs on the meta device and on the CPU dispatches to it, and it would make its
     outputs on the first input's device, uninitialized, as if the call had run."""
-    devices = {}
-    for name, value in tensors.items():
-        if isinstance(value, list | tuple):  # a variadic input's values
-            devices.update((f"{name}[{i}]", t.device) for i, t in enumerate(value))
-        elif value is not None:
-            devices[name] = value.device
+    devices = {name: t.device for name, t in _each_tensor(tensors) if t is not None}
     if len(set(devices.values())) > 1:
         where = ", ".join(f"input '{name}' on {device}" for name, device in devices.items())
         raise RuntimeError(f"{op}: the inputs must be on one device, got {where}")
@@ -369,13 +364,22 @@ def kernels(domain_ident: str):
     return module
 
 
+def _each_tensor(inputs: dict):
+    """(name, tensor) of each input, a variadic one's values as X[0], X[1], ..."""
+    for name, value in inputs.items():
+        if isinstance(value, list | tuple):
+            yield from ((f"{name}[{i}]", tensor) for i, tensor in enumerate(value))
+        else:
+            yield name, value
+
+
 def name_the_op(op: str, error: ValueError, inputs: dict) -> None:
     """Raises a ValueError from a kernel call again, naming the op, if it does not (the kernel's
     own errors do). numpy refuses an array of more than 2**63 - 1 bytes even when it is empty,
     while PyTorch holds such a tensor: that refusal is put in the kernels' words."""
     if str(error).startswith(f"{op}: "):
         return
-    for name, tensor in inputs.items():
+    for name, tensor in _each_tensor(inputs):
         if tensor is None or tensor.numel() != 0:
             continue
         size = 1
