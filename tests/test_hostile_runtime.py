@@ -257,6 +257,17 @@ def test_variadic_op_vmap_over_an_empty_batch_is_an_error_naming_the_op():
         torch.vmap(lambda x, y: torch.ops.opgen.sum([x, y]))(torch.ones(0, 3), torch.ones(0, 3))
 
 
+def _in_a_process_of_its_own(function: str, *args) -> None:
+    """Runs tests.test_hostile_runtime.<function>(*args) in a fresh interpreter: it registers
+    the package's ONNX schemas (register_all), which later tests in this process must not see
+    in the registries (the importer's tests list every registered schema)."""
+    script = f"from tests.test_hostile_runtime import {function}\n{function}(*{args!r})"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize(
     "names,message",
     [
@@ -266,6 +277,10 @@ def test_variadic_op_vmap_over_an_empty_batch_is_an_error_naming_the_op():
 )
 def test_variadic_node_without_its_values_fails_onnx_inference_naming_the_op(names, message):
     """ONNX's checker lets such a node through to the op's inference function."""
+    _in_a_process_of_its_own("check_inference_without_values", names, message)
+
+
+def check_inference_without_values(names: list, message: str) -> None:
     import generated
 
     generated.register_all()
@@ -280,13 +295,16 @@ def test_variadic_node_without_its_values_fails_onnx_inference_naming_the_op(nam
 def test_export_model_of_a_list_argument_with_dynamic_axes(tmp_path):
     """A model taking a list of tensors: its input names name the list's tensors, whose dynamic
     axes the dynamo exporter gets in the list's structure."""
+    _in_a_process_of_its_own("check_export_of_a_list_argument", str(tmp_path / "model.onnx"))
+
+
+def check_export_of_a_list_argument(path: str) -> None:
     import generated
 
     class Model(torch.nn.Module):
         def forward(self, values: list[torch.Tensor]):
             return torch.ops.opgen.sum(values)
 
-    path = tmp_path / "model.onnx"
     example = [torch.randn(3, 2), torch.randn(3, 2), torch.randn(2)]
     generated.export_model(
         Model().eval(),
@@ -296,7 +314,7 @@ def test_export_model_of_a_list_argument_with_dynamic_axes(tmp_path):
         input_names=["a", "b", "c"],
         dynamic_axes={"a": {0: "n"}, "b": {0: "n"}},
     )
-    session = _testing.session(onnx.load(str(path)), "ai_opgen")
+    session = _testing.session(onnx.load(path), "ai_opgen")
     a, b, c = torch.randn(5, 2), torch.randn(5, 2), torch.randn(2)
     got = session.run(None, {"a": a.numpy(), "b": b.numpy(), "c": c.numpy()})[0]
     np.testing.assert_allclose(got, (a + b + c).numpy(), rtol=1e-6)

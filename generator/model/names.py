@@ -53,7 +53,7 @@ PACKAGE_NAMES = frozenset(
     export_model""".split()
     # its imports and private names
     + "contextlib os re sys tempfile warnings _registered _exported_ops".split()
-    + "_without_unused_opset_warnings _without_exporter_notices _without_none_args _by_parameter".split()
+    + "_without_unused_opset_warnings _without_exporter_notices _without_none_args _by_parameter _by_argument".split()
     # Python's builtins: an op module named `max` would hide the builtin from the package's
     # own code (custom_opsets calls max), and tomorrow's code may call any other.
     + dir(builtins)
