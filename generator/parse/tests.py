@@ -22,6 +22,7 @@ from generator.model.types import DType, TypeConstraint
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.tensors import attr_value
+from generator.runtime._names import input_of
 from generator.source import Node
 
 
@@ -114,13 +115,9 @@ class _Signature:
 
     def input_of(self, value: str) -> TensorParam:
         """The input a value of value_map belongs to."""
-        stem, _, index = value.rpartition("_")
-        for tensor in self.inputs:
-            if tensor.name == value or (
-                tensor.variadic and stem == tensor.name and index.isdigit()
-            ):
-                return tensor
-        raise KeyError(value)
+        variadic = next((t.name for t in self.inputs if t.variadic), None)
+        name = input_of(value, variadic)
+        return next(t for t in self.inputs if t.name == name)
 
 
 Case = TypeVar("Case")
