@@ -89,8 +89,14 @@ def parser() -> argparse.ArgumentParser:
         help="the ONNX domain (default: the package's name: an ONNX Runtime process takes one "
         "library per domain, so two packages must not share one)",
     )
-    parser.add_argument(
+    torch_side = parser.add_mutually_exclusive_group()
+    torch_side.add_argument(
         "--torch-name", help="the PyTorch op, namespace::name (default: <domain>::<op_snake>)"
+    )
+    torch_side.add_argument(
+        "--no-torch",
+        action="store_true",
+        help="no PyTorch op: the op runs in ONNX Runtime only (schemas, library, tests)",
     )
     parser.add_argument(
         "--inputs",
@@ -248,7 +254,9 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
         return ", shape: [...]" if name == first else ""
 
     required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
-    torch_name = args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
+    torch_name = (
+        None if args.no_torch else args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
+    )
     return (
         environment()
         .get_template("scaffold/opdef.yaml.j2")
@@ -258,7 +266,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             op_id=op_id,
             domain_literal=_yaml(args.domain),
             torch_name=torch_name,
-            torch_name_literal=_yaml(torch_name),
+            torch_name_literal=_yaml(torch_name) if torch_name else None,
             dtypes=[d.value for d in dtypes],
             floating_dtypes=[d.value for d in dtypes if d.is_floating],
             inputs=[_InputLine(name, input_fields(name)) for name in inputs],

@@ -69,6 +69,25 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_new_op_without_pytorch_runs_in_onnxruntime_only(tmp_path):
+    new = _run(
+        tmp_path, "-m", "generator", "new", "OrtOnly", "-q", "--package", "generated",
+        "--domain", "test.ortonly", "--no-torch", "--inputs", "X,Rest*",
+    )  # fmt: skip
+    assert new.returncode == 0, new.stdout + new.stderr
+    definition = (tmp_path / "opdefs" / "ort_only.yaml").read_text()
+    assert "torch:" not in definition and "--no-torch" in definition
+    assert not (tmp_path / "generated" / "ort_only" / "torch_op.py").exists()
+    build = _run(tmp_path, "-m", "generator", "build", "-q")
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated/ort_only")
+    assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
+    assert "test_single_node_parity" in _run(
+        tmp_path, "-m", "pytest", "-q", "--collect-only", "generated/ort_only"
+    ).stdout
+    assert " passed" in tests.stdout and "skipped" not in tests.stdout
+
+
 def test_new_never_overwrites(tmp_path):
     first = _run(tmp_path, "-m", "generator", "new", "Twice", "-q", "--package", "generated")
     assert first.returncode == 0, first.stderr
@@ -92,6 +111,7 @@ def test_new_never_overwrites(tmp_path):
         (["Op", "--attribute", "n:int?=2"], "expected NAME:TYPE, NAME:TYPE=DEFAULT or NAME:TYPE?"),
         (["Op", "--dtypes", "float32,float128"], "--dtypes"),
         (["Op", "--domain", "bad domain"], "domain"),
+        (["Op", "--no-torch", "--torch-name", "a::b"], "not allowed with argument"),
     ],
 )
 def test_new_rejects_bad_arguments_and_writes_nothing(tmp_path, args, message):

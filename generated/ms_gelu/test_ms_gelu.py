@@ -2,7 +2,7 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """Parity tests of com.microsoft::Gelu.
 
-Reference expression vs PyTorch vs
+Reference expression vs
 a one-node model of the ONNX op, for every combination of the type variables' dtypes.
 Nothing here skips: a missing
 build artifact is a failure.

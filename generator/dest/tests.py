@@ -379,7 +379,7 @@ def _parts(op: OpDef) -> tuple[str, ...]:
 
 def _what_is_compared(op: OpDef) -> str:
     """What the module docstring says runs against the reference (lines broken as it wraps)."""
-    compared = "Reference expression vs PyTorch"
+    compared = "Reference expression vs PyTorch" if op.torch is not None else "Reference expression"
     if op.export:
         compared += (
             " vs the exported model in ONNX Runtime (both\nexporters, two sizes of every dynamic "

@@ -609,8 +609,6 @@ def _implementation_key(d: _Definition, versions: tuple[int, ...]) -> str | None
                 "every version)"
             )
         )
-    if "torch" not in d and implementation == "kernel":
-        errors.add(root.error("missing required field 'torch' (the PyTorch side of the op)"))
     if "torch" not in d and implementation is None and not onnx_keys:
         errors.add(
             root.error(
