@@ -22,13 +22,13 @@ struct OrtKernel {
     return opgen::ort::guard(kOpType, [&] {
       Ort::KernelContext context(raw_context);
       const Ort::ConstValue X_value = context.GetInput(0);
-      const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape X_shape = opgen::ort::shape_of(X_value);
       const Ort::ConstValue num_groups_value = context.GetInput(1);
-      const opgen::Shape num_groups_shape = num_groups_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape num_groups_shape = opgen::ort::shape_of(num_groups_value);
       const Ort::ConstValue scale_value = context.GetInput(2);
-      const opgen::Shape scale_shape = scale_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape scale_shape = opgen::ort::shape_of(scale_value);
       const Ort::ConstValue bias_value = context.GetInput(3);
-      const opgen::Shape bias_shape = bias_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape bias_shape = opgen::ort::shape_of(bias_value);
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, num_groups_shape, scale_shape, bias_shape, attrs);
       opgen::AlignedCopies aligned;
       const opgen::Input<T> X{opgen::ort::data<T>(X_value, aligned), X_shape};
@@ -37,7 +37,7 @@ struct OrtKernel {
       const opgen::Input<T> bias{opgen::ort::data<T>(bias_value, aligned), bias_shape};
       Ort::UnownedValue Y_value = context.GetOutput(0, shapes.Y);
       const opgen::Output<T> Y{opgen::ort::mutable_data<T>(Y_value), shapes.Y};
-      const opgen::ort::ThreadPoolContext pool(context);
+      const opgen::ort::ThreadPoolContext pool(context, opgen::elements_touched(X_shape, num_groups_shape, scale_shape, bias_shape, shapes.Y));
       compute<T>(pool, X, num_groups, scale, bias, Y, attrs);
     });
   }

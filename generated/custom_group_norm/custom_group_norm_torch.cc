@@ -30,7 +30,7 @@ opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, opgen::to
   const opgen::Input<T> bias{opgen::torch_support::data<T>(bias_value, aligned), bias_shape};
   opgen::torch_support::Tensor Y_value = opgen::torch_support::empty<T>(shapes.Y, kOpType, "output 'Y'");
   const opgen::Output<T> Y{opgen::torch_support::mutable_data<T>(Y_value), shapes.Y};
-  const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(num_groups_shape) + opgen::torch_support::numel(scale_shape) + opgen::torch_support::numel(bias_shape) + opgen::torch_support::numel(shapes.Y));
+  const opgen::torch_support::ParallelContext parallel(opgen::elements_touched(X_shape, num_groups_shape, scale_shape, bias_shape, shapes.Y));
   compute<T>(parallel, X, num_groups, scale, bias, Y, attrs);
   return Y_value;
 }

@@ -21,16 +21,16 @@ struct OrtKernel {
     return opgen::ort::guard(kOpType, [&] {
       Ort::KernelContext context(raw_context);
       const Ort::ConstValue X_value = context.GetInput(0);
-      const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape X_shape = opgen::ort::shape_of(X_value);
       const Ort::ConstValue Y_value = context.GetInput(1);
-      const opgen::Shape Y_shape = Y_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape Y_shape = opgen::ort::shape_of(Y_value);
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Y_shape, attrs);
       opgen::AlignedCopies aligned;
       const opgen::Input<T> X{opgen::ort::data<T>(X_value, aligned), X_shape};
       const opgen::Input<T> Y{opgen::ort::data<T>(Y_value, aligned), Y_shape};
       Ort::UnownedValue Z_value = context.GetOutput(0, shapes.Z);
       const opgen::Output<T> Z{opgen::ort::mutable_data<T>(Z_value), shapes.Z};
-      const opgen::ort::ThreadPoolContext pool(context);
+      const opgen::ort::ThreadPoolContext pool(context, opgen::elements_touched(X_shape, Y_shape, shapes.Z));
       compute<T>(pool, X, Y, Z, attrs);
     });
   }

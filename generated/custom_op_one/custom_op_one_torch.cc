@@ -24,7 +24,7 @@ opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, opgen::to
   const opgen::Input<T> Y{opgen::torch_support::data<T>(Y_value, aligned), Y_shape};
   opgen::torch_support::Tensor Z_value = opgen::torch_support::empty<T>(shapes.Z, kOpType, "output 'Z'");
   const opgen::Output<T> Z{opgen::torch_support::mutable_data<T>(Z_value), shapes.Z};
-  const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(Y_shape) + opgen::torch_support::numel(shapes.Z));
+  const opgen::torch_support::ParallelContext parallel(opgen::elements_touched(X_shape, Y_shape, shapes.Z));
   compute<T>(parallel, X, Y, Z, attrs);
   return Z_value;
 }

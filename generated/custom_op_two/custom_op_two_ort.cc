@@ -21,13 +21,13 @@ struct OrtKernel {
     return opgen::ort::guard(kOpType, [&] {
       Ort::KernelContext context(raw_context);
       const Ort::ConstValue X_value = context.GetInput(0);
-      const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape X_shape = opgen::ort::shape_of(X_value);
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
       opgen::AlignedCopies aligned;
       const opgen::Input<T> X{opgen::ort::data<T>(X_value, aligned), X_shape};
       Ort::UnownedValue Y_value = context.GetOutput(0, shapes.Y);
       const opgen::Output<int32_t> Y{opgen::ort::mutable_data<int32_t>(Y_value), shapes.Y};
-      const opgen::ort::ThreadPoolContext pool(context);
+      const opgen::ort::ThreadPoolContext pool(context, opgen::elements_touched(X_shape, shapes.Y));
       compute<T>(pool, X, Y, attrs);
     });
   }

@@ -20,7 +20,7 @@ opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, const Att
   const opgen::Input<T> X{opgen::torch_support::data<T>(X_value, aligned), X_shape};
   opgen::torch_support::Tensor Y_value = opgen::torch_support::empty<int32_t>(shapes.Y, kOpType, "output 'Y'");
   const opgen::Output<int32_t> Y{opgen::torch_support::mutable_data<int32_t>(Y_value), shapes.Y};
-  const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(shapes.Y));
+  const opgen::torch_support::ParallelContext parallel(opgen::elements_touched(X_shape, shapes.Y));
   compute<T>(parallel, X, Y, attrs);
   return Y_value;
 }

@@ -21,7 +21,7 @@ opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, const Att
   const opgen::Input<T> X{opgen::torch_support::data<T>(X_value, aligned), X_shape};
   opgen::torch_support::Tensor Y_value = opgen::torch_support::empty<T>(shapes.Y, kOpType, "output 'Y'");
   const opgen::Output<T> Y{opgen::torch_support::mutable_data<T>(Y_value), shapes.Y};
-  const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(shapes.Y));
+  const opgen::torch_support::ParallelContext parallel(opgen::elements_touched(X_shape, shapes.Y));
   compute<T>(parallel, X, Y, attrs);
   return Y_value;
 }

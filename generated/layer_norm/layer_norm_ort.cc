@@ -22,13 +22,13 @@ struct OrtKernel {
     return opgen::ort::guard(kOpType, [&] {
       Ort::KernelContext context(raw_context);
       const Ort::ConstValue X_value = context.GetInput(0);
-      const opgen::Shape X_shape = X_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape X_shape = opgen::ort::shape_of(X_value);
       const Ort::ConstValue Scale_value = context.GetInput(1);
-      const opgen::Shape Scale_shape = Scale_value.GetTensorTypeAndShapeInfo().GetShape();
+      const opgen::Shape Scale_shape = opgen::ort::shape_of(Scale_value);
       // Optional: absent when the node omits it (or names it "").
       const Ort::ConstValue B_value = context.GetInputCount() > 2 ? context.GetInput(2) : Ort::ConstValue{nullptr};
       const bool B_present = static_cast<const OrtValue*>(B_value) != nullptr;
-      const opgen::Shape B_shape = B_present ? B_value.GetTensorTypeAndShapeInfo().GetShape() : opgen::Shape{};
+      const opgen::Shape B_shape = B_present ? opgen::ort::shape_of(B_value) : opgen::Shape{};
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, Scale_shape, B_shape, B_present, attrs);
       opgen::AlignedCopies aligned;
       const opgen::Input<T> X{opgen::ort::data<T>(X_value, aligned), X_shape};
@@ -47,7 +47,7 @@ struct OrtKernel {
       const bool InvStdDev_present = static_cast<const OrtValue*>(InvStdDev_value) != nullptr;
       const opgen::Output<float> InvStdDev_view{InvStdDev_present ? opgen::ort::mutable_data<float>(InvStdDev_value) : nullptr, shapes.InvStdDev};
       const opgen::Output<float>* InvStdDev = InvStdDev_present ? &InvStdDev_view : nullptr;
-      const opgen::ort::ThreadPoolContext pool(context);
+      const opgen::ort::ThreadPoolContext pool(context, opgen::elements_touched(X_shape, Scale_shape, B_shape, shapes.Y, shapes.Mean, shapes.InvStdDev));
       compute<T>(pool, X, Scale, B, Y, Mean, InvStdDev, attrs);
     });
   }

@@ -37,7 +37,7 @@ std::tuple<opgen::torch_support::Tensor, opgen::torch_support::Tensor, opgen::to
   const bool InvStdDev_present = true;  // PyTorch computes every output
   const opgen::Output<float> InvStdDev_view{InvStdDev_present ? opgen::torch_support::mutable_data<float>(InvStdDev_value) : nullptr, shapes.InvStdDev};
   const opgen::Output<float>* InvStdDev = InvStdDev_present ? &InvStdDev_view : nullptr;
-  const opgen::torch_support::ParallelContext parallel(opgen::torch_support::numel(X_shape) + opgen::torch_support::numel(Scale_shape) + opgen::torch_support::numel(B_shape) + opgen::torch_support::numel(shapes.Y) + opgen::torch_support::numel(shapes.Mean) + opgen::torch_support::numel(shapes.InvStdDev));
+  const opgen::torch_support::ParallelContext parallel(opgen::elements_touched(X_shape, Scale_shape, B_shape, shapes.Y, shapes.Mean, shapes.InvStdDev));
   compute<T>(parallel, X, Scale, B, Y, Mean, InvStdDev, attrs);
   return std::make_tuple(Y_value, Mean_value, InvStdDev_value);
 }

@@ -25,7 +25,7 @@ struct OrtKernel {
       std::vector<opgen::Shape> X_shape;
       for (size_t X_index = 0; X_index < context.GetInputCount(); ++X_index) {
         X_value.push_back(context.GetInput(X_index));
-        X_shape.push_back(X_value.back().GetTensorTypeAndShapeInfo().GetShape());
+        X_shape.push_back(opgen::ort::shape_of(X_value.back()));
       }
       const OutputShapes shapes = infer_shapes<int64_t>(X_shape, attrs);
       opgen::AlignedCopies aligned;
@@ -36,7 +36,7 @@ struct OrtKernel {
       }
       Ort::UnownedValue Y_value = context.GetOutput(0, shapes.Y);
       const opgen::Output<T> Y{opgen::ort::mutable_data<T>(Y_value), shapes.Y};
-      const opgen::ort::ThreadPoolContext pool(context);
+      const opgen::ort::ThreadPoolContext pool(context, opgen::elements_touched(X_shape, shapes.Y));
       compute<T>(pool, X, Y, attrs);
     });
   }

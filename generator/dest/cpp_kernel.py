@@ -303,6 +303,7 @@ class KernelWrapperView:
     shape_args: str
     compute_args: str
     instantiations: tuple[KernelInstantiation, ...]
+    elements_expr: str  # the elements a call touches, which size the thread pool's tasks
 
 
 def _kernel_wrapper_view(
@@ -326,7 +327,18 @@ def _kernel_wrapper_view(
         shape_args=_shape_args(op),
         compute_args=_compute_args(op, context),
         instantiations=_instantiations(op),
+        elements_expr=_elements_expr(op),
     )
+
+
+def _elements_expr(op: OpDef) -> str:
+    """Every input's shape (a variadic input's values) and every output's the wrapper knows
+    before compute (not a kernel-allocated one)."""
+    allocated = op.shape_rule.kernel_allocated
+    touched = [Local.shape(t.name) for t in op.inputs] + [
+        Local.output_shape_member(t.name) for t in op.outputs if t.name not in allocated
+    ]
+    return f"opgen::elements_touched({', '.join(touched)})"
 
 
 @view
@@ -493,7 +505,6 @@ class TorchOpView(KernelWrapperView):
     boxed_args: tuple[str, ...]  # each taken from the dispatcher's stack
     run_args: str
     torch_attributes: tuple[TorchAttribute, ...]
-    elements_expr: str  # the elements the op touches, for the thread pool's grain
     result_expr: str
     dtype_list_expr: str
     supported_dtypes: str
@@ -529,9 +540,6 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
     result = [
         f"{value}.take()" if t.name in allocated else value
         for t, value in zip(op.outputs, outputs, strict=True)
-    ]
-    touched = [Local.shape(t.name) for t in op.inputs] + [
-        Local.output_shape_member(t.name) for t in op.outputs if t.name not in allocated
     ]
     return TorchOpView(
         **vars(_kernel_wrapper_view(op, _torch_data, _torch_output_data, "parallel")),
@@ -569,7 +577,6 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         torch_attributes=tuple(
             TorchAttribute(cpp.torch_attribute_assignment(a)) for a in op.attributes
         ),
-        elements_expr=" + ".join(f"opgen::torch_support::numel({s})" for s in touched),
         result_expr=(result[0] if len(result) == 1 else f"std::make_tuple({', '.join(result)})"),
         dtype_list_expr=_dtype_list_expr(op),
         supported_dtypes=_supported_dtypes(op),

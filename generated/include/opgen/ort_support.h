@@ -43,6 +43,16 @@ constexpr ONNXTensorElementDataType element_type() {
   return Ort::TypeToTensorType<typename OrtTypeOf<T>::type>::type;
 }
 
+// A tensor's shape, read in place (API 24 and later): GetTensorTypeAndShapeInfo would allocate
+// and free an info object and its dims on every call of every input.
+inline opgen::Shape shape_of(const Ort::ConstValue& value) {
+  ONNXTensorElementDataType element_type{};
+  const int64_t* dims = nullptr;
+  size_t rank = 0;
+  Ort::ThrowOnError(Ort::GetApi().GetTensorElementTypeAndShapeDataReference(value, &element_type, &dims, &rank));
+  return rank == 0 ? opgen::Shape{} : opgen::Shape(dims, dims + rank);
+}
+
 template <typename T>
 const T* data(const Ort::ConstValue& value, opgen::AlignedCopies& aligned) {
   const T* data = reinterpret_cast<const T*>(value.GetTensorData<typename OrtTypeOf<T>::type>());
@@ -358,11 +368,15 @@ class ShapeInference {
 // The kernel Context over ONNX Runtime's intra-op thread pool.
 class ThreadPoolContext final : public opgen::Context {
  public:
-  explicit ThreadPoolContext(const Ort::KernelContext& context) : context_(context) {}
+  // `elements`: what the call touches (opgen::elements_touched), which sizes the tasks.
+  ThreadPoolContext(const Ort::KernelContext& context, int64_t elements)
+      : context_(context), elements_(elements) {}
 
   void parallel_for(int64_t total, const RangeFn& fn) const override {
     if (total <= 0) return;
-    const int64_t chunks = std::min<int64_t>(total, kMaxChunks);
+    const int64_t grain = opgen::items_per_task(total, elements_);
+    const int64_t tasks = total / grain + (total % grain != 0);
+    const int64_t chunks = std::min<int64_t>(tasks, kMaxChunks);
     if (chunks == 1) {
       fn(0, total);
       return;
@@ -394,6 +408,7 @@ class ThreadPoolContext final : public opgen::Context {
   }
 
   const Ort::KernelContext& context_;
+  int64_t elements_;
 };
 
 }  // namespace opgen::ort

@@ -289,8 +289,7 @@ class ParallelContext final : public opgen::Context {
 
   void parallel_for(int64_t total, const RangeFn& fn) const override {
     if (total <= 0) return;
-    const int64_t per_item = std::max<int64_t>(1, elements_ / total);
-    const int64_t grain = std::max<int64_t>(1, kElementsPerTask / per_item);
+    const int64_t grain = opgen::items_per_task(total, elements_);
     if (total <= grain) {
       fn(0, total);
       return;
@@ -310,7 +309,6 @@ class ParallelContext final : public opgen::Context {
   }
 
  private:
-  static constexpr int64_t kElementsPerTask = 32768;  // at::internal::GRAIN_SIZE
   int64_t elements_;
 };
 
@@ -641,17 +639,5 @@ struct NoGradientHere {
     }
   }
 };
-
-inline int64_t numel(const opgen::Shape& shape) {
-  const int64_t count = opgen::checked_numel(shape);
-  return count < 0 ? 0 : count;
-}
-inline int64_t numel(const std::vector<opgen::Shape>& shapes) {
-  int64_t total = 0;
-  for (const opgen::Shape& shape : shapes) {
-    if (__builtin_add_overflow(total, numel(shape), &total)) return INT64_MAX;
-  }
-  return total;
-}
 
 }  // namespace opgen::torch_support

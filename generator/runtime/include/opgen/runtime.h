@@ -119,6 +119,37 @@ inline int64_t checked_numel(const std::vector<int64_t>& shape) {
   return empty ? 0 : bound;
 }
 
+// The elements a call touches, summed over its input and output shapes (a variadic input's
+// values each), saturating at INT64_MAX: what every runtime's parallel_for sizes its tasks by.
+inline int64_t element_count(const std::vector<int64_t>& shape) {
+  return std::max<int64_t>(0, checked_numel(shape));
+}
+inline int64_t element_count(const std::vector<std::vector<int64_t>>& shapes) {
+  int64_t total = 0;
+  for (const std::vector<int64_t>& shape : shapes) {
+    if (__builtin_add_overflow(total, element_count(shape), &total)) return INT64_MAX;
+  }
+  return total;
+}
+template <typename... Shapes>
+int64_t elements_touched(const Shapes&... shapes) {
+  int64_t total = 0;
+  const auto add = [&](int64_t count) {
+    if (__builtin_add_overflow(total, count, &total)) total = INT64_MAX;
+  };
+  (add(element_count(shapes)), ...);
+  return total;
+}
+
+// How many of `items` work items one task takes: about 32,768 elements' worth (PyTorch's
+// grain, at::internal::GRAIN_SIZE), the work of an item taken to be its share of `elements`.
+// A call on a few elements thus stays on the calling thread: a hand-off costs microseconds.
+inline int64_t items_per_task(int64_t items, int64_t elements) {
+  constexpr int64_t kElementsPerTask = 32768;
+  const int64_t per_item = std::max<int64_t>(1, elements / std::max<int64_t>(1, items));
+  return std::max<int64_t>(1, kElementsPerTask / per_item);
+}
+
 // "[2, 3]"; also for the symbolic dims of opgen/shape_rule.h (found by argument lookup).
 template <typename Dim>
 std::string shape_to_string(const std::vector<Dim>& shape) {

@@ -163,7 +163,7 @@ void append_dims(std::vector<Dim>& out, const std::vector<Dim>& shape, int64_t s
   const int64_t rank = static_cast<int64_t>(shape.size());
   if (start < 0) start += rank;
   stop = stop == kShapeEnd ? rank : (stop < 0 ? stop + rank : stop);
-  for (int64_t i = start; i < stop; ++i) out.push_back(shape[static_cast<size_t>(i)]);
+  if (start < stop) out.insert(out.end(), shape.begin() + start, shape.begin() + stop);
 }
 
 // One dim of a broadcast: `result` (so far) and `dim` (the next operand's); false when they
