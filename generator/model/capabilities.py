@@ -194,7 +194,9 @@ def targets_of(op: OpDef) -> tuple[Target, ...]:
         targets.append(Target.onnx_schema)
     match op.implementation:
         case Kernel():
-            targets += [Target.cpp_schema, Target.ort_library, Target.pybind]
+            targets += [Target.cpp_schema, Target.ort_library]
+            if op.has_pybind_binding:
+                targets.append(Target.pybind)
         case Function():
             targets.append(Target.cpp_schema)
         case ProvidedBy() | None:
@@ -405,7 +407,8 @@ def matrix_markdown() -> str:
         "(`global`, `class`, `shape`, ...) are accepted in interface-only ops, whose names "
         "only the schemas spell.\n\n"
         "Which targets an op gets: every op defining an ONNX op, the Python schema; a kernel, "
-        "the C++ schema, the ONNX Runtime library and the pybind11 module; a function, the C++ "
+        "the C++ schema and the ONNX Runtime library, and with a `torch` side the pybind11 "
+        "module; a function, the C++ "
         "schema; a `torch` side, its PyTorch registration and the exporters; every op but an "
         "interface-only one (only `op`, `domain`, `version`, type constraints, inputs, outputs "
         "and attributes, as `opgen import` writes), parity tests.\n\n"

@@ -183,6 +183,13 @@ class OpDef:
         return f"{self.message_prefix}: input '{tensor.name}' has an absent value at node input "
 
     @property
+    def has_pybind_binding(self) -> bool:
+        """The domain's pybind11 module binds the kernel: the PyTorch op's Python registrations
+        call it (and the kernel fuzzer and benchmarks do); an op without a PyTorch side runs in
+        ONNX Runtime only."""
+        return self.kernel is not None and self.torch is not None
+
+    @property
     def has_cpp_schema(self) -> bool:
         """Ops we implement get an ONNX C++ schema; ops a runtime provides do not."""
         return self.kernel is not None or self.function is not None
