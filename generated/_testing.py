@@ -2,6 +2,7 @@
 # Do not edit: change the op definition or the template and run `python -m generator`.
 """Helpers of the generated parity tests: sessions, single-node models, comparisons."""
 
+import math
 import re
 
 import numpy as np
@@ -31,7 +32,12 @@ def value_order(inputs: dict, order: list, variadic: str) -> list:
     ]
 
 
+# The tests' dtype of a string tensor, which PyTorch lacks: a string tensor is a numpy array of
+# Python str (numpy's object dtype), as ONNX Runtime's Python API takes and returns them.
+STRING = np.dtype(object)
+
 TENSOR_PROTO = {
+    STRING: TensorProto.STRING,
     torch.float16: TensorProto.FLOAT16,
     torch.bfloat16: TensorProto.BFLOAT16,
     torch.float32: TensorProto.FLOAT,
@@ -143,15 +149,105 @@ def evaluate_dim(dim: int | str, sizes: dict[str, int]) -> int:
     return eval(dim, {"__builtins__": {}}, dict(sizes))  # checked above: names, numbers, + - * //
 
 
+def is_strings(value) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype == STRING
+
+
+def tensor(value, dtype):
+    """torch.tensor(value, dtype=dtype), or for STRING a numpy array of str."""
+    if dtype is STRING:
+        return cast(np.array(value, dtype=object), STRING)
+    return torch.tensor(value, dtype=dtype)
+
+
+def ones(shape, dtype):
+    """A tensor of shape and dtype with every element 1 ("1" for strings)."""
+    return np.full(shape, "1", dtype=object) if dtype is STRING else torch.ones(shape, dtype=dtype)
+
+
+def cast(value, dtype):
+    """value.to(dtype) for a tensor. STRING: value (a reference's result) must be an array of
+    str already. A string array to a torch dtype: zeros of its shape (a wrong-dtype input)."""
+    if dtype is STRING:
+        array = np.asarray(value, dtype=object)
+        wrong = [type(v).__name__ for v in array.flat if not isinstance(v, str)]
+        if wrong:
+            raise AssertionError(f"a string tensor holds a {wrong[0]}, not a str")
+        return array
+    if is_strings(value):
+        return torch.zeros(value.shape, dtype=dtype)
+    return torch.as_tensor(value).to(dtype)
+
+
+def upcast(value):
+    """What the reference gets with reference_upcast: floating tensors in float64."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(torch.float64)
+    return value
+
+
+def dtype_name(dtype) -> str:
+    return "string" if dtype is STRING else str(dtype).removeprefix("torch.")
+
+
+# What random string inputs are drawn from: ASCII, the empty string, NUL, multi-byte UTF-8 (two,
+# three and four bytes), a combining mark and spaces.
+STRING_ALPHABET = "abcXYZ019 _-.\x00éßΣжあ😀\u0301\t"
+
+
+def random_strings(shape, gen) -> np.ndarray:
+    """A string tensor of shape: strings of 0 to 12 characters of STRING_ALPHABET, drawn from
+    the torch generator `gen` (the tests' seeds decide them)."""
+    count = math.prod(shape)
+    lengths = torch.randint(0, 13, (count,), generator=gen).tolist()
+    picks = torch.randint(0, len(STRING_ALPHABET), (sum(lengths),), generator=gen).tolist()
+    strings, start = [], 0
+    for length in lengths:
+        strings.append("".join(STRING_ALPHABET[i] for i in picks[start : start + length]))
+        start += length
+    return np.array(strings, dtype=object).reshape(shape)
+
+
+def sample(shape, gen, dtype):
+    """A random case's values of an input without a sampler: normal floats (before the cast to
+    the input's dtype), random strings for STRING."""
+    if dtype is STRING:
+        return random_strings(shape, gen)
+    return torch.randn(shape, generator=gen, dtype=torch.float64)
+
+
 def assert_close(actual, expected, tolerances: dict, what: str) -> None:
+    if is_strings(expected):
+        _assert_strings_equal(actual, expected, what)
+        return
     actual = torch.as_tensor(actual) if not isinstance(actual, torch.Tensor) else actual
     rtol, atol = tolerances.get(expected.dtype, (0.0, 0.0))
     torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
 
 
+def _assert_strings_equal(actual, expected: np.ndarray, what: str) -> None:
+    if not is_strings(actual):
+        raise AssertionError(f"{what}: expected a string tensor, got {type(actual).__name__}")
+    if actual.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {list(actual.shape)}, expected {list(expected.shape)}")
+    for index in np.ndindex(expected.shape):
+        if actual[index] != expected[index]:
+            raise AssertionError(
+                f"{what}: at {list(index)}, {actual[index]!r} != {expected[index]!r} (expected)"
+            )
+
+
 def run_ort(session, inputs: dict) -> list:
-    """Runs a session on torch tensors; returns torch tensors. ONNX Runtime's Python API has
-    no numpy type for bfloat16, so such tensors cross as OrtValues through DLPack."""
+    """Runs a session on torch tensors (and numpy arrays of str); returns the same kinds. ONNX
+    Runtime's Python API has no numpy type for bfloat16, so such tensors cross as OrtValues
+    through DLPack; and no OrtValue of strings, so a session with string inputs runs on numpy
+    arrays."""
+    if any(is_strings(value) for value in inputs.values()):
+        feeds = {
+            name: value if is_strings(value) else _support.to_numpy(value)
+            for name, value in inputs.items()
+        }
+        return [_from_numpy(value) for value in session.run(None, feeds)]
     feeds = {
         name: (
             ort.OrtValue.from_dlpack(tensor.detach().contiguous())
@@ -166,10 +262,14 @@ def run_ort(session, inputs: dict) -> list:
         (
             torch.from_dlpack(value).clone()
             if value.data_type() == "tensor(bfloat16)"
-            else _support.from_numpy(value.numpy())
+            else _from_numpy(value.numpy())
         )
         for value in values
     ]
+
+
+def _from_numpy(array: np.ndarray):
+    return array if array.dtype == STRING else _support.from_numpy(array)
 
 
 def sizes(case: dict) -> int:

@@ -58,9 +58,11 @@ _SAMPLE: dict[AttrType, AttributeValue] = {
 }
 
 
-def _known_values(dtypes: list[DType]) -> list[list[float]] | list[list[int]]:
+def _known_values(dtypes: list[DType]) -> list[list[float]] | list[list[int]] | list[list[str]]:
     """Values of the identity's known case that every dtype holds exactly (definitions are
     checked for that)."""
+    if dtypes == [DType.string]:
+        return [["ab", ""], ["\u00e9", "x\u0000y"]]
     if all(d.is_floating for d in dtypes):
         return [[1.5, -2.0], [0.0, 4.25]]
     if any(d is DType.bool or d.value.startswith("uint") for d in dtypes):
@@ -96,7 +98,8 @@ def parser() -> argparse.ArgumentParser:
     torch_side.add_argument(
         "--no-torch",
         action="store_true",
-        help="no PyTorch op: the op runs in ONNX Runtime only (schemas, library, tests)",
+        help="no PyTorch op: the op runs in ONNX Runtime only (schemas, library, tests); "
+        "implied by --dtypes string",
     )
     parser.add_argument(
         "--inputs",
@@ -194,10 +197,16 @@ def _parse_default(spec: str, kind: AttrType, text: str) -> AttributeValue:
 
 def _dtypes(text: str) -> list[DType]:
     try:
-        return [DType(d.strip()) for d in text.split(",")]
+        dtypes = [DType(d.strip()) for d in text.split(",")]
     except ValueError as exc:
         known = ", ".join(d.value for d in DType)
         raise ScaffoldError(f"--dtypes: {exc}; known: {known}") from None
+    if DType.string in dtypes and len(dtypes) > 1:
+        raise ScaffoldError(
+            "--dtypes: string with other dtypes: one known value cannot serve both (scaffold "
+            "--dtypes string alone, then add the others with a case per dtype)"
+        )
+    return dtypes
 
 
 def _yaml(value: object) -> str:
@@ -236,10 +245,16 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             raise ScaffoldError(f"--attribute {attr['name']}: the name is taken")
         taken.add(attr["name"])
     dtypes = _dtypes(args.dtypes)
+    strings = dtypes == [DType.string]
+    if strings and args.torch_name:
+        raise ScaffoldError(
+            "--dtypes string: PyTorch has no string tensors; leave out --torch-name"
+        )
     first = inputs[0]
-    # The identity copies the first input (its first value, where it is the variadic one).
+    # The identity copies the first input (its first value, where it is the variadic one); a
+    # string tensor is a numpy array in the tests.
     source = f"{first}[0]" if first == variadic else first
-    copies = [f"{source}.clone()"] * len(outputs)
+    copies = [f"{source}.copy()" if strings else f"{source}.clone()"] * len(outputs)
     values = _known_values(dtypes)
 
     def known(name: str) -> str:
@@ -254,8 +269,9 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
         return ", shape: [...]" if name == first else ""
 
     required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
+    without_torch = args.no_torch or strings
     torch_name = (
-        None if args.no_torch else args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
+        None if without_torch else args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
     )
     return (
         environment()

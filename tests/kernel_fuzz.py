@@ -48,6 +48,7 @@ DTYPES = {
     "uint16": torch.uint16,
     "uint32": torch.uint32,
     "uint64": torch.uint64,
+    "string": _testing.STRING,  # numpy arrays of str (ONNX Runtime only: PyTorch has none)
 }
 NAMES = {dtype: name for name, dtype in DTYPES.items()}
 SIZES = [0, 0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 33, 64]
@@ -55,6 +56,8 @@ SIZES = [0, 0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 33, 64]
 HUGE = [2**31, 2**32, 2**40, 2**62, 2**63 - 1]
 INTS = [-(2**63), -(2**31), -7, -2, -1, 0, 1, 2, 3, 4, 5, 6, 8, 2**31, 2**62, 2**63 - 1]
 SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-310, 3e9, -3e9, 1e38, 1e300, 65504.0]
+# Strings for "special" values: empty, NULs, long, multi-byte, combining, noncharacters.
+SPECIAL_STRINGS = ["", "\0", "\0\0a", "a" * 5000, "\u00e9" * 300, "\U0001f600", "\u0301", "\uffff"]
 MAX_ELEMENTS = 1 << 15  # keeps one input fast under ASan
 # A variadic op's calls with many values: how many, and the elements all of them may have.
 MANY_VALUES = [64, 1000, 3000]
@@ -123,7 +126,7 @@ def _attribute_value(rng: random.Random, onnx_type: int, default: Any) -> list:
     elif kind == "INT":
         value = rng.choice(INTS)
     elif kind == "STRING":
-        value = rng.choice(["", "x", "\u00e9\u00e9", "a" * 300])
+        value = rng.choice(["", "x", "\u00e9\u00e9", "a" * 300, "a\0"])
     elif kind == "FLOATS":
         value = [rng.random() for _ in range(rng.randint(1, 3))]
     elif kind == "INTS":
@@ -217,9 +220,32 @@ def _many_values(
 # ---------------------------------------------------------------- running one input
 
 
+def _strings(case: dict, name: str, gen: torch.Generator) -> np.ndarray | None:
+    """A string input (numpy array of str); None if numpy cannot hold its shape."""
+    shape = case["shapes"][name]
+    if not _numpy_holds(shape, _testing.STRING):
+        return None
+    values = case["values"]
+    if 0 in shape or values == "zeros":
+        return np.full(shape, "", dtype=object)
+    if name in case["ints"]:
+        return np.full(shape, str(case["ints"][name]), dtype=object)
+    data = _testing.random_strings(shape, gen)
+    if values == "special":
+        picks = torch.randint(0, len(SPECIAL_STRINGS), (data.size,), generator=gen).tolist()
+        mask = (torch.rand(data.size, generator=gen) < 0.3).tolist()
+        flat = data.reshape(-1)
+        for index, (pick, chosen) in enumerate(zip(picks, mask, strict=True)):
+            if chosen:
+                flat[index] = SPECIAL_STRINGS[pick]
+    return data
+
+
 def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tensor | None:
     """The input tensor; None if PyTorch cannot hold its shape (ONNX Runtime still can)."""
     shape, dtype = case["shapes"][name], DTYPES[case["dtypes"][name]]
+    if dtype is _testing.STRING:
+        return _strings(case, name, gen)  # type: ignore[return-value]
     if 0 in shape:
         try:
             return torch.empty(shape, dtype=dtype)
@@ -277,7 +303,9 @@ def _misaligned(tensor: torch.Tensor | None) -> torch.Tensor | None:
     """The tensor's values in memory starting one byte past an aligned address (as
     torch.frombuffer with an offset gives; numpy views of it and ONNX Runtime values made from
     those start there too)."""
-    if tensor is None or tensor.numel() == 0 or tensor.element_size() == 1:
+    if tensor is None or _testing.is_strings(tensor):
+        return tensor
+    if tensor.numel() == 0 or tensor.element_size() == 1:
         return tensor
     raw = bytearray(tensor.numel() * tensor.element_size() + 1)
     moved = torch.frombuffer(raw, dtype=tensor.dtype, offset=1, count=tensor.numel())
@@ -305,12 +333,18 @@ def _message(error: BaseException) -> str:
 
 
 def _names_op(message: str, t) -> bool:
-    torch_name = str(t.TORCH_OP).split("::")[-1].split(".")[0]
-    return t.OP_TYPE in message or torch_name in message
+    if t.OP_TYPE in message:
+        return True
+    torch_op = getattr(t, "TORCH_OP", None)
+    return torch_op is not None and str(torch_op).split("::")[-1].split(".")[0] in message
 
 
 def run_torch(case: dict, t, inputs: dict) -> tuple[str, Any]:
     """("ok", outputs) / ("error", message) / ("skip", why)."""
+    if not hasattr(t, "TORCH_OP"):
+        return "skip", "no PyTorch side (an op for ONNX Runtime only)"
+    if any(_testing.is_strings(tensor) for tensor in inputs.values()):
+        return "skip", "PyTorch has no string tensors"
     if any(tensor is None for tensor in inputs.values()):
         return "skip", "a shape PyTorch cannot hold"
     names = list(case["shapes"])
@@ -349,7 +383,7 @@ def _model(case: dict, t) -> tuple[onnx.ModelProto, dict]:
     nodes, graph_inputs, feeds, node_inputs = [], [], {}, []
     for name, shape in case["shapes"].items():
         elem = _testing.TENSOR_PROTO[DTYPES[case["dtypes"][name]]]
-        if 0 in shape and _nonzero_product(shape) > MAX_ELEMENTS:
+        if 0 in shape and _nonzero_product(shape) > MAX_ELEMENTS and elem != TensorProto.STRING:
             graph_inputs.append(
                 helper.make_tensor_value_info(f"{name}_shape", TensorProto.INT64, [len(shape)])
             )
@@ -392,10 +426,39 @@ def _ort_value(tensor: torch.Tensor) -> ort.OrtValue:
     return ort.OrtValue.ortvalue_from_numpy(tensor.detach().contiguous().numpy())
 
 
+def _run_on_numpy(session, t, inputs: dict, feeds: dict) -> list:
+    """ONNX Runtime's Python API takes strings as numpy arrays only (no OrtValue of strings):
+    a model with a string input runs on numpy arrays (bfloat16 cannot come along)."""
+    arrays = {
+        name: (
+            value
+            if value is not None
+            else (
+                inputs[name]
+                if _testing.is_strings(inputs[name])
+                else inputs[name].detach().contiguous().numpy()
+            )
+        )
+        for name, value in feeds.items()
+    }
+    outputs = session.run(list(t.OUTPUTS), arrays)
+    return [
+        output if output.dtype == _testing.STRING else torch.from_numpy(output)
+        for output in outputs
+    ]
+
+
 def run_ort(case: dict, t, inputs: dict) -> tuple[str, Any]:
+    string_inputs = [name for name, dtype in case["dtypes"].items() if dtype == "string"]
+    if any(inputs[name] is None for name in string_inputs):
+        return "skip", "a string tensor numpy cannot hold"
+    if string_inputs and "bfloat16" in case["dtypes"].values():
+        return "skip", "bfloat16 beside strings (numpy, which strings need, has no bfloat16)"
     model, feeds = _model(case, t)
     try:
         session = _testing.session(model, t.LIBRARY, threads=case["threads"])
+        if string_inputs:
+            return "ok", _run_on_numpy(session, t, inputs, feeds)
         values = {
             name: (
                 _ort_value(inputs[name])
@@ -485,10 +548,11 @@ def judge(case: dict, t, inputs: dict, torch_outcome, ort_outcome) -> list[str]:
     return problems
 
 
-def _numpy_holds(shape: list[int], dtype: torch.dtype) -> bool:
+def _numpy_holds(shape: list[int], dtype) -> bool:
     """numpy refuses arrays of more than 2**63 - 1 bytes, even empty ones (the PyTorch op then
-    fails, naming the op; ONNX Runtime may run it)."""
-    return _nonzero_product(shape) * torch.empty((), dtype=dtype).element_size() < 2**63
+    fails, naming the op; ONNX Runtime may run it). A string is an object pointer."""
+    size = 8 if dtype is _testing.STRING else torch.empty((), dtype=dtype).element_size()
+    return _nonzero_product(shape) * size < 2**63
 
 
 def _comparable(case: dict) -> bool:

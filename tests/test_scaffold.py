@@ -69,22 +69,29 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_new_op_without_pytorch_runs_in_onnxruntime_only(tmp_path):
-    new = _run(
-        tmp_path, "-m", "generator", "new", "OrtOnly", "-q", "--package", "generated",
-        "--domain", "test.ortonly", "--no-torch", "--inputs", "X,Rest*",
-    )  # fmt: skip
-    assert new.returncode == 0, new.stdout + new.stderr
-    definition = (tmp_path / "opdefs" / "ort_only.yaml").read_text()
-    assert "torch:" not in definition and "--no-torch" in definition
-    assert not (tmp_path / "generated" / "ort_only" / "torch_op.py").exists()
+def test_new_ops_without_pytorch_run_in_onnxruntime_only(tmp_path):
+    """--no-torch, and --dtypes string (PyTorch has no string tensors): both ops build in one
+    domain and pass their tests against one-node models."""
+    for op, flags in (
+        ("OrtOnly", ["--no-torch", "--inputs", "X,Rest*"]),
+        ("Texts", ["--dtypes", "string"]),
+    ):
+        new = _run(
+            tmp_path, "-m", "generator", "new", op, "-q", "--package", "generated",
+            "--domain", "test.ortonly", *flags,
+        )  # fmt: skip
+        assert new.returncode == 0, new.stdout + new.stderr
+    for stem in ("ort_only", "texts"):
+        definition = (tmp_path / "opdefs" / f"{stem}.yaml").read_text()
+        assert "torch:" not in definition and "--no-torch" in definition
+        assert not (tmp_path / "generated" / stem / "torch_op.py").exists()
+    assert '"x\\u0000y"' in (tmp_path / "opdefs" / "texts.yaml").read_text()
     build = _run(tmp_path, "-m", "generator", "build", "-q")
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
-    tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated/ort_only")
+    tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated")
     assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
-    assert "test_single_node_parity" in _run(
-        tmp_path, "-m", "pytest", "-q", "--collect-only", "generated/ort_only"
-    ).stdout
+    collected = _run(tmp_path, "-m", "pytest", "-q", "--collect-only", "generated").stdout
+    assert "test_single_node_parity[case0-string]" in collected, collected
     assert " passed" in tests.stdout and "skipped" not in tests.stdout
 
 
@@ -112,6 +119,8 @@ def test_new_never_overwrites(tmp_path):
         (["Op", "--dtypes", "float32,float128"], "--dtypes"),
         (["Op", "--domain", "bad domain"], "domain"),
         (["Op", "--no-torch", "--torch-name", "a::b"], "not allowed with argument"),
+        (["Op", "--dtypes", "string,int32"], "string with other dtypes"),
+        (["Op", "--dtypes", "string", "--torch-name", "a::b"], "PyTorch has no string tensors"),
     ],
 )
 def test_new_rejects_bad_arguments_and_writes_nothing(tmp_path, args, message):

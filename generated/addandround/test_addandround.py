@@ -13,6 +13,7 @@ import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
 
+import numpy as np  # noqa: F401 (reference expressions may use it)
 import onnx
 import pytest
 import torch
@@ -70,7 +71,7 @@ def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
     dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
-    return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
+    return tuple(_testing.cast(r, d) for r, d in zip(result, dtypes, strict=True))
 
 
 def bound_dtype(declared, types: dict) -> torch.dtype:
@@ -82,7 +83,7 @@ def input_dtype(name: str, types: dict) -> torch.dtype:
 
 
 def types_id(types: dict) -> str:
-    return "-".join(str(dtype)[6:] for dtype in types.values()) or "untyped"
+    return "-".join(_testing.dtype_name(dtype) for dtype in types.values()) or "untyped"
 
 
 def call_args(inputs: dict) -> tuple:
@@ -138,9 +139,9 @@ KNOWN_PARAMS = [
 @pytest.mark.parametrize("index,types", KNOWN_PARAMS)
 def test_known_values(index, types):
     inputs, outputs, attributes, _ = KNOWN_CASES[index]
-    inputs = {k: torch.tensor(v, dtype=input_dtype(k, types)) for k, v in inputs.items()}
+    inputs = {k: _testing.tensor(v, input_dtype(k, types)) for k, v in inputs.items()}
     expected = [
-        torch.tensor(v, dtype=e.dtype)
+        _testing.tensor(v, e.dtype)
         for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, types), strict=True)
     ]
     for name, got, want in zip(
@@ -184,12 +185,9 @@ def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
     for name, dims in case["shapes"].items():
         shape = [d if isinstance(d, int) else case["dynamic"][d][size_index] for d in dims]
         sampler = case["samplers"].get(name)
-        value = (
-            sampler(shape, gen)
-            if sampler
-            else torch.randn(shape, generator=gen, dtype=torch.float64)
-        )
-        inputs[name] = value.to(input_dtype(name, types))
+        dtype = input_dtype(name, types)
+        value = sampler(shape, gen) if sampler else _testing.sample(shape, gen, dtype)
+        inputs[name] = _testing.cast(value, dtype)
     return inputs
 
 
@@ -351,7 +349,7 @@ VALUE_ERROR_PARAMS = [
 def test_bad_values_raise_in_pytorch(index, types):
     values, attributes, message = VALUE_ERROR_CASES[index]
     inputs = {
-        name: torch.tensor(value, dtype=input_dtype(name, types)) for name, value in values.items()
+        name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
         TORCH_OP(*call_args(inputs), **attributes)

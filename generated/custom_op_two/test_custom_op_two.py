@@ -14,6 +14,7 @@ import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
 
+import numpy as np  # noqa: F401 (reference expressions may use it)
 import onnx
 import pytest
 import torch
@@ -69,7 +70,7 @@ def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
     dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
-    return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
+    return tuple(_testing.cast(r, d) for r, d in zip(result, dtypes, strict=True))
 
 
 def bound_dtype(declared, types: dict) -> torch.dtype:
@@ -81,7 +82,7 @@ def input_dtype(name: str, types: dict) -> torch.dtype:
 
 
 def types_id(types: dict) -> str:
-    return "-".join(str(dtype)[6:] for dtype in types.values()) or "untyped"
+    return "-".join(_testing.dtype_name(dtype) for dtype in types.values()) or "untyped"
 
 
 def call_args(inputs: dict) -> tuple:
@@ -129,7 +130,7 @@ def single_node(
 ):
     """A one-node model of the op (or of another op with the same signature). Input dims are
     the inputs' sizes when `static`, else `dims` (numbers and names), else fresh names."""
-    signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
+    signature = {name: (tensor.dtype, tensor.ndim) for name, tensor in inputs.items()}
     shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else dims
     model = _testing.single_node_model(
         domain,
@@ -172,9 +173,9 @@ KNOWN_PARAMS = [
 @pytest.mark.parametrize("index,types", KNOWN_PARAMS)
 def test_known_values(index, types):
     inputs, outputs, attributes, _ = KNOWN_CASES[index]
-    inputs = {k: torch.tensor(v, dtype=input_dtype(k, types)) for k, v in inputs.items()}
+    inputs = {k: _testing.tensor(v, input_dtype(k, types)) for k, v in inputs.items()}
     expected = [
-        torch.tensor(v, dtype=e.dtype)
+        _testing.tensor(v, e.dtype)
         for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, types), strict=True)
     ]
     for name, got, want in zip(
@@ -216,12 +217,9 @@ def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
     for name, dims in case["shapes"].items():
         shape = [d if isinstance(d, int) else case["dynamic"][d][size_index] for d in dims]
         sampler = case["samplers"].get(name)
-        value = (
-            sampler(shape, gen)
-            if sampler
-            else torch.randn(shape, generator=gen, dtype=torch.float64)
-        )
-        inputs[name] = value.to(input_dtype(name, types))
+        dtype = input_dtype(name, types)
+        value = sampler(shape, gen) if sampler else _testing.sample(shape, gen, dtype)
+        inputs[name] = _testing.cast(value, dtype)
     return inputs
 
 
@@ -322,7 +320,7 @@ def test_single_node_parity(index, types):
         ), f"type of {output.name} after inference"
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
         if output.name in DATA_DEPENDENT_OUTPUTS:  # those sizes are unknown until the kernel runs
-            assert len(dims) == want.dim() and all(
+            assert len(dims) == want.ndim and all(
                 d in (None, w) for d, w in zip(dims, want.shape, strict=True)
             ), f"shape of {output.name} after inference: {dims}"
         else:
@@ -369,8 +367,8 @@ def test_onnxruntime_infers_output_types_and_shapes(index, types):
             got = declared[name]
             assert got.type == _testing.ort_type(want.dtype), f"type of {name}: {got.type}"
             assert (
-                len(got.shape) == want.dim()
-            ), f"shape of {name}: {got.shape}, want rank {want.dim()}"
+                len(got.shape) == want.ndim
+            ), f"shape of {name}: {got.shape}, want rank {want.ndim}"
             for axis, (dim, onnx_dim, size) in enumerate(
                 zip(got.shape, dims, want.shape, strict=True)
             ):
@@ -478,7 +476,7 @@ VALUE_ERROR_PARAMS = [
 def test_bad_values_raise_in_both_runtimes(index, types):
     values, attributes, message = VALUE_ERROR_CASES[index]
     inputs = {
-        name: torch.tensor(value, dtype=input_dtype(name, types)) for name, value in values.items()
+        name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
         TORCH_OP(*call_args(inputs), **attributes)
@@ -494,7 +492,7 @@ def test_wrong_dtype_is_rejected():
     """
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
-    inputs = {k: v.to(torch.int32) if k in ["X"] else v for k, v in inputs.items()}
+    inputs = {k: _testing.cast(v, torch.int32) if k in ["X"] else v for k, v in inputs.items()}
     register_all()
     with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
         onnx.shape_inference.infer_shapes(

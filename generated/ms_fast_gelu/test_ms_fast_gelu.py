@@ -13,6 +13,7 @@ import math  # noqa: F401 (reference expressions may use it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
 
+import numpy as np  # noqa: F401 (reference expressions may use it)
 import onnx
 import pytest
 import torch
@@ -59,11 +60,11 @@ def reference(*, X, bias=None):
 
 def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     """The reference, computed in float64 and cast to the outputs' dtypes."""
-    args = {k: v.to(torch.float64) if v.is_floating_point() else v for k, v in inputs.items()}
+    args = {k: _testing.upcast(v) for k, v in inputs.items()}
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
     dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
-    return tuple(r.to(d) for r, d in zip(result, dtypes, strict=True))
+    return tuple(_testing.cast(r, d) for r, d in zip(result, dtypes, strict=True))
 
 
 def bound_dtype(declared, types: dict) -> torch.dtype:
@@ -75,7 +76,7 @@ def input_dtype(name: str, types: dict) -> torch.dtype:
 
 
 def types_id(types: dict) -> str:
-    return "-".join(str(dtype)[6:] for dtype in types.values()) or "untyped"
+    return "-".join(_testing.dtype_name(dtype) for dtype in types.values()) or "untyped"
 
 
 def call_args(inputs: dict) -> tuple:
@@ -98,7 +99,7 @@ def single_node(
 ):
     """A one-node model of the op (or of another op with the same signature). Input dims are
     the inputs' sizes when `static`, else `dims` (numbers and names), else fresh names."""
-    signature = {name: (tensor.dtype, tensor.dim()) for name, tensor in inputs.items()}
+    signature = {name: (tensor.dtype, tensor.ndim) for name, tensor in inputs.items()}
     shapes = {name: tuple(tensor.shape) for name, tensor in inputs.items()} if static else dims
     model = _testing.single_node_model(
         domain,
@@ -141,9 +142,9 @@ KNOWN_PARAMS = [
 @pytest.mark.parametrize("index,types", KNOWN_PARAMS)
 def test_known_values(index, types):
     inputs, outputs, attributes, _ = KNOWN_CASES[index]
-    inputs = {k: torch.tensor(v, dtype=input_dtype(k, types)) for k, v in inputs.items()}
+    inputs = {k: _testing.tensor(v, input_dtype(k, types)) for k, v in inputs.items()}
     expected = [
-        torch.tensor(v, dtype=e.dtype)
+        _testing.tensor(v, e.dtype)
         for v, e in zip(outputs.values(), expected_outputs(inputs, attributes, types), strict=True)
     ]
     for name, got, want in zip(
@@ -184,12 +185,9 @@ def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
     for name, dims in case["shapes"].items():
         shape = [d if isinstance(d, int) else case["dynamic"][d][size_index] for d in dims]
         sampler = case["samplers"].get(name)
-        value = (
-            sampler(shape, gen)
-            if sampler
-            else torch.randn(shape, generator=gen, dtype=torch.float64)
-        )
-        inputs[name] = value.to(input_dtype(name, types))
+        dtype = input_dtype(name, types)
+        value = sampler(shape, gen) if sampler else _testing.sample(shape, gen, dtype)
+        inputs[name] = _testing.cast(value, dtype)
     return inputs
 
 
@@ -222,7 +220,7 @@ def test_single_node_parity(index, types):
         ), f"type of {output.name} after inference"
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor_type.shape.dim]
         if output.name in DATA_DEPENDENT_OUTPUTS:  # those sizes are unknown until the kernel runs
-            assert len(dims) == want.dim() and all(
+            assert len(dims) == want.ndim and all(
                 d in (None, w) for d, w in zip(dims, want.shape, strict=True)
             ), f"shape of {output.name} after inference: {dims}"
         else:
@@ -256,7 +254,7 @@ def test_bad_shapes_give_one_message_everywhere(index):
     ONNX Runtime and ONNX add): the definition's checks are spelled once, in the model."""
     shapes, attributes, message = ERROR_CASES[index]
     inputs = {
-        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
     messages = {}
     register_all()
@@ -274,7 +272,7 @@ def test_bad_shapes_fail_onnx_shape_inference(index):
     shapes, attributes, message = ERROR_CASES[index]
     register_all()
     inputs = {
-        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
     }
     model = single_node(inputs, attributes, static=True)
     with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
@@ -294,7 +292,9 @@ def test_wrong_dtype_is_rejected():
     type check fails, ONNX Runtime refuses the model; never a misread buffer."""
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
-    inputs = {k: v.to(torch.int32) if k in ["X", "bias"] else v for k, v in inputs.items()}
+    inputs = {
+        k: _testing.cast(v, torch.int32) if k in ["X", "bias"] else v for k, v in inputs.items()
+    }
     register_all()
     with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
         onnx.shape_inference.infer_shapes(

@@ -34,6 +34,7 @@ KERNEL_TYPE = {
     DType.uint16: "uint16_t",
     DType.uint32: "uint32_t",
     DType.uint64: "uint64_t",
+    DType.string: "std::string",  # ONNX Runtime only (docs/capabilities.md)
 }
 ATTR_TYPE = {
     AttrType.bool: "bool",

@@ -22,6 +22,9 @@ from generator.model.tensors import (
 from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
+# How the generated tests spell a dtype: torch's, and a string tensor's (which PyTorch lacks) as
+# a numpy array of str.
+TEST_DTYPE = {**TORCH_DTYPE, DType.string: "_testing.STRING"}
 SCHEMA_TYPE = {
     AttrType.bool: "bool",
     AttrType.int: "int",

@@ -145,11 +145,6 @@ def _outputs(
     return tuple(KernelOutput.of(op, t, i, data(t)) for i, t in enumerate(op.outputs))
 
 
-def _ort_output_data(tensor: TensorParam) -> str:
-    cpp_type = common.tensor_cpp_type(tensor)
-    return f"opgen::ort::mutable_data<{cpp_type}>({Local.runtime_value(tensor.name)})"
-
-
 def _numpy_output_data(tensor: TensorParam) -> str:
     cpp_type = common.tensor_cpp_type(tensor)
     return f"opgen::py_support::mutable_data<{cpp_type}>({Local.array(tensor.name)})"
@@ -354,6 +349,8 @@ class OrtOpView(KernelWrapperView):
     # GetInputCharacteristic's and GetOutputCharacteristic's table ("": all required)
     input_characteristics: str
     output_characteristics: str
+    # Outputs that may hold strings: their elements go to ONNX Runtime after compute
+    string_outputs: tuple[KernelOutput, ...]
 
 
 def ort_op_view(op: OpDef) -> OrtOpView:
@@ -367,8 +364,17 @@ def ort_op_view(op: OpDef) -> OrtOpView:
             return f"opgen::ort::element_type<{common.tensor_cpp_type(output)}>()"
         return f"context.element_type({input_index[source]})"
 
+    def output_data(tensor: TensorParam) -> str:
+        cpp_type = common.tensor_cpp_type(tensor)
+        value = Local.runtime_value(tensor.name)
+        if op.holds_strings(tensor):
+            shape = Local.output_shape_member(tensor.name)
+            return f"opgen::ort::output_data<{cpp_type}>({value}, aligned, {shape})"
+        return f"opgen::ort::mutable_data<{cpp_type}>({value})"
+
+    wrapper = _kernel_wrapper_view(op, _ort_data, output_data, "pool")
     return OrtOpView(
-        **vars(_kernel_wrapper_view(op, _ort_data, _ort_output_data, "pool")),
+        **vars(wrapper),
         version=op.version,
         versions_text=", ".join(str(v) for v in op.versions),
         first_version=op.versions[0],
@@ -393,6 +399,9 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         ),
         input_characteristics=_characteristics(op.inputs),
         output_characteristics=_characteristics(op.outputs),
+        string_outputs=tuple(
+            view for view, t in zip(wrapper.outputs, op.outputs, strict=True) if op.holds_strings(t)
+        ),
     )
 
 
@@ -591,23 +600,27 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     base = f"{op.op_id}/{op.op_id}"
     srcs = common.sources(op)
     api = kernel_api_view(op, emission.output_dir)
-    return [
-        render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
-        render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
-        render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
-    ] + (
-        [render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op))]
-        if op.has_pybind_binding
-        else []
-    ) + (
+    return (
         [
-            render(
-                "cpp/torch_op.cc.j2",
-                f"{base}_torch.cc",
-                srcs,
-                torch_op_view(op, emission.package.name),
-            )
+            render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
+            render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
+            render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
         ]
-        if op.torch is not None and op.torch.api is TorchApi.native
-        else []
+        + (
+            [render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op))]
+            if op.has_pybind_binding
+            else []
+        )
+        + (
+            [
+                render(
+                    "cpp/torch_op.cc.j2",
+                    f"{base}_torch.cc",
+                    srcs,
+                    torch_op_view(op, emission.package.name),
+                )
+            ]
+            if op.torch is not None and op.torch.api is TorchApi.native
+            else []
+        )
     )

@@ -224,7 +224,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         defaults=py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
         type_combinations=_type_combinations(op),
         tolerances=tuple(
-            ToleranceView(py.TORCH_DTYPE[dtype], tolerance.rtol, tolerance.atol)
+            ToleranceView(py.TEST_DTYPE[dtype], tolerance.rtol, tolerance.atol)
             for dtype, tolerance in sorted(tests.tolerances.items(), key=lambda i: i[0].value)
         ),
         exporters=py.literal(list(op.exporters)),
@@ -496,7 +496,7 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
 def _type_combinations(op: OpDef) -> str:
     """[{type variable: torch dtype}, ...] for every instantiation."""
     combinations = (
-        "{" + ", ".join(f"{var!r}: {py.TORCH_DTYPE[d]}" for var, d in inst.bindings) + "}"
+        "{" + ", ".join(f"{var!r}: {py.TEST_DTYPE[d]}" for var, d in inst.bindings) + "}"
         for inst in op.instantiations
     )
     return "[" + "".join(f"{combination}, " for combination in combinations) + "]"
@@ -522,7 +522,7 @@ def _earlier_versions(op: OpDef) -> str:
 def _dtype_tuple(dtypes: tuple[DType, ...] | None) -> str:
     if dtypes is None:
         return "None"
-    return "(" + "".join(f"{py.TORCH_DTYPE[d]}, " for d in dtypes) + ")"
+    return "(" + "".join(f"{py.TEST_DTYPE[d]}, " for d in dtypes) + ")"
 
 
 def _unsupported_inputs(op: OpDef) -> list[str]:
@@ -543,7 +543,7 @@ def _unsupported_dtype(op: OpDef) -> str | None:
         accepted = (first.dtype,)
     for candidate in (DType.int32, DType.float64, DType.float32, DType.int64, DType.uint8):
         if candidate not in accepted:
-            return py.TORCH_DTYPE[candidate]
+            return py.TEST_DTYPE[candidate]
     return None
 
 
@@ -555,5 +555,5 @@ def _declared_types(tensors: Sequence[TensorParam]) -> str:
             declared.append(f"{t.name!r}: {t.type_var!r}")
         else:
             assert t.dtype is not None  # TensorParam: a type variable or a dtype
-            declared.append(f"{t.name!r}: {py.TORCH_DTYPE[t.dtype]}")
+            declared.append(f"{t.name!r}: {py.TEST_DTYPE[t.dtype]}")
     return "{" + ", ".join(declared) + "}"

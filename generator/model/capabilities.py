@@ -167,7 +167,23 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         torch_native=_NO_FLOAT6,
         torch_python=_NO_FLOAT6,
     ),
-    Feature.string: _only_schemas(torch_native=_NO_STRINGS, torch_python=_NO_STRINGS),
+    Feature.string: {
+        Target.onnx_schema: Carried(),
+        Target.cpp_schema: Carried(),
+        Target.ort_library: Carried(
+            "the kernel reads const std::string and writes std::string elements, byte for "
+            "byte (embedded NULs kept, no encoding checked); a string output with a "
+            "data-dependent size: not yet"
+        ),
+        Target.pybind: Never("it serves PyTorch ops, and PyTorch has no string tensors"),
+        Target.torch_native: _NO_STRINGS,
+        Target.torch_python: _NO_STRINGS,
+        Target.exporters: _NO_STRINGS,
+        Target.parity_tests: Carried(
+            "numpy arrays of str (dtype object); the reference is a Python expression over "
+            "them (np is numpy)"
+        ),
+    },
     Feature.unbound_type_variable: _only_schemas(),
     Feature.optional_attribute_without_default: _everywhere(),
     Feature.tensor_attribute: _only_schemas(),

@@ -274,6 +274,15 @@ class OpDef:
     def type_var_dtypes(self) -> dict[str, tuple[DType, ...]]:
         return {tc.name: tc.dtypes for tc in self.type_constraints}
 
+    def dtypes_of(self, tensor: TensorParam) -> tuple[DType, ...]:
+        """Every dtype a tensor of a kernel op may have (those of its type variable)."""
+        if tensor.type_var is not None:
+            return self.type_var_dtypes[tensor.type_var]
+        return () if tensor.dtype is None else (tensor.dtype,)
+
+    def holds_strings(self, tensor: TensorParam) -> bool:
+        return DType.string in self.dtypes_of(tensor)
+
     def dtype_source(self, output: TensorParam) -> str | None:
         """The first input whose dtype an output follows (None for a concrete dtype): a
         variadic one by its first value."""

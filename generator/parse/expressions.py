@@ -33,7 +33,7 @@ def parse_expression(text: str) -> ast.Expression:
     raise SyntaxError(f"nested more than {MAX_EXPRESSION_DEPTH} levels deep")
 
 
-REFERENCE_GLOBALS = {"torch", "F", "math"}
+REFERENCE_GLOBALS = {"torch", "F", "math", "np"}
 PYTHON_BUILTINS = frozenset(dir(__import__("builtins")))
 
 

@@ -31,9 +31,10 @@ def _tensor_literal(node: Node) -> Any:
         if isinstance(value, list):
             for v in value:
                 check(v, where)
-        elif not isinstance(value, int | float):  # bools are ints: bool tensors
+        elif not isinstance(value, int | float | str):  # bools are ints: bool tensors
             raise where.error(
-                f"expected a number, a boolean, or nested lists of them, found {value!r}"
+                f"expected a number, a boolean, a string, or nested lists of them, found "
+                f"{value!r}"
             )
         elif isinstance(value, int):
             read.in_int64(value, where)  # the widest integer dtype
@@ -211,6 +212,11 @@ def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> No
             _check_known_values(node, v, dtypes)
         return
     for dtype in dtypes:
+        if (dtype is DType.string) != isinstance(value, str):
+            kind = "a string" if isinstance(value, str) else "a number"
+            raise node.error(f"{value!r} is {kind}, no {dtype.value} value")
+        if dtype is DType.string:
+            continue
         limits = _integer_range(dtype)
         if dtype is DType.bool and value not in (0, 1):
             raise node.error(f"{value!r} is no {dtype.value} value (true, false, 0 or 1)")

@@ -302,8 +302,17 @@ class AlignedCopies {
     return reinterpret_cast<const T*>(copies_.back().data());
   }
 
+  // `count` strings, kept here until the kernel returns: ONNX Runtime hands string tensors over
+  // by copy only (its API reads and writes them as bytes). (A moved vector keeps its buffer, so
+  // the pointer stays valid as more are added.)
+  std::string* strings(size_t count) {
+    strings_.emplace_back(count);
+    return strings_.back().data();
+  }
+
  private:
   std::vector<std::vector<std::max_align_t>> copies_;
+  std::vector<std::vector<std::string>> strings_;
 };
 
 // A dense, contiguous, row-major tensor view. The runtime owns the memory.

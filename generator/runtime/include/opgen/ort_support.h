@@ -38,7 +38,57 @@ static_assert(sizeof(Ort::BFloat16_t) == sizeof(opgen::bfloat16), "bfloat16 layo
 
 template <typename T>
 constexpr ONNXTensorElementDataType element_type() {
-  return Ort::TypeToTensorType<typename OrtTypeOf<T>::type>::type;
+  if constexpr (std::is_same_v<T, std::string>) {
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING;
+  } else {
+    return Ort::TypeToTensorType<typename OrtTypeOf<T>::type>::type;
+  }
+}
+
+// A string tensor's elements, copied out as bytes (embedded NULs kept, no encoding checked).
+inline const std::string* strings_of(const Ort::ConstValue& value, opgen::AlignedCopies& copies) {
+  const size_t count = value.GetTensorTypeAndShapeInfo().GetElementCount();
+  std::string* strings = copies.strings(count);
+  if (count == 0) return strings;
+  const size_t bytes = value.GetStringTensorDataLength();
+  std::vector<char> buffer(bytes + 1);  // + 1: a valid pointer when every string is empty
+  std::vector<size_t> offsets(count);
+  value.GetStringTensorContent(buffer.data(), bytes, offsets.data(), count);
+  for (size_t i = 0; i < count; ++i) {
+    const size_t end = i + 1 < count ? offsets[i + 1] : bytes;
+    if (offsets[i] > end || end > bytes) opgen::fail("ONNX Runtime gave inconsistent string offsets");
+    strings[i].assign(buffer.data() + offsets[i], end - offsets[i]);
+  }
+  return strings;
+}
+
+// Where the kernel writes an output: in the tensor, or for strings in `copies` until
+// store_strings hands them to ONNX Runtime.
+template <typename T>
+T* output_data(Ort::UnownedValue& value, opgen::AlignedCopies& copies, const opgen::Shape& shape) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return copies.strings(static_cast<size_t>(opgen::element_count(shape)));
+  } else {
+    return reinterpret_cast<T*>(value.GetTensorMutableData<typename OrtTypeOf<T>::type>());
+  }
+}
+
+// Writes a string output's elements into its tensor, byte for byte (FillStringTensor would cut
+// each at its first NUL). A no-op for other types.
+template <typename T>
+void store_strings(Ort::UnownedValue& value, const opgen::TensorView<T>& view) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    const int64_t count = opgen::element_count(view.shape);
+    for (int64_t i = 0; i < count; ++i) {
+      const std::string& text = view.data[i];
+      char* buffer = nullptr;
+      Ort::ThrowOnError(Ort::GetApi().GetResizedStringTensorElementBuffer(value, static_cast<size_t>(i), text.size(), &buffer));
+      if (!text.empty()) std::memcpy(buffer, text.data(), text.size());
+    }
+  } else {
+    (void)value;
+    (void)view;
+  }
 }
 
 // A tensor's shape, read in place (API 24 and later): GetTensorTypeAndShapeInfo would allocate
@@ -53,8 +103,12 @@ inline opgen::Shape shape_of(const Ort::ConstValue& value) {
 
 template <typename T>
 const T* data(const Ort::ConstValue& value, opgen::AlignedCopies& aligned) {
-  const T* data = reinterpret_cast<const T*>(value.GetTensorData<typename OrtTypeOf<T>::type>());
-  return aligned(data, [&] { return value.GetTensorTypeAndShapeInfo().GetElementCount(); });
+  if constexpr (std::is_same_v<T, std::string>) {
+    return strings_of(value, aligned);
+  } else {
+    const T* data = reinterpret_cast<const T*>(value.GetTensorData<typename OrtTypeOf<T>::type>());
+    return aligned(data, [&] { return value.GetTensorTypeAndShapeInfo().GetElementCount(); });
+  }
 }
 
 template <typename T>
