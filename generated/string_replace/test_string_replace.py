@@ -165,7 +165,7 @@ def test_known_values(index, types):
 RANDOM_CASES = [
     {
         "shapes": {"X": ["batch", 7]},
-        "dynamic": {"batch": [2, 9]},
+        "dynamic": {"batch": [0, 1, 9]},
         "samplers": {},
         "attributes": {"pattern": "a", "rewrite": "<é>"},
         "output_dims": [["batch", 7]],

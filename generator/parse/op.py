@@ -214,6 +214,7 @@ def parse_opdef(
         _tested_dtypes(signature),
         errors,
         signature.constraints,
+        "torch" in d,
     )
     errors.raise_if_any()
     if interface_only:

@@ -68,6 +68,7 @@ class _Signature:
     outputs: tuple[TensorParam, ...]
     attrs: dict[str, Attribute]
     constraints: tuple[TypeConstraint, ...] = ()
+    exported: bool = True  # the op has a PyTorch side, whose tests export it
 
     def dtypes_of(self, tensor: TensorParam, only: tuple[DType, ...] | None) -> tuple[DType, ...]:
         """The dtypes a tensor of a known case takes: `only` restricts the first type
@@ -132,11 +133,12 @@ def parse_tests(
     dtypes: tuple[DType, ...],
     errors: ErrorCollector,
     constraints: tuple[TypeConstraint, ...] = (),
+    exported: bool = True,
 ) -> Tests:
     fields = read.mapping(
         node, {"tolerances", "known", "random", "errors", "builtin_equivalents"}, set()
     )
-    signature = _Signature(inputs, outputs, attrs, constraints)
+    signature = _Signature(inputs, outputs, attrs, constraints, exported)
     tensor_dtypes = tuple(
         dict.fromkeys(d for t in inputs + outputs for d in signature.dtypes_of(t, None))
     )
@@ -269,7 +271,7 @@ def _parse_random(item: Node, signature: _Signature) -> RandomCase:
     shape_nodes = signature.value_map(rf["shapes"])
     for name, shape_node in shape_nodes.items():
         shapes[name] = tuple(_random_dim(d) for d in read.sequence(shape_node))
-    dynamic = _parse_dynamic(rf["dynamic"], shapes) if "dynamic" in rf else {}
+    dynamic = _parse_dynamic(rf["dynamic"], shapes, signature.exported) if "dynamic" in rf else {}
     unbound = set(_symbols(shapes)) - dynamic.keys()
     if unbound:
         raise item.error(f"dynamic dims {sorted(unbound)} need sizes under 'dynamic'")
@@ -292,11 +294,11 @@ def _random_dim(node: Node) -> int | str:
 
 
 def _parse_dynamic(
-    node: Node, shapes: Mapping[str, tuple[int | str, ...]]
+    node: Node, shapes: Mapping[str, tuple[int | str, ...]], exported: bool
 ) -> dict[str, tuple[int, ...]]:
     dynamic: dict[str, tuple[int, ...]] = {}
     for sym, sizes in read.mapping(node, set(_symbols(shapes)), set()).items():
-        values = tuple(_dynamic_size(s) for s in read.sequence(sizes))
+        values = tuple(_dynamic_size(s, exported) for s in read.sequence(sizes))
         if len(values) < 2:
             raise sizes.error("give at least two sizes so the dynamic dim is exercised")
         dynamic[sym] = values
@@ -341,12 +343,16 @@ def _parse_builtin(item: Node, constraints: tuple[TypeConstraint, ...]) -> Built
 MAX_TEST_ELEMENTS = 2**20
 
 
-def _dynamic_size(node: Node) -> int:
+def _dynamic_size(node: Node, exported: bool) -> int:
+    """Sizes 0 and 1 too for an op without a PyTorch side: only one-node models run it."""
     size = read.integer(node)
-    if size < 2:
+    if size < 0:
+        raise node.error(f"a size must be >= 0, found {size}")
+    if size < 2 and exported:
         raise node.error(
             f"a dynamic dim's sizes must be >= 2, found {size}: the exporters (torch.export) "
-            "specialise sizes 0 and 1 to constants, so the dim would not stay dynamic"
+            "specialise sizes 0 and 1 to constants, so the dim would not stay dynamic (an op "
+            "without a PyTorch side may use them)"
         )
     return size
 
