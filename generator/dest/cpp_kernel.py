@@ -73,6 +73,7 @@ class KernelOutput:
     index: int
     cpp_type: str
     kernel_allocated: bool  # a data-dependent size: the kernel allocates it
+    holds_strings: bool  # (ONNX Runtime only) its elements go to the tensor after compute
     optional: bool  # the kernel gets a pointer, null where the runtime leaves the output out
     present: str
     optional_view: str
@@ -88,6 +89,7 @@ class KernelOutput:
             index=index,
             cpp_type=common.tensor_cpp_type(tensor),
             kernel_allocated=tensor.name in op.shape_rule.kernel_allocated,
+            holds_strings=op.holds_strings(tensor),
             optional=tensor.optional,
             present=Local.present(tensor.name),
             optional_view=Local.optional_view(tensor.name),
@@ -399,9 +401,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         ),
         input_characteristics=_characteristics(op.inputs),
         output_characteristics=_characteristics(op.outputs),
-        string_outputs=tuple(
-            view for view, t in zip(wrapper.outputs, op.outputs, strict=True) if op.holds_strings(t)
-        ),
+        string_outputs=tuple(view for view in wrapper.outputs if view.holds_strings),
     )
 
 

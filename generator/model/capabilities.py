@@ -172,8 +172,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         Target.cpp_schema: Carried(),
         Target.ort_library: Carried(
             "the kernel reads const std::string and writes std::string elements, byte for "
-            "byte (embedded NULs kept, no encoding checked); a string output with a "
-            "data-dependent size: not yet"
+            "byte (embedded NULs kept, no encoding checked), also into an output it allocates"
         ),
         Target.pybind: Never("it serves PyTorch ops, and PyTorch has no string tensors"),
         Target.torch_native: _NO_STRINGS,

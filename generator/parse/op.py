@@ -651,21 +651,12 @@ def _read_shape_rule(
     )
     if shape_rule is None:
         return None
-    string_vars = {c.name for c in signature.constraints if TensorType(DType.string) in c.types}
     for index, output in enumerate(outputs):
         if output.optional and output.name in shape_rule.kernel_allocated:
             errors.add(
                 signature.node("outputs", index).error(
                     f"optional output '{output.name}' has a data-dependent size: a kernel "
                     "allocating an output that may be absent is not carried yet"
-                )
-            )
-        strings = output.dtype is DType.string or output.type_var in string_vars
-        if strings and output.name in shape_rule.kernel_allocated:
-            errors.add(
-                signature.node("outputs", index).error(
-                    f"output '{output.name}' may hold strings and has a data-dependent size: "
-                    "a kernel allocating a string output is not carried yet"
                 )
             )
     for index, attr in enumerate(signature.attributes):

@@ -372,6 +372,7 @@ class AllocatedOutput {
     return view_;
   }
   bool allocated() const { return allocated_; }
+  const Output<T>& view() const { return view_; }
   void check_allocated(const char* op, const char* name) const {
     if (!allocated_) fail(std::string(op) + ": the kernel did not allocate output '" + name + "'");
   }
