@@ -201,6 +201,9 @@ def _dtypes(text: str) -> list[DType]:
     except ValueError as exc:
         known = ", ".join(d.value for d in DType)
         raise ScaffoldError(f"--dtypes: {exc}; known: {known}") from None
+    repeated = sorted({d.value for d in dtypes if dtypes.count(d) > 1})
+    if repeated:
+        raise ScaffoldError(f"--dtypes: {', '.join(repeated)} given more than once")
     if DType.string in dtypes and len(dtypes) > 1:
         raise ScaffoldError(
             "--dtypes: string with other dtypes: one known value cannot serve both (scaffold "
@@ -492,7 +495,11 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     except DefinitionErrors as errors:
         for error in errors.errors:
             print(f"error: {error}", file=sys.stderr)
-        print(f"{len(errors.errors)} error(s); nothing written", file=sys.stderr)
+        print(
+            f"{len(errors.errors)} error(s) in the definition the flags make (not written); "
+            "nothing written",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     except OwnershipError as refused:
         return refused.report()

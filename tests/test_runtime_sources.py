@@ -91,3 +91,70 @@ def test_header_compiles_on_its_own(header):
             _missing(probe)
     result = _compile(f'#include "opgen/{header}"\n', flags)
     assert result.returncode == 0, result.stderr[-4000:]
+
+
+_QUOTED = r"""
+#include <iostream>
+#include <string>
+#include "opgen/runtime.h"
+int main() {  // each line: bytes in hex; prints opgen::quoted of them
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::string bytes;
+    for (size_t i = 0; i + 1 < line.size(); i += 2) {
+      bytes += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
+    }
+    std::cout << opgen::quoted(bytes) << "\n";
+  }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def quoted_program(tmp_path_factory) -> Path:
+    if shutil.which("g++") is None:
+        _missing("g++")
+    program = tmp_path_factory.mktemp("quoted") / "quoted"
+    build = subprocess.run(
+        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
+        input=_QUOTED,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr
+    return program
+
+
+# Bytes a model's string attribute may hold: well-formed UTF-8 of every length, and the ways
+# to break it (stray continuation bytes, truncated, overlong, surrogate and past-U+10FFFF
+# sequences), mixed.
+_PIECES = [
+    b"a", b'"', b"\\", b"\n", b"\x00", b"\x1f", b"\x7f", "é".encode(), "€".encode(),
+    "😀".encode(), b"\x80", b"\xbf", b"\xc0\xaf", b"\xc1\xbf", b"\xc2", b"\xe2\x82",
+    b"\xe0\x80\xaf", b"\xed\xa0\x80", b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80",
+    b"\xff", b"\xfe", b"\xf0\x9f\x98",
+]  # fmt: skip
+
+
+def test_quoted_spells_any_bytes_as_python_does(quoted_program):
+    """opgen::quoted (C++ messages) and _support.quoted of _support.attribute's decoding
+    (Python inference) spell an attribute the same, whatever its bytes: a message about a
+    value that is not UTF-8 stays UTF-8 (ONNX Runtime's Python API could not decode it)."""
+    import json
+    import random
+
+    rng = random.Random(0)
+    values = [bytes([b]) for b in range(256)] + [
+        b"".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 6))) for _ in range(3000)
+    ]
+    result = subprocess.run(
+        [str(quoted_program)],
+        input="\n".join(value.hex() for value in values) + "\n",
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.split("\n")[: len(values)]
+    for value, line in zip(values, lines, strict=True):
+        want = json.dumps(value.decode("utf-8", "backslashreplace"), ensure_ascii=False)
+        assert line == want, (value, line, want)

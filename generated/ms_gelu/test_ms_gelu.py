@@ -62,7 +62,10 @@ def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:
     result = reference(**args, **_testing.float32_attributes(attributes))
     result = result if isinstance(result, tuple) else (result,)
     dtypes = [bound_dtype(OUTPUT_TYPES[name], types) for name in OUTPUTS]
-    return tuple(_testing.cast(r, d) for r, d in zip(result, dtypes, strict=True))
+    return tuple(
+        _testing.cast(r, d, f"the reference's output {name}")
+        for r, d, name in zip(result, dtypes, OUTPUTS, strict=True)
+    )
 
 
 def bound_dtype(declared, types: dict) -> torch.dtype:
@@ -172,7 +175,7 @@ def make_inputs(case: dict, size_index: int, types: dict, seed: int) -> dict:
         sampler = case["samplers"].get(name)
         dtype = input_dtype(name, types)
         value = sampler(shape, gen) if sampler else _testing.sample(shape, gen, dtype)
-        inputs[name] = _testing.cast(value, dtype)
+        inputs[name] = _testing.cast(value, dtype, f"the sample of input {name}")
     return inputs
 
 
@@ -238,7 +241,7 @@ def test_wrong_dtype_is_rejected():
     type check fails, ONNX Runtime refuses the model; never a misread buffer."""
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
-    inputs = {k: _testing.cast(v, torch.int32) if k in ["X"] else v for k, v in inputs.items()}
+    inputs = {k: _testing.retyped(v, torch.int32) if k in ["X"] else v for k, v in inputs.items()}
     register_all()
     with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
         onnx.shape_inference.infer_shapes(

@@ -246,7 +246,7 @@ def parse_opdef(
         versions=versions,
         locations=read.field_locations(d.fields),
     )
-    for field_path, message in refusals(op) + _variadic_problems(op):
+    for field_path, message in refusals(op) + _variadic_problems(op) + _string_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
     errors.raise_if_any()
     # The emitters apply the shape rule to every random case: what it cannot apply to (a
@@ -255,6 +255,30 @@ def parse_opdef(
         errors.attempt(_check_random_case_outputs, op, case, item)
     errors.raise_if_any()
     return op
+
+
+def _string_problems(op: OpDef) -> list[tuple[str, str]]:
+    """The generated tests run ONNX Runtime through its Python API, which takes strings as
+    numpy arrays only and has no numpy bfloat16: no call of an op may have both."""
+    tensors_only = all(tc.is_tensor_only for tc in op.type_constraints) and all(
+        t.concrete is None or t.dtype is not None for t in op.inputs + op.outputs
+    )
+    if op.kernel is None or not tensors_only:
+        return []  # other value types: refused by the capability table
+    fields = [(f"inputs[{i}].type", t) for i, t in enumerate(op.inputs)]
+    fields += [(f"outputs[{i}].type", t) for i, t in enumerate(op.outputs)]
+    for binding in op.instantiations:
+        dtypes = [t.dtype_in(binding) for _, t in fields]
+        if DType.string in dtypes and DType.bfloat16 in dtypes:
+            return [
+                (
+                    fields[dtypes.index(DType.bfloat16)][0],
+                    "string and bfloat16 tensors in one call are not carried by the parity "
+                    "tests yet (ONNX Runtime's Python API takes strings as numpy arrays, and "
+                    "numpy has no bfloat16)",
+                )
+            ]
+    return []
 
 
 def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:

@@ -39,8 +39,20 @@ def _tensor_literal(node: Node) -> Any:
         elif isinstance(value, int):
             read.in_int64(value, where)  # the widest integer dtype
 
+    def shape(value: object) -> tuple[int, ...]:
+        if not isinstance(value, list):
+            return ()
+        shapes = {shape(v) for v in value}
+        if len(shapes) > 1:
+            raise node.error(
+                "ragged nested lists: the rows of a tensor must all have one shape, found "
+                f"{sorted(shapes, key=len)}"
+            )
+        return (len(value), *(shapes.pop() if shapes else ()))
+
     value = node.plain()
     check(value, node)
+    shape(value)
     return value
 
 

@@ -556,7 +556,9 @@ def attribute(ctx, name: str, default, missing_message: str = ""):
             raise onnx.shape_inference.InferenceError(missing_message)
         return default
     result = onnx.helper.get_attribute_value(proto)
-    return result.decode() if isinstance(result, bytes) else result
+    # Bytes that are not UTF-8 (a model may hold any) as \xNN, as the C++ opgen::quoted
+    # spells them: the value then matches no allowed string, and the message says so.
+    return result.decode("utf-8", "backslashreplace") if isinstance(result, bytes) else result
 
 
 def broadcast_sizes(message: str, *shapes) -> list:

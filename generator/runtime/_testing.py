@@ -154,7 +154,7 @@ def is_strings(value) -> bool:
 def tensor(value, dtype):
     """torch.tensor(value, dtype=dtype), or for STRING a numpy array of str."""
     if dtype is STRING:
-        return cast(np.array(value, dtype=object), STRING)
+        return cast(np.array(value, dtype=object), STRING, "a known value")
     return torch.tensor(value, dtype=dtype)
 
 
@@ -163,18 +163,41 @@ def ones(shape, dtype):
     return np.full(shape, "1", dtype=object) if dtype is STRING else torch.ones(shape, dtype=dtype)
 
 
-def cast(value, dtype):
-    """value.to(dtype) for a tensor. STRING: value (a reference's result) must be an array of
-    str already. A string array to a torch dtype: zeros of its shape (a wrong-dtype input)."""
+def cast(value, dtype, what: str):
+    """`value` (what a reference or sampler gave for `what`) in `dtype`: value.to(dtype) for a
+    tensor; for STRING, an array of str; numbers from an array of objects. Anything else (a
+    string where numbers belong, numbers where strings do, numpy's fixed-width strings) is an
+    error naming `what`: never a silent conversion."""
     if dtype is STRING:
+        if isinstance(value, np.ndarray) and value.dtype.kind in "US":
+            raise AssertionError(
+                f"{what}: a numpy array of dtype {value.dtype}, whose strings numpy cuts at "
+                "their trailing NULs; give an array of dtype=object (np.vectorize(..., "
+                "otypes=[object]))"
+            )
         array = np.asarray(value, dtype=object)
         wrong = [type(v).__name__ for v in array.flat if not isinstance(v, str)]
         if wrong:
-            raise AssertionError(f"a string tensor holds a {wrong[0]}, not a str")
+            raise AssertionError(f"{what}: a string tensor holds a {wrong[0]}, not a str")
         return array
+    if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
+        found = [type(v).__name__ for v in value.flat if isinstance(v, str | bytes)]
+        if found or value.dtype.kind != "O":
+            raise AssertionError(
+                f"{what}: strings ({value.dtype}) for a {dtype_name(dtype)} tensor"
+            )
+        return torch.tensor(value.tolist(), dtype=dtype).reshape(value.shape)
+    return torch.as_tensor(value).to(dtype)
+
+
+def retyped(value, dtype):
+    """A test input in another dtype (the wrong-dtype tests): a string array as zeros, a
+    tensor as a string array of its values."""
+    if dtype is STRING:
+        return np.full(tuple(value.shape), "0", dtype=object)
     if is_strings(value):
         return torch.zeros(value.shape, dtype=dtype)
-    return torch.as_tensor(value).to(dtype)
+    return value.to(dtype)
 
 
 def upcast(value):

@@ -58,10 +58,56 @@ inline std::string quoted(float value) {
   }
   return text;
 }
+// The length of the well-formed UTF-8 sequence at value[at], or 0 where none starts there
+// (Unicode's table 3-7: no overlong forms, no surrogates, nothing past U+10FFFF).
+inline size_t utf8_sequence(const std::string& value, size_t at) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(value[i]); };
+  const unsigned char lead = byte(at);
+  if (lead < 0x80) return 1;
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (at + length > value.size()) return 0;
+  if (byte(at + 1) < low || byte(at + 1) > high) return 0;
+  for (size_t i = at + 2; i < at + length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+  }
+  return length;
+}
+
+// A byte that is no part of well-formed UTF-8 is written \xNN: what Python's
+// bytes.decode("utf-8", "backslashreplace") gives, then JSON-escaped (_support.attribute), so
+// that a message about such an attribute is the same text everywhere, and valid UTF-8.
 inline std::string quoted(const std::string& value) {
   static const char* const kHex = "0123456789abcdef";
   std::string text = "\"";
-  for (const char c : value) {
+  for (size_t at = 0; at < value.size();) {
+    const size_t length = utf8_sequence(value, at);
+    if (length == 0) {
+      const auto byte = static_cast<unsigned char>(value[at++]);
+      text += "\\\\x";
+      text += kHex[byte >> 4];
+      text += kHex[byte & 15];
+      continue;
+    }
+    if (length > 1) {
+      text.append(value, at, length);
+      at += length;
+      continue;
+    }
+    const char c = value[at++];
     const auto byte = static_cast<unsigned char>(c);
     switch (c) {
       case '"': text += "\\\""; break;
