@@ -703,6 +703,19 @@ NOT_YET = [
         r"tests\.known\[0\]\.inputs\.X: variadic input 'X' is a list of its values, at least 2 "
         r"here; found 1",
     ),
+    (
+        "tests/opdefs/string_repeat.yaml",  # strings and bfloat16 in one call (the tests' numpy)
+        "  - {name: Times, type: int64,",
+        "  - {name: Times, type: bfloat16,",
+        r"inputs\[1\]\.type: string and bfloat16 tensors in one call are not carried by the "
+        r"parity tests yet",
+    ),
+    (
+        "tests/opdefs/string_repeat.yaml",  # rows of different lengths in a test value
+        "Times: [[2, 3], [1, 0]]",
+        "Times: [[2, 3], [1]]",
+        r"tests\.known\[0\]\.inputs\.Times: ragged nested lists",
+    ),
 ]
 
 

@@ -120,6 +120,7 @@ def test_new_never_overwrites(tmp_path):
         (["Op", "--domain", "bad domain"], "domain"),
         (["Op", "--no-torch", "--torch-name", "a::b"], "not allowed with argument"),
         (["Op", "--dtypes", "string,int32"], "string with other dtypes"),
+        (["Op", "--dtypes", "string,string"], "string given more than once"),
         (["Op", "--dtypes", "string", "--torch-name", "a::b"], "PyTorch has no string tensors"),
     ],
 )

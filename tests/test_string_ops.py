@@ -191,3 +191,21 @@ def test_agrees_with_onnxruntime_extensions(pattern, rewrite):
     want = _python_replace(x, pattern, rewrite)
     assert (ours == want).all()
     assert (theirs == want).all()
+
+
+def test_the_tests_cast_never_converts_in_silence():
+    """What a reference or sampler gives reaches the comparison as it is, or fails naming
+    itself: once, an object array of numbers for an int64 output became zeros (a wrong kernel
+    passed), and numpy's fixed-width strings dropped trailing NULs."""
+    numbers = _testing.cast(np.array([1, 2], dtype=object), torch.int64, "output L")
+    assert numbers.tolist() == [1, 2] and numbers.dtype == torch.int64
+    for value, dtype, message in [
+        (np.array(["ab", "c"], dtype=object), torch.int64, "output L: strings"),
+        (np.array(["a\0"]), _testing.STRING, "output Y: a numpy array of dtype <U"),
+        (np.array([1.5], dtype=object), _testing.STRING, "output Y: a string tensor holds a float"),
+    ]:
+        with pytest.raises(AssertionError, match=re.escape(message)):
+            _testing.cast(value, dtype, message.split(":")[0])
+    strings = np.array(["a\0", ""], dtype=object)
+    assert _testing.cast(strings, _testing.STRING, "output Y") is not None
+    assert _testing.retyped(strings, torch.int32).tolist() == [0, 0]
