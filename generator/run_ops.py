@@ -49,13 +49,26 @@ def _compare(
         and torch.allclose(o.double(), r.double(), *tests.TOLERANCES.get(r.dtype, (0.0, 0.0)))
         for o, r in zip(ort, ref, strict=True)
     )
+    _row(tests, case, types, exporter, inputs, f"{d_ref:12.3g} {d_ort:12.3g}", bad)
+    return int(bad)
+
+
+def _row(
+    tests: ModuleType,
+    case: dict[str, Any],
+    types: dict[str, Any],
+    how: str,
+    inputs: dict[str, Any],
+    figures: str,
+    bad: bool,
+) -> None:
+    """One line of the table: the op and case, how it ran, the input shapes, the figures."""
     shapes = " ".join(str(list(v.shape)) for v in inputs.values())
     name = tests.TITLE + (f" {case['attributes']}" if case["attributes"] else "")
     print(
-        f"{name:44} {tests.types_id(types):8} {exporter:11} "
-        f"{shapes:30} {d_ref:12.3g} {d_ort:12.3g}{'  MISMATCH' if bad else ''}"
+        f"{name:44} {tests.types_id(types):8} {how:11} {shapes:30} {figures}"
+        f"{'  MISMATCH' if bad else ''}"
     )
-    return int(bad)
 
 
 def _compare_one_node(
@@ -72,12 +85,8 @@ def _compare_one_node(
             tests._testing.assert_close(o, r, tests.TOLERANCES, name)
         except AssertionError:
             bad = 1
-    shapes = " ".join(str(list(v.shape)) for v in inputs.values())
-    name = tests.TITLE + (f" {case['attributes']}" if case["attributes"] else "")
-    verdict = "MISMATCH" if bad else "equal"
-    print(
-        f"{name:44} {tests.types_id(types):8} {'one node':11} {shapes:30} {'-':>12} {verdict:>12}"
-    )
+    verdict = "differ" if bad else "equal"
+    _row(tests, case, types, "one node", inputs, f"{'-':>12} {verdict:>12}", bool(bad))
     return bad
 
 

@@ -17,11 +17,10 @@ import torch
 from onnx import TensorProto, helper
 
 from generated import _testing
+from tests.test_sanitizers import SANITIZER_REPORT
 
 ROOT = Path(__file__).resolve().parent.parent
 STRING = TensorProto.STRING
-# What ASan and UBSan print when they find something.
-SANITIZER_REPORT = re.compile(r"ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error: ")
 
 
 def replace_model(pattern: bytes, rewrite: bytes, x: list[bytes] | None = None) -> onnx.ModelProto:

@@ -62,35 +62,6 @@ inline const std::string* strings_of(const Ort::ConstValue& value, opgen::Aligne
   return strings;
 }
 
-// Where the kernel writes an output: in the tensor, or for strings in `copies` until
-// store_strings hands them to ONNX Runtime.
-template <typename T>
-T* output_data(Ort::UnownedValue& value, opgen::AlignedCopies& copies, const opgen::Shape& shape) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return copies.strings(static_cast<size_t>(opgen::element_count(shape)));
-  } else {
-    return reinterpret_cast<T*>(value.GetTensorMutableData<typename OrtTypeOf<T>::type>());
-  }
-}
-
-// Writes a string output's elements into its tensor, byte for byte (FillStringTensor would cut
-// each at its first NUL). A no-op for other types.
-template <typename T>
-void store_strings(Ort::UnownedValue& value, const opgen::TensorView<T>& view) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    const int64_t count = opgen::element_count(view.shape);
-    for (int64_t i = 0; i < count; ++i) {
-      const std::string& text = view.data[i];
-      char* buffer = nullptr;
-      Ort::ThrowOnError(Ort::GetApi().GetResizedStringTensorElementBuffer(value, static_cast<size_t>(i), text.size(), &buffer));
-      if (!text.empty()) std::memcpy(buffer, text.data(), text.size());
-    }
-  } else {
-    (void)value;
-    (void)view;
-  }
-}
-
 // A tensor's shape, read in place (API 24 and later): GetTensorTypeAndShapeInfo would allocate
 // and free an info object and its dims on every call of every input.
 inline opgen::Shape shape_of(const Ort::ConstValue& value) {
@@ -114,6 +85,35 @@ const T* data(const Ort::ConstValue& value, opgen::AlignedCopies& aligned) {
 template <typename T>
 T* mutable_data(Ort::UnownedValue& value) {
   return reinterpret_cast<T*>(value.GetTensorMutableData<typename OrtTypeOf<T>::type>());
+}
+
+// Where the kernel writes an output: in the tensor, or for strings in `copies` until
+// store_strings hands them to ONNX Runtime.
+template <typename T>
+T* output_data(Ort::UnownedValue& value, opgen::AlignedCopies& copies, const opgen::Shape& shape) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    return copies.strings(static_cast<size_t>(opgen::element_count(shape)));
+  } else {
+    return mutable_data<T>(value);
+  }
+}
+
+// Writes a string output's elements into its tensor, byte for byte (FillStringTensor would cut
+// each at its first NUL). A no-op for other types.
+template <typename T>
+void store_strings(Ort::UnownedValue& value, const opgen::TensorView<T>& view) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    const int64_t count = opgen::element_count(view.shape);
+    for (int64_t i = 0; i < count; ++i) {
+      const std::string& text = view.data[i];
+      char* buffer = nullptr;
+      Ort::ThrowOnError(Ort::GetApi().GetResizedStringTensorElementBuffer(value, static_cast<size_t>(i), text.size(), &buffer));
+      if (!text.empty()) std::memcpy(buffer, text.data(), text.size());
+    }
+  } else {
+    (void)value;
+    (void)view;
+  }
 }
 
 // Runs fn and turns any exception into an ONNX Runtime status naming the op.
