@@ -124,6 +124,14 @@ EXAMPLES: dict[Feature, tuple[dict, str]] = {
         ),
         "type_constraints.U",
     ),
+    Feature.type_chosen_by_attribute: (
+        _interface(
+            type_constraints={"T": ["float32"], "U": {"types": ["int64"], "chosen_by": "to"}},
+            outputs=[{**Y_T, "type": "U"}],
+            attributes=[{"name": "to", "type": "int", "default": "int64"}],
+        ),
+        "type_constraints.U.chosen_by",
+    ),
     Feature.optional_attribute_without_default: (
         _interface(attributes=[{"name": "k", "type": "int", "required": False}]),
         "attributes[0].required",

@@ -716,6 +716,74 @@ NOT_YET = [
         "Times: [[2, 3], [1]]",
         r"tests\.known\[0\]\.inputs\.Times: ragged nested lists",
     ),
+    (
+        "tests/opdefs/cast_to.yaml",  # chosen_by an attribute that is not there
+        "chosen_by: to",
+        "chosen_by: tto",
+        r"type_constraints\.U\.chosen_by: no attribute 'tto' to choose it \(did you mean 'to'\?\)",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # an attribute choosing a dtype holds TensorProto's number
+        "{name: to, type: int, default: int64,",
+        "{name: to, type: string, default: int64,",
+        r"attributes\[0\]\.type: type variable U is chosen_by it, so it must be an int attribute",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # its values are the variable's dtypes
+        "{name: to, type: int, default: int64,",
+        "{name: to, type: int, default: int64, allowed: [1, 7],",
+        r"attributes\[0\]\.allowed: type variable U is chosen_by it: its values are U's dtypes",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # a default the variable does not allow
+        "{name: to, type: int, default: int64,",
+        "{name: to, type: int, default: int32,",
+        r"attributes\[0\]\.default: the default int32 is not one of U's dtypes",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # a default that is not a dtype
+        "{name: to, type: int, default: int64,",
+        "{name: to, type: int, default: 7,",
+        r"attributes\[0\]\.default: expected a dtype name",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # absent, it would leave the dtype unknown
+        "{name: to, type: int, default: int64,",
+        "{name: to, type: int, required: false,",
+        r"attributes\[0\]\.required: type variable U is chosen_by it: give it a default",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # an input of the variable could disagree with it
+        "  - {name: X, type: T, shape: [...]}",
+        "  - {name: X, type: T, shape: [...]}\n  - {name: Z, type: U, optional: true}",
+        r"inputs\[1\]: input 'Z' has type U, which attribute 'to' chooses",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # two variables chosen by one attribute
+        "  T: [float32, int32]",
+        "  T: {types: [float32, int32], chosen_by: to}",
+        r"type_constraints\.T\.chosen_by: attribute 'to' already chooses U",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # an attribute chooses among tensor dtypes only
+        "types: [float32, int64, float16, bool]",
+        "types: [float32, seq(int64)]",
+        r"type_constraints\.U\.types: an attribute chooses among tensor dtypes only",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # a test case setting it: the tests run every dtype
+        "      attributes: {offset: 1}\n      outputs: {Y: [2, 1, -2]}",
+        "      attributes: {offset: 1, to: 7}\n      outputs: {Y: [2, 1, -2]}",
+        r"tests\.known\[0\]\.attributes\.to: attribute 'to' chooses U: the tests run every "
+        r"dtype of U",
+    ),
+    (
+        "tests/opdefs/cast_to.yaml",  # a PyTorch side: not carried yet
+        "op: CastTo",
+        "torch: {name: test_typed::cast_to}\nop: CastTo",
+        r"type_constraints\.U\.chosen_by: a type variable an attribute chooses \(chosen_by\): "
+        r"not carried by pybind11 module \(not yet\)",
+    ),
 ]
 
 

@@ -102,6 +102,48 @@ def test_onnxruntime_inference_edge_cases(project):
     assert "edge cases ok" in result.stdout
 
 
+# ONNX Runtime picks CastTo's kernel by the output type its inference gives the node. On an
+# input of unknown rank the shape rule cannot run, and a custom op cannot set a type without a
+# shape: ONNX Runtime falls back to the first kernel. That must fail naming why, never convert
+# to another type in silence; a declared output type that disagrees fails as ONNX Runtime's.
+_CHOSEN_TYPE_EDGE_CASES = r"""
+import numpy as np, onnx, pytest
+from onnx import TensorProto, helper
+from generated import _testing
+
+def run(to, x_shape, declared_y):
+    node = helper.make_node("CastTo", ["X"], ["Y"], domain="test.typed", to=to)
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, x_shape)
+    graph = helper.make_graph([node], "g", [x], [declared_y])
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("test.typed", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=_testing.IR_VERSION)
+    session = _testing.session(model, "test_typed")
+    return session.run(None, {"X": np.array([1.5, -2.0], np.float32)})[0]
+
+untyped = onnx.ValueInfoProto(name="Y")
+for to, dtype in ((1, np.float32), (7, np.int64), (10, np.float16), (9, np.bool_)):
+    y = run(to, [2], untyped)
+    assert y.dtype == dtype and (y == np.array([1.5, -2.0]).astype(dtype)).all(), (to, y)
+y = run(1, None, untyped)  # unknown rank, the first kernel's type: right by chance
+assert y.dtype == np.float32, y
+with pytest.raises(Exception, match="attribute 'to' names element type 7, but ONNX Runtime "
+                   "inferred element type 1 .*give the model's inputs a known rank"):
+    run(7, None, untyped)
+with pytest.raises(Exception, match=r"Type \(tensor\(int64\)\) of output arg \(Y\)"):
+    run(10, [2], helper.make_tensor_value_info("Y", TensorProto.INT64, [2]))
+with pytest.raises(Exception, match=r"attribute 'to' must be one of \[1, 7, 10, 9\] "
+                   r"\(U: float32, int64, float16, bool\), got 16"):
+    run(16, [2], untyped)
+print("chosen type edge cases ok")
+"""
+
+
+def test_onnxruntime_type_chosen_by_an_attribute_edge_cases(project):
+    result = _run(project, sys.executable, "-c", _CHOSEN_TYPE_EDGE_CASES)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "chosen type edge cases ok" in result.stdout
+
+
 STRING_ARGUMENTS = r"""
 import resource
 import torch

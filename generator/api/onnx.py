@@ -16,6 +16,7 @@ from generator.model.tensors import (
 )
 from generator.model.types import (
     ONNX_NAME,
+    TENSOR_PROTO_NUMBER,
     AttrType,
     DType,
     MapType,
@@ -26,37 +27,6 @@ from generator.model.types import (
     ValueType,
 )
 
-# TensorProto.DataType: each dtype's name and number (what a model stores as elem_type).
-TENSOR_PROTO_NUMBER = {
-    DType.float32: 1,
-    DType.uint8: 2,
-    DType.int8: 3,
-    DType.uint16: 4,
-    DType.int16: 5,
-    DType.int32: 6,
-    DType.int64: 7,
-    DType.string: 8,
-    DType.bool: 9,
-    DType.float16: 10,
-    DType.float64: 11,
-    DType.uint32: 12,
-    DType.uint64: 13,
-    DType.complex64: 14,
-    DType.complex128: 15,
-    DType.bfloat16: 16,
-    DType.float8e4m3fn: 17,
-    DType.float8e4m3fnuz: 18,
-    DType.float8e5m2: 19,
-    DType.float8e5m2fnuz: 20,
-    DType.uint4: 21,
-    DType.int4: 22,
-    DType.float4e2m1: 23,
-    DType.float8e8m0: 24,
-    DType.uint2: 25,
-    DType.int2: 26,
-    DType.float6e2m3: 27,
-    DType.float6e3m2: 28,
-}
 _TYPE_NAME = ONNX_NAME
 TENSOR_PROTO = {d: name.upper() for d, name in _TYPE_NAME.items()}
 ATTR_TYPE = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import assert_never
 
 from generator.api import cpp, cpp_shapes
 from generator.api import python as py
@@ -14,7 +15,7 @@ from generator.dest import common
 from generator.dest.cpp import CppAttribute, concrete_dtype
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
-from generator.model.op import OpDef, TorchApi
+from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef, TorchApi
 from generator.model.tensors import TensorParam, VariadicArity
 from generator.render import render
 from generator.shapes.spell import SpelledCheck
@@ -353,6 +354,16 @@ class OrtOpView(KernelWrapperView):
     output_characteristics: str
     # Outputs that may hold strings: their elements go to ONNX Runtime after compute
     string_outputs: tuple[KernelOutput, ...]
+    type_choosers: tuple[TypeChooser, ...]
+
+
+@view
+class TypeChooser:
+    """An attribute that picks a type variable's dtype: the kernel ONNX Runtime chose by the
+    node's output types must be the one the attribute names."""
+
+    attribute: str
+    type_var: str
 
 
 def ort_op_view(op: OpDef) -> OrtOpView:
@@ -361,10 +372,15 @@ def ort_op_view(op: OpDef) -> OrtOpView:
     attrs = {a.name: a for a in op.attributes}
 
     def element_type(output: TensorParam) -> str:
-        source = op.dtype_source(output)
-        if source is None:
-            return f"opgen::ort::element_type<{common.tensor_cpp_type(output)}>()"
-        return f"context.element_type({input_index[source]})"
+        match op.dtype_source(output):
+            case FixedDType():
+                return f"opgen::ort::element_type<{common.tensor_cpp_type(output)}>()"
+            case FromInput(name):
+                return f"context.element_type({input_index[name]})"
+            case FromAttribute(name):  # read, and checked against the allowed dtypes, above
+                return f"static_cast<ONNXTensorElementDataType>(attrs.{name})"
+            case source:
+                assert_never(source)
 
     def output_data(tensor: TensorParam) -> str:
         cpp_type = common.tensor_cpp_type(tensor)
@@ -402,6 +418,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         input_characteristics=_characteristics(op.inputs),
         output_characteristics=_characteristics(op.outputs),
         string_outputs=tuple(view for view in wrapper.outputs if view.holds_strings),
+        type_choosers=tuple(TypeChooser(name, tc.name) for name, tc in op.type_choosers.items()),
     )
 
 

@@ -4,21 +4,21 @@ contrib_defs.cc style, and the C++ test that registers it and checks its inferen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from generator.api import cpp, cpp_shapes
 from generator.api import onnx as onnx_api
 from generator.api.cpp_shapes import OutputStatements, SchemaAttributeRead
 from generator.api.names import Local
-from generator.api.onnx import TENSOR_PROTO_NUMBER, onnx_type_string
+from generator.api.onnx import onnx_type_string
 from generator.dest import common
 from generator.dest.cpp import CppAttribute, concrete_dtype
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
-from generator.model.op import OpDef
+from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.tensors import TensorParam, VariadicArity, value_name, value_names
 from generator.model.tests import ErrorCase, RandomCase
-from generator.model.types import DType
+from generator.model.types import TENSOR_PROTO_NUMBER, DType
 from generator.render import render
 from generator.shapes.evaluate import evaluate_output_shapes
 from generator.shapes.spell import SpelledCheck
@@ -39,7 +39,7 @@ class SchemaTensor:
 @view
 class SchemaOutput(SchemaTensor):
     dtype_from_input: int | None  # the input whose element type it has, if any
-    proto_enum: str | None  # else its TensorProto type
+    elem_type: str | None  # else its TensorProto type, as a C++ expression
 
 
 @view
@@ -112,12 +112,18 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         )
 
     def output(t: TensorParam, i: int) -> SchemaOutput:
-        source = op.dtype_source(t)
-        return SchemaOutput(
-            **vars(tensor(t, i)),
-            dtype_from_input=None if source is None else input_names.index(source),
-            proto_enum=None if t.dtype is None else cpp.onnx_proto_enum(t.dtype),
-        )
+        match op.dtype_source(t):
+            case FromInput(name):
+                return SchemaOutput(
+                    **vars(tensor(t, i)), dtype_from_input=input_names.index(name), elem_type=None
+                )
+            case FromAttribute(name):  # read, and checked against the allowed dtypes, above
+                elem_type = f"static_cast<int32_t>({Local.schema_attribute(name)})"
+            case FixedDType(dtype):
+                elem_type = cpp.onnx_proto_enum(dtype)
+            case source:
+                assert_never(source)
+        return SchemaOutput(**vars(tensor(t, i)), dtype_from_input=None, elem_type=elem_type)
 
     function = op.function
     return OnnxSchemaView(
@@ -280,7 +286,7 @@ def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:
                 t.name, i, Local.inferred_type(t.name), whole, cpp.string_literal(prefix)
             )
         )
-    attributes = _explicit_attributes(op, case.attributes)
+    attributes = _explicit_attributes(op, op.case_attributes(case.attributes))
     return ValidCase(
         attribute_statements=tuple(
             cpp.node_attribute_statements("node", op.attributes_by_name, attributes)
@@ -295,7 +301,9 @@ def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:
 def _error_case(op: OpDef, index: int, case: ErrorCase) -> ErrorCaseView:
     return ErrorCaseView(
         attribute_statements=tuple(
-            cpp.node_attribute_statements("node", op.attributes_by_name, case.attributes)
+            cpp.node_attribute_statements(
+                "node", op.attributes_by_name, op.case_attributes(case.attributes)
+            )
         ),
         label=f"error case {index} {dict(case.shapes)}".replace('"', "'"),
         input_shapes=_input_shapes_literal(op, case.shapes),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import assert_never
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
@@ -13,10 +14,10 @@ from generator.api.names import Local
 from generator.api.python_shapes import InferenceAttribute
 from generator.dest import common
 from generator.dest.emission import Emission
-from generator.model.op import OpDef, TorchApi
+from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef, TorchApi
 from generator.model.shapes import OutputShape, SlicePart
 from generator.model.tensors import TensorParam, VariadicArity
-from generator.model.types import AttrType, DType
+from generator.model.types import AttrType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.spell import SpelledCheck
@@ -38,21 +39,20 @@ def torch_overload_expr(op: OpDef) -> str:
 
 
 def output_dtype_expr(op: OpDef, output: TensorParam) -> str:
-    source = op.dtype_source(output)
-    if source is None:
-        return py.TORCH_DTYPE[_fixed_dtype(output)]
-    return f"{_first_value(op, source)}.dtype"
+    match op.dtype_source(output):
+        case FixedDType(dtype):
+            return py.TORCH_DTYPE[dtype]
+        case FromInput(name):
+            return f"{_first_value(op, name)}.dtype"
+        case FromAttribute(name):  # capabilities: not carried by the PyTorch targets yet
+            raise AssertionError(f"{op.op_id}: attribute {name} chooses a PyTorch dtype")
+        case source:
+            assert_never(source)
 
 
 def _first_value(op: OpDef, name: str) -> str:
     """An input as one tensor: a variadic input's first value (it has one at least)."""
     return f"{name}[0]" if name in op.variadic_inputs else name
-
-
-def _fixed_dtype(tensor: TensorParam) -> DType:
-    """The dtype of a tensor that has no type variable."""
-    assert tensor.dtype is not None, tensor.name  # TensorParam: a type variable or a dtype
-    return tensor.dtype
 
 
 # ---- the op's package: op_init.py.j2
@@ -571,7 +571,9 @@ _NO_INFERENCE = _SchemaInference((), (), (), "True", (), (), ())
 def _schema_inference(op: OpDef) -> _SchemaInference:
     shaped = common.shaped_inputs(op)
     shaped_names = {s.name for s in shaped}
-    dtype_sources = {op.dtype_source(o) for o in op.outputs}
+    dtype_sources = {
+        source.input for o in op.outputs if isinstance(source := op.dtype_source(o), FromInput)
+    }
     return _SchemaInference(
         attributes=tuple(python_shapes.onnx_inference_attributes(op)),
         attribute_checks=tuple(python_shapes.onnx_attribute_checks(op)),
@@ -626,12 +628,17 @@ def _shape_known(op: OpDef, tensor: str) -> str:
 
 def _elem_type(op: OpDef, output: TensorParam) -> str:
     """The output's element type in the inference function: its dtype source's, or fixed."""
-    source = op.dtype_source(output)
-    if source in op.variadic_inputs:
-        return f"{Local.onnx_types(source)}[0].tensor_type.elem_type"
-    if source:
-        return f"{Local.onnx_type(source)}.tensor_type.elem_type"
-    return f"onnx.TensorProto.{onnx_api.TENSOR_PROTO[_fixed_dtype(output)]}"
+    match op.dtype_source(output):
+        case FromInput(name) if name in op.variadic_inputs:
+            return f"{Local.onnx_types(name)}[0].tensor_type.elem_type"
+        case FromInput(name):
+            return f"{Local.onnx_type(name)}.tensor_type.elem_type"
+        case FromAttribute(name):  # read, and checked against the allowed dtypes, above
+            return Local.onnx_attribute(name)
+        case FixedDType(dtype):
+            return f"onnx.TensorProto.{onnx_api.TENSOR_PROTO[dtype]}"
+        case source:
+            assert_never(source)
 
 
 def _onnx_value(value: object) -> object:
@@ -739,11 +746,17 @@ def _set_types(op: OpDef) -> list[str]:
     statements = []
     rules = {shape.output: shape for shape in op.shape_rule.outputs}
     for output in op.outputs:
-        source = op.dtype_source(output)
-        dtype = "" if source else f".with_dtype({py.TORCH_DTYPE[_fixed_dtype(output)]})"
+        match op.dtype_source(output):
+            case FromInput(name):
+                typed_like, dtype = name, ""
+            case FixedDType(fixed):
+                typed_like, dtype = op.inputs[0].name, f".with_dtype({py.TORCH_DTYPE[fixed]})"
+            case FromAttribute(name):  # capabilities: not carried by the exporters yet
+                raise AssertionError(f"{op.op_id}: attribute {name} chooses an exported dtype")
+            case source:
+                assert_never(source)
         shape = rules.get(output.name)
         if shape is None:  # no shape rule: the dtype, and sizes left to ONNX inference
-            typed_like = source or op.inputs[0].name
             statements.append(f"{output.name}.setType({typed_like}.type(){dtype}.with_sizes(None))")
             continue
         same_shape = next((t.name for t in op.inputs if _same_shape(shape, t, op)), None)

@@ -168,6 +168,8 @@ class ParityTestView:
     # The reference expression
     reference: str
     reference_params: str
+    reference_type_args: str  # the type variables an attribute chooses, passed to the reference
+    type_choosers: str  # {attribute: type variable} ("" without)
     reference_upcast: bool
     reference_precision: str  # how the docstring says where the reference computes
     # The PyTorch model the export tests export
@@ -245,6 +247,15 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         reference_params=", ".join(
             [f"{t.name}=None" if t.optional else t.name for t in op.inputs]
             + [a.name if a.required else f"{a.name}={py.literal(a.default)}" for a in op.attributes]
+            + [tc.name for tc in op.type_choosers.values()]
+        ),
+        reference_type_args="".join(
+            f", {tc.name}=types[{tc.name!r}]" for tc in op.type_choosers.values()
+        ),
+        type_choosers=(
+            py.literal_dict({name: tc.name for name, tc in op.type_choosers.items()})
+            if op.type_choosers
+            else ""
         ),
         reference_upcast=op.reference_upcast,
         reference_precision="in float64" if op.reference_upcast else "at the input dtype",
@@ -262,7 +273,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             KnownCaseView(
                 py.literal_dict(case.inputs),
                 py.literal_dict(case.outputs),
-                py.literal_dict(case.attributes),
+                py.literal_dict(op.case_attributes(case.attributes)),
                 _dtype_tuple(case.dtypes),
             )
             for case in tests.known
@@ -274,7 +285,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         error_cases=tuple(
             ErrorCaseView(
                 py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
-                py.literal_dict(case.attributes),
+                py.literal_dict(op.case_attributes(case.attributes)),
                 case.message,
             )
             for case in op.error_cases
@@ -282,7 +293,9 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         value_error_cases=tuple(
             ValueErrorCaseView(
-                py.literal_dict(case.values), py.literal_dict(case.attributes), case.message
+                py.literal_dict(case.values),
+                py.literal_dict(op.case_attributes(case.attributes)),
+                case.message,
             )
             for case in op.error_cases
             if case.values is not None
@@ -479,7 +492,7 @@ def _random_case(
         shapes=py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
         dynamic=py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
         samplers="{ " + by_input + " }",
-        attributes=py.literal_dict(case.attributes),
+        attributes=py.literal_dict(op.case_attributes(case.attributes)),
         output_dims=py.literal([shapes.get(o.name) for o in op.outputs]),
     )
     return view, samplers

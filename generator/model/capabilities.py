@@ -62,6 +62,7 @@ class Feature(Enum):
     float6 = "float6 (e2m3, e3m2)"
     string = "string tensors"
     unbound_type_variable = "a type variable no required input binds"
+    type_chosen_by_attribute = "a type variable an attribute chooses (chosen_by)"
     optional_attribute_without_default = "an optional attribute without a default"
     tensor_attribute = "tensor attributes (tensor, tensors)"
     sparse_tensor_attribute = "sparse tensor attributes"
@@ -184,6 +185,21 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         ),
     },
     Feature.unbound_type_variable: _only_schemas(),
+    Feature.type_chosen_by_attribute: {
+        Target.onnx_schema: Carried("inference gives the outputs the attribute's dtype"),
+        Target.cpp_schema: Carried("inference gives the outputs the attribute's dtype"),
+        Target.ort_library: Carried(
+            "a kernel per dtype, which ONNX Runtime picks by the node's inferred output type"
+        ),
+        Target.pybind: NotYet(),
+        Target.torch_native: NotYet(),
+        Target.torch_python: NotYet(),
+        Target.exporters: NotYet(),
+        Target.parity_tests: Carried(
+            "every dtype the attribute may name; the reference sees the variable as a torch "
+            "dtype"
+        ),
+    },
     Feature.optional_attribute_without_default: _everywhere(),
     Feature.tensor_attribute: _only_schemas(),
     Feature.sparse_tensor_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE),
@@ -337,7 +353,9 @@ def uses_of(op: OpDef) -> tuple[Use, ...]:
         where = f"type_constraints.{constraint.name}"
         for value_type in constraint.types:
             uses += [Use(f, where) for f in _type_features(value_type)]
-        if constraint.name not in bound:
+        if constraint.chosen_by is not None:
+            uses.append(Use(Feature.type_chosen_by_attribute, f"{where}.chosen_by"))
+        elif constraint.name not in bound:
             uses.append(Use(Feature.unbound_type_variable, where))
     for key, params in (("inputs", op.inputs), ("outputs", op.outputs)):
         for index, param in enumerate(params):

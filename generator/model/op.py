@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from itertools import product
 from pathlib import Path
+from typing import Any
 
 from generator.errors import DefinitionError, Location
 from generator.model.nodes import ExportRule, Function, OnnxNode
@@ -14,6 +15,7 @@ from generator.model.shapes import RangeCheck, ShapeRule
 from generator.model.tensors import Attribute, TensorParam, VariadicArity
 from generator.model.tests import ErrorCase, Tests
 from generator.model.types import (
+    TENSOR_PROTO_NUMBER,
     TORCHSCRIPT_MISSING_DTYPES,
     AttrType,
     DType,
@@ -21,6 +23,30 @@ from generator.model.types import (
     TypeConstraint,
     message_value,
 )
+
+
+@dataclass(frozen=True)
+class FromInput:
+    """An output has the dtype of this input (a variadic one's by its first value)."""
+
+    input: str
+
+
+@dataclass(frozen=True)
+class FromAttribute:
+    """An output has the dtype this int attribute names (TensorProto.DataType's number)."""
+
+    attribute: str
+
+
+@dataclass(frozen=True)
+class FixedDType:
+    dtype: DType
+
+
+# Where an output's dtype comes from: what every inference (ONNX's, ONNX Runtime's, PyTorch's
+# fake kernel) spells in its own way.
+DTypeSource = FromInput | FromAttribute | FixedDType
 
 
 @dataclass(frozen=True)
@@ -217,23 +243,46 @@ class OpDef:
 
     @property
     def error_cases(self) -> tuple[ErrorCase, ...]:
-        """The definition's error cases, then one for each value just outside a declared
-        attribute range, on the first random case's shapes: every runtime must reject it, with
-        the same message."""
+        """The definition's error cases, then, on the first random case's shapes, one for each
+        value just outside a declared attribute range and one for an element type outside a
+        type variable an attribute chooses: every runtime must reject it, with the same
+        message."""
         cases = list(self.tests.errors)
-        ranges = [c for c in self.shape_rule.attribute_checks if isinstance(c, RangeCheck)]
-        if ranges and self.tests.random:
-            first = self.tests.random[0]
-            shapes = {
-                name: tuple(d if isinstance(d, int) else first.dynamic[d][0] for d in dims)
-                for name, dims in first.shapes.items()
-            }
-            for check in ranges:
+        if not self.tests.random:
+            return tuple(cases)
+        first = self.tests.random[0]
+        shapes = {
+            name: tuple(d if isinstance(d, int) else first.dynamic[d][0] for d in dims)
+            for name, dims in first.shapes.items()
+        }
+        rejected: list[tuple[str, int | float, str]] = []  # attribute, value, message
+        checks = self.shape_rule.attribute_checks
+        for check in checks:
+            if isinstance(check, RangeCheck):
                 for value in check.outside():
-                    message = f"{check.message}, got {message_value(value)}"
-                    attributes = {**first.attributes, check.attribute: value}
-                    cases.append(ErrorCase(shapes, None, message, attributes))
+                    rejected.append((check.attribute, value, check.message))
+        for name, constraint in self.type_choosers.items():
+            # The first element type in ONNX's order that the variable does not allow.
+            number = min(n for d, n in TENSOR_PROTO_NUMBER.items() if d not in constraint.dtypes)
+            message = next(c.message for c in checks if c.attribute == name)
+            rejected.append((name, number, message))
+        for name, value, message in rejected:
+            attributes = {**first.attributes, name: value}
+            cases.append(
+                ErrorCase(shapes, None, f"{message}, got {message_value(value)}", attributes)
+            )
         return tuple(cases)
+
+    def case_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
+        """A test case's attributes as the tests at the first dtype binding give them: with
+        each attribute that chooses a type variable's dtype set to that binding's (tests that
+        run every binding set it to each), where the case does not set it (an error case)."""
+        first = self.instantiations[0]
+        chosen = {
+            name: TENSOR_PROTO_NUMBER[first.dtype(tc.name)]
+            for name, tc in self.type_choosers.items()
+        }
+        return {**chosen, **attributes}
 
     @property
     def raises_without_gradients(self) -> bool:
@@ -283,12 +332,28 @@ class OpDef:
     def holds_strings(self, tensor: TensorParam) -> bool:
         return DType.string in self.dtypes_of(tensor)
 
-    def dtype_source(self, output: TensorParam) -> str | None:
-        """The first input whose dtype an output follows (None for a concrete dtype): a
-        variadic one by its first value."""
+    def dtype_source(self, output: TensorParam) -> DTypeSource:
+        """Where an output's dtype comes from: its concrete dtype, the attribute that chooses
+        its type variable, or the first required input of that variable."""
         if output.type_var is None:
-            return None
-        return next(i.name for i in self.inputs if i.type_var == output.type_var and not i.optional)
+            if output.dtype is None:
+                raise ValueError(f"{output.name} has type {output.concrete}, not a tensor's")
+            return FixedDType(output.dtype)
+        chooser = self.constraint(output.type_var).chosen_by
+        if chooser is not None:
+            return FromAttribute(chooser)
+        for tensor in self.inputs:
+            if tensor.type_var == output.type_var and not tensor.optional:
+                return FromInput(tensor.name)
+        raise ValueError(f"{output.name}: no input or attribute binds {output.type_var}")
+
+    def constraint(self, type_var: str) -> TypeConstraint:
+        return next(tc for tc in self.type_constraints if tc.name == type_var)
+
+    @property
+    def type_choosers(self) -> dict[str, TypeConstraint]:
+        """Each attribute that chooses a type variable's dtype, and that variable's constraint."""
+        return {tc.chosen_by: tc for tc in self.type_constraints if tc.chosen_by is not None}
 
     def attributes_at(self, version: int) -> tuple[Attribute, ...]:
         """The attributes the op has at one of its versions."""

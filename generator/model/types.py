@@ -61,6 +61,37 @@ KERNEL_DTYPES = tuple(DType)[:10]
 # unexpected tensor scalar type"); the dynamo exporter carries them.
 TORCHSCRIPT_MISSING_DTYPES = (DType.uint16, DType.uint32, DType.uint64)
 
+# TensorProto.DataType: each dtype's name and number (what a model stores as elem_type).
+TENSOR_PROTO_NUMBER = {
+    DType.float32: 1,
+    DType.uint8: 2,
+    DType.int8: 3,
+    DType.uint16: 4,
+    DType.int16: 5,
+    DType.int32: 6,
+    DType.int64: 7,
+    DType.string: 8,
+    DType.bool: 9,
+    DType.float16: 10,
+    DType.float64: 11,
+    DType.uint32: 12,
+    DType.uint64: 13,
+    DType.complex64: 14,
+    DType.complex128: 15,
+    DType.bfloat16: 16,
+    DType.float8e4m3fn: 17,
+    DType.float8e4m3fnuz: 18,
+    DType.float8e5m2: 19,
+    DType.float8e5m2fnuz: 20,
+    DType.uint4: 21,
+    DType.int4: 22,
+    DType.float4e2m1: 23,
+    DType.float8e8m0: 24,
+    DType.uint2: 25,
+    DType.int2: 26,
+    DType.float6e2m3: 27,
+    DType.float6e3m2: 28,
+}
 # ONNX's name of each dtype (its type strings say tensor(float)); ours differ for two.
 ONNX_NAME = {d: {DType.float32: "float", DType.float64: "double"}.get(d, d.value) for d in DType}
 # A definition that says ONNX's name where ours differs: what it means.
@@ -185,6 +216,9 @@ class TypeConstraint:
     name: str
     types: tuple[ValueType, ...]
     doc: str
+    # The int attribute that picks the variable's dtype, as TensorProto.DataType's number (as
+    # Cast's `to` does); None: the inputs of the variable bind it.
+    chosen_by: str | None = None
 
     @property
     def is_tensor_only(self) -> builtins.bool:

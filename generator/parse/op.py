@@ -183,7 +183,9 @@ def parse_opdef(
     reference = d.get(
         "reference",
         parse_reference,
-        {t.name for t in signature.inputs} | set(signature.attrs_by_name),
+        {t.name for t in signature.inputs}
+        | set(signature.attrs_by_name)
+        | {tc.name for tc in signature.constraints if tc.chosen_by is not None},
     )
     if interface_only:
         _check_interface_only_fields(d)
@@ -500,7 +502,13 @@ def _read_signature(d: _Definition) -> _Signature:
         "outputs",
         lambda item: errors.attempt(parse_tensor, item, by_var, True, declared_vars, errors),
     )
-    attributes = parsed("attributes", lambda item: errors.attempt(parse_attribute, item, errors))
+    choosers: dict[str, TypeConstraint] = {}
+    for tc in constraints:  # a second variable chosen by one attribute: _check_type_choosers
+        if tc.chosen_by is not None:
+            choosers.setdefault(tc.chosen_by, tc)
+    attributes = parsed(
+        "attributes", lambda item: errors.attempt(parse_attribute, item, errors, choosers)
+    )
     return _Signature(constraints, inputs, outputs, attributes, nodes)
 
 
@@ -521,6 +529,7 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
     if "outputs" in d and not signature.outputs and not errors.errors:
         errors.add(d["outputs"].error("an op needs at least one output"))
     _check_unique_names(d.fields, errors, interface_only)
+    _check_type_choosers(d, signature)
     for key in ("inputs", "outputs"):
         _check_min_arity(d, signature, key)
     for key in ("inputs", "outputs"):
@@ -533,6 +542,33 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
                 errors.add(
                     item.error(
                         f"only the last {what} may be variadic (ONNX matches {key} by position)"
+                    )
+                )
+
+
+def _check_type_choosers(d: _Definition, signature: _Signature) -> None:
+    """A type variable `chosen_by` an attribute: the attribute exists, chooses it alone, and no
+    input has the variable (the attribute and the input could disagree)."""
+    chosen: dict[str, str] = {}
+    for constraint in signature.constraints:
+        if constraint.chosen_by is None:
+            continue
+        where = read.node_at(d.root, f"type_constraints.{constraint.name}.chosen_by")
+        name = constraint.chosen_by
+        if name not in signature.attrs_by_name:
+            names = set(signature.attrs_by_name)
+            hint = read.closest(name, names) if names else None
+            suggestion = f" (did you mean '{hint}'?)" if hint else ""
+            d.errors.add(where.error(f"no attribute '{name}' to choose it{suggestion}"))
+        elif name in chosen:
+            d.errors.add(where.error(f"attribute '{name}' already chooses {chosen[name]}"))
+        chosen.setdefault(name, constraint.name)
+        for index, tensor in enumerate(signature.inputs):
+            if tensor.type_var == constraint.name:
+                d.errors.add(
+                    signature.node("inputs", index).error(
+                        f"input '{tensor.name}' has type {constraint.name}, which attribute "
+                        f"'{name}' chooses: an input cannot have it (the two could disagree)"
                     )
                 )
 
@@ -672,6 +708,7 @@ def _read_shape_rule(
         d["inputs"],
         d["outputs"],
         data_dependent,
+        {tc.chosen_by: tc for tc in signature.constraints if tc.chosen_by is not None},
     )
     if shape_rule is None:
         return None

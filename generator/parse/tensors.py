@@ -21,7 +21,15 @@ from generator.model.tensors import (
     TensorParam,
     VariadicArity,
 )
-from generator.model.types import AttrType, DType, TypeConstraint, float32, message_value
+from generator.model.types import (
+    TENSOR_PROTO_NUMBER,
+    AttrType,
+    DType,
+    TensorType,
+    TypeConstraint,
+    float32,
+    message_value,
+)
 from generator.parse import read
 from generator.shapes.expressions import (
     DIM_EXPRESSION_SYNTAX,
@@ -58,17 +66,24 @@ def parse_type_constraints(node: Node, errors: ErrorCollector) -> tuple[TypeCons
             read.name(key_node, "type variable")
             doc = ""
             types_node = child
+            chosen_by = None
             if child.is_mapping:
-                fields = read.mapping(child, {"types", "doc"}, {"types"})
+                fields = read.mapping(child, {"types", "doc", "chosen_by"}, {"types"})
                 types_node = fields["types"]
                 doc = read.doc(fields, errors)
+                if "chosen_by" in fields:
+                    chosen_by = read.name(fields["chosen_by"], "attribute name")
             items = read.sequence(types_node)
             if not items:
                 raise types_node.error("a type constraint needs at least one dtype")
             types = tuple(read.value_type(item) for item in items)
             if len(set(types)) != len(types):
                 raise types_node.error("a type is listed twice")
-            return TypeConstraint(name, types, doc)
+            if chosen_by is not None and not all(isinstance(t, TensorType) for t in types):
+                raise types_node.error(
+                    "an attribute chooses among tensor dtypes only (it holds TensorProto's number)"
+                )
+            return TypeConstraint(name, types, doc, chosen_by)
 
         constraint = errors.attempt(parse_one)
         if constraint:
@@ -220,7 +235,10 @@ _PLACEHOLDER = {
 }
 
 
-def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
+def parse_attribute(
+    node: Node, errors: ErrorCollector, choosers: dict[str, TypeConstraint] | None = None
+) -> Attribute:
+    """`choosers`: attribute name -> the type constraint it chooses (its `chosen_by`)."""
     fields = read.mapping(
         node,
         {"name", "type", "default", "required", "allowed", "min", "max", "since_version", "doc"},
@@ -235,6 +253,9 @@ def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
         raise fields["type"].error(
             f"unknown attribute type '{type_name}'; expected one of {[t.value for t in AttrType]}"
         ) from None
+    chosen = (choosers or {}).get(name)
+    if chosen is not None:
+        return _type_chooser(fields, name, attr_type, chosen, errors)
     required = "default" not in fields
     if "required" in fields:  # `required: false` without a default: absence means something
         if read.boolean(fields["required"]) and not required:
@@ -304,3 +325,44 @@ def parse_attribute(node: Node, errors: ErrorCollector) -> Attribute:
     doc = read.doc(fields, errors)
     since = read.version_number(fields["since_version"]) if "since_version" in fields else None
     return Attribute(name, attr_type, doc, required, default, allowed, since, minimum, maximum)
+
+
+def _type_chooser(
+    fields: dict[str, Node],
+    name: str,
+    attr_type: AttrType,
+    constraint: TypeConstraint,
+    errors: ErrorCollector,
+) -> Attribute:
+    """An attribute that picks a type variable's dtype: an int holding TensorProto.DataType's
+    number, whose values are the variable's dtypes; its default is written as a dtype name."""
+    where = f"type variable {constraint.name} is chosen_by it"
+    if attr_type is not AttrType.int:
+        raise fields["type"].error(
+            f"{where}, so it must be an int attribute (ONNX holds an element type as "
+            f"TensorProto.DataType's number), not {attr_type.value}"
+        )
+    for key in ("allowed", "min", "max"):
+        if key in fields:
+            raise fields[key].error(f"{where}: its values are {constraint.name}'s dtypes")
+    dtypes = constraint.dtypes
+    required = "default" not in fields
+    if "required" in fields:
+        if read.boolean(fields["required"]) != required:
+            raise fields["required"].error(
+                f"{where}: give it a default (a dtype) or make it required; absent, it would "
+                "leave the dtype unknown"
+            )
+    default = None
+    if "default" in fields:
+        dtype = read.dtype(fields["default"])
+        if dtype not in dtypes:
+            raise fields["default"].error(
+                f"the default {dtype.value} is not one of {constraint.name}'s dtypes "
+                f"{[d.value for d in dtypes]}"
+            )
+        default = TENSOR_PROTO_NUMBER[dtype]
+    doc = read.doc(fields, errors)
+    since = read.version_number(fields["since_version"]) if "since_version" in fields else None
+    allowed = tuple(TENSOR_PROTO_NUMBER[d] for d in dtypes)
+    return Attribute(name, AttrType.int, doc, required, default, allowed, since)

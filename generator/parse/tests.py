@@ -57,9 +57,12 @@ def _tensor_literal(node: Node) -> Any:
 
 
 def _parse_case_attributes(
-    fields: dict[str, Node], attrs: dict[str, Attribute], case: Node
+    fields: dict[str, Node], signature: _Signature, case: Node
 ) -> dict[str, Any]:
     # Values a definition cannot spell (a graph, a tensor) are the capability check's to refuse.
+    # An attribute that chooses a type variable's dtype is the tests' to set, per dtype.
+    choosers = {c.chosen_by: c.name for c in signature.constraints if c.chosen_by is not None}
+    attrs = {name: a for name, a in signature.attrs.items() if name not in choosers}
     required = {name for name, attr in attrs.items() if attr.required and attr.type.takes_values}
     if "attributes" not in fields:
         if required:
@@ -68,6 +71,13 @@ def _parse_case_attributes(
             )
         return {}
     node = fields["attributes"]
+    if node.is_mapping:
+        for name, child in node.value.items():
+            if name in choosers:
+                raise Node(name, child.key_location or child.location, child.path).error(
+                    f"attribute '{name}' chooses {choosers[name]}: the tests run every dtype "
+                    f"of {choosers[name]}, setting it to each"
+                )
     values = read.mapping(node, set(attrs), required)
     return {name: attr_value(child, attrs[name].type) for name, child in values.items()}
 
@@ -274,7 +284,7 @@ def _parse_known(item: Node, signature: _Signature) -> KnownCase:
         k: literal(outputs[k], v)
         for k, v in signature.tensor_map(kf["outputs"], signature.output_names).items()
     }
-    return KnownCase(ins, outs, _parse_case_attributes(kf, signature.attrs, item), only)
+    return KnownCase(ins, outs, _parse_case_attributes(kf, signature, item), only)
 
 
 def _parse_random(item: Node, signature: _Signature) -> RandomCase:
@@ -294,7 +304,7 @@ def _parse_random(item: Node, signature: _Signature) -> RandomCase:
         given = {signature.input_of(value).name for value in shapes}
         for name, expr in read.mapping(rf["sample"], given, set()).items():
             samples[name] = parse_reference(expr, {"shape", "gen"})
-    return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, signature.attrs, item))
+    return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, signature, item))
 
 
 def _random_dim(node: Node) -> int | str:
@@ -336,7 +346,7 @@ def _parse_error(item: Node, signature: _Signature) -> ErrorCase:
             shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
             _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
     message = read.string(ef["message"])
-    return ErrorCase(shapes, values, message, _parse_case_attributes(ef, signature.attrs, item))
+    return ErrorCase(shapes, values, message, _parse_case_attributes(ef, signature, item))
 
 
 def _parse_builtin(item: Node, constraints: tuple[TypeConstraint, ...]) -> BuiltinEquivalent:

@@ -44,7 +44,7 @@ from generator.model.tensors import (
     SymbolDim,
     TensorParam,
 )
-from generator.model.types import AttrType, message_value, message_values
+from generator.model.types import AttrType, TypeConstraint, message_value, message_values
 from generator.parse import read
 from generator.shapes.expressions import SHAPE_FUNCTIONS, dim_expression
 from generator.source import Node
@@ -81,8 +81,10 @@ def compile_shape_rule(
     inputs_node: Node,
     node: Node,
     data_dependent: tuple[str, ...] = (),
+    type_choosers: dict[str, TypeConstraint] | None = None,
 ) -> ShapeRule:
-    """Turn the input patterns and output rules into checks and output shape parts."""
+    """Turn the input patterns and output rules into checks and output shape parts.
+    `type_choosers`: attribute -> the type variable it chooses (its values are dtype numbers)."""
     for index, tensor in enumerate(inputs):
         if tensor.variadic and (tensor.shape is not None or tensor.same_shape_as is not None):
             raise inputs_node.value[index].error(
@@ -104,7 +106,7 @@ def compile_shape_rule(
         if parts is not None:
             shapes.append(OutputShape(output.name, parts))
     return ShapeRule(
-        _attribute_checks(op_type, attrs),
+        _attribute_checks(op_type, attrs, type_choosers or {}),
         tuple(patterns.rank_checks),
         tuple(patterns.dim_checks),
         shape_checks,
@@ -361,12 +363,22 @@ def _single(tensor: TensorParam) -> bool:
     return not tensor.optional and not tensor.variadic
 
 
-def _attribute_checks(op_type: str, attrs: dict[str, Attribute]) -> tuple[AttributeCheck, ...]:
+def _attribute_checks(
+    op_type: str, attrs: dict[str, Attribute], type_choosers: dict[str, TypeConstraint]
+) -> tuple[AttributeCheck, ...]:
+    def dtypes_named(name: str) -> str:
+        """How the message names the dtypes of a chooser's numbers."""
+        constraint = type_choosers.get(name)
+        if constraint is None:
+            return ""
+        return f" ({constraint.name}: {', '.join(d.value for d in constraint.dtypes)})"
+
     allowed: tuple[AttributeCheck, ...] = tuple(
         AllowedValuesCheck(
             a.name,
             a.allowed,
-            f"{op_type}: attribute '{a.name}' must be one of {message_values(a.allowed)}",
+            f"{op_type}: attribute '{a.name}' must be one of {message_values(a.allowed)}"
+            + dtypes_named(a.name),
         )
         for a in attrs.values()
         if a.allowed is not None

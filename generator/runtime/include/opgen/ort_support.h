@@ -188,6 +188,23 @@ inline const char* attribute_type_found(const Ort::ConstKernelInfo& info, const 
               found);
 }
 
+// An attribute that picks a type variable's dtype (TensorProto.DataType's number) must name
+// the dtype of the kernel ONNX Runtime chose by the node's output types, or the kernel would
+// compute another type in silence. They differ where the shape rule could not run at graph
+// time (an input of unknown rank): ONNX Runtime's custom-op inference sets an output's type
+// only with a shape, so ONNX Runtime fell back to the first kernel registered.
+template <typename T>
+void check_chosen_type(const char* op, const char* attribute, int64_t value) {
+  const int64_t computed = static_cast<int64_t>(element_type<T>());
+  if (value != computed) {
+    opgen::fail(std::string(op) + ": attribute '" + attribute + "' names element type " +
+                std::to_string(value) + ", but ONNX Runtime inferred element type " +
+                std::to_string(computed) +
+                " for the node's output (it could not run the shape rule: give the model's "
+                "inputs a known rank)");
+  }
+}
+
 // Reads a scalar attribute of a node (for the kernel); see attribute_missing. An attribute of
 // the wrong type is an error, never the default in disguise: make_node(..., epsilon=1) makes
 // an INT.
