@@ -20,6 +20,7 @@ from generator.errors import DefinitionError, DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH, ONNX_DOMAINS
 from generator.model.op import OpDef
+from generator.model.tensors import TensorParam
 from generator.model.types import VALUE_ATTR_TYPES, AttrType, DType
 from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
@@ -324,6 +325,18 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
     def local(name: str) -> str:  # the loop's names, clear of the op's own
         return local(name + "_") if name in taken else name
 
+    first_input = op.inputs[0].name + ("[0]" if op.inputs[0].variadic else "")
+    element = f"{first_input}.data[{local('i')}]"
+    from_type = common.tensor_cpp_type(op.inputs[0])
+
+    def copied(output: TensorParam) -> str:
+        """The first input's element as the output's type (through their compute types)."""
+        to_type = common.tensor_cpp_type(output)
+        if to_type == from_type:
+            return element
+        number = f"static_cast<opgen::compute_type<{from_type}>>({element})"
+        return f"static_cast<{to_type}>(static_cast<opgen::compute_type<{to_type}>>({number}))"
+
     return (
         environment()
         .get_template("scaffold/kernel.h.j2")
@@ -334,8 +347,8 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
             definition_file=definition_file,
             template_decl=common.template_decl(op),
             compute_params=common.compute_params(op),
-            first_input=op.inputs[0].name + ("[0]" if op.inputs[0].variadic else ""),
-            outputs=[t.name for t in op.outputs],
+            first_input=first_input,
+            outputs=[(t.name, copied(t)) for t in op.outputs],
             unused=unused,
             begin=local("begin"),
             end=local("end"),

@@ -19,6 +19,9 @@ from generator.model.types import KERNEL_DTYPES, VALUE_ATTR_TYPES, AttrType, DTy
 CARRIED_DTYPES = [d.value for d in KERNEL_DTYPES + (DType.uint16, DType.uint32, DType.uint64)]
 
 FLOATING = [d.value for d in DType if d.is_floating]
+# What a random op's attribute may choose for an output: conversions that torch's `.to` and the
+# scaffold's kernel (through float or double) round alike.
+CHOSEN_DTYPES = ["float32", "float64", "int64", "bool"]
 
 # Names the generated code itself uses near user names: drawn often, so that a missing entry
 # in the reserved lists shows up as a build or import failure rather than going unnoticed.
@@ -272,6 +275,25 @@ def definitions(draw) -> tuple[str, dict]:
     }
     if draw(st.integers(0, 4)) == 0:  # a kernel op may run in ONNX Runtime only
         del definition["torch"]
+        chosen = f"{type_var}c"  # a variable an attribute chooses, for the last output
+        clear = chosen not in names and _free(chosen) and _no_local_of_another([*names, chosen])
+        if attrs and clear and draw(st.booleans()):
+            chosen_dtypes = draw(st.lists(st.sampled_from(CHOSEN_DTYPES), min_size=1, unique=True))
+            chooser = {"name": attrs[-1]["name"], "type": "int", "doc": draw(TEXT)}
+            if draw(st.booleans()):
+                chooser["default"] = draw(st.sampled_from(chosen_dtypes))
+            attrs[-1] = chooser
+            attrs.sort(key=lambda a: "default" in a)  # required first, as PyTorch wants
+            test_attrs.pop(chooser["name"], None)
+            definition["type_constraints"][chosen] = {
+                "types": chosen_dtypes,
+                "chosen_by": chooser["name"],
+            }
+            definition["outputs"][-1]["type"] = chosen
+            copies[-1] = f"{first}.to({chosen})"
+            definition["reference"] = copies[0] if len(copies) == 1 else f"({', '.join(copies)})"
+            floating = [d for d in (*dtypes, *chosen_dtypes) if d in FLOATING]
+            definition["tests"]["tolerances"] = {d: {"rtol": 0.0, "atol": 0.0} for d in floating}
     if attrs:
         definition["attributes"] = attrs
     if test_attrs:
