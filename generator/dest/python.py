@@ -634,7 +634,7 @@ def _elem_type(op: OpDef, output: TensorParam) -> str:
         case FromInput(name):
             return f"{Local.onnx_type(name)}.tensor_type.elem_type"
         case FromAttribute(name):  # read, and checked against the allowed dtypes, above
-            return Local.onnx_attribute(name)
+            return f"int({Local.onnx_attribute(name)})"  # a FLOAT 7.0 passes that check
         case FixedDType(dtype):
             return f"onnx.TensorProto.{onnx_api.TENSOR_PROTO[dtype]}"
         case source:

@@ -563,6 +563,30 @@ def _check_type_choosers(d: _Definition, signature: _Signature) -> None:
         elif name in chosen:
             d.errors.add(where.error(f"attribute '{name}' already chooses {chosen[name]}"))
         chosen.setdefault(name, constraint.name)
+        if not any(t.type_var == constraint.name for t in signature.outputs):
+            d.errors.add(
+                where.error(
+                    f"no output has type {constraint.name}: ONNX Runtime picks the kernel by "
+                    "the outputs' types, so the attribute would choose nothing it can tell apart"
+                )
+            )
+        if "function" in d:
+            d.errors.add(
+                where.error(
+                    "an op defined as an ONNX function does not take a type variable an "
+                    "attribute chooses yet (ONNX Runtime runs the body, which checks no dtype)"
+                )
+            )
+        attribute = signature.attrs_by_name.get(name)
+        if attribute is not None and attribute.since_version is not None:
+            index = signature.attributes.index(attribute)
+            d.errors.add(
+                signature.node("attributes", index).error(
+                    f"attribute '{name}' chooses {constraint.name}, so it cannot be added in a "
+                    "later version (not carried yet: nodes of earlier versions would get the "
+                    "default's dtype)"
+                )
+            )
         for index, tensor in enumerate(signature.inputs):
             if tensor.type_var == constraint.name:
                 d.errors.add(
