@@ -22,6 +22,7 @@ from generator.model.types import (
     Instantiation,
     TypeConstraint,
     message_value,
+    type_choosers,
 )
 
 
@@ -353,7 +354,7 @@ class OpDef:
     @property
     def type_choosers(self) -> dict[str, TypeConstraint]:
         """Each attribute that chooses a type variable's dtype, and that variable's constraint."""
-        return {tc.chosen_by: tc for tc in self.type_constraints if tc.chosen_by is not None}
+        return type_choosers(self.type_constraints)
 
     def attributes_at(self, version: int) -> tuple[Attribute, ...]:
         """The attributes the op has at one of its versions."""

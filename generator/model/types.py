@@ -233,6 +233,16 @@ class TypeConstraint:
         return tuple(t.dtype for t in self.types if isinstance(t, TensorType))
 
 
+def type_choosers(constraints: tuple[TypeConstraint, ...]) -> dict[str, TypeConstraint]:
+    """Each attribute that chooses a type variable's dtype, and that variable's constraint (the
+    first, where a definition wrongly has one attribute choose two: the parser reports it)."""
+    choosers: dict[str, TypeConstraint] = {}
+    for constraint in constraints:
+        if constraint.chosen_by is not None:
+            choosers.setdefault(constraint.chosen_by, constraint)
+    return choosers
+
+
 @dataclass(frozen=True)
 class Instantiation:
     """One concrete binding of every type variable: what a C++ kernel is compiled for."""

@@ -30,7 +30,7 @@ from generator.model.op import (
 from generator.model.shapes import ShapeRule
 from generator.model.tensors import Attribute, TensorParam, VariadicArity, value_name
 from generator.model.tests import NO_TESTS, RandomCase
-from generator.model.types import DType, TensorType, TypeConstraint
+from generator.model.types import DType, TensorType, TypeConstraint, type_choosers
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.nodes import default_export, parse_export, parse_function
@@ -185,7 +185,7 @@ def parse_opdef(
         parse_reference,
         {t.name for t in signature.inputs}
         | set(signature.attrs_by_name)
-        | {tc.name for tc in signature.constraints if tc.chosen_by is not None},
+        | {tc.name for tc in type_choosers(signature.constraints).values()},
     )
     if interface_only:
         _check_interface_only_fields(d)
@@ -502,10 +502,7 @@ def _read_signature(d: _Definition) -> _Signature:
         "outputs",
         lambda item: errors.attempt(parse_tensor, item, by_var, True, declared_vars, errors),
     )
-    choosers: dict[str, TypeConstraint] = {}
-    for tc in constraints:  # a second variable chosen by one attribute: _check_type_choosers
-        if tc.chosen_by is not None:
-            choosers.setdefault(tc.chosen_by, tc)
+    choosers = type_choosers(constraints)
     attributes = parsed(
         "attributes", lambda item: errors.attempt(parse_attribute, item, errors, choosers)
     )
@@ -732,7 +729,7 @@ def _read_shape_rule(
         d["inputs"],
         d["outputs"],
         data_dependent,
-        {tc.chosen_by: tc for tc in signature.constraints if tc.chosen_by is not None},
+        type_choosers(signature.constraints),
     )
     if shape_rule is None:
         return None

@@ -18,7 +18,7 @@ from generator.model.tests import (
     Tests,
     Tolerance,
 )
-from generator.model.types import DType, TypeConstraint
+from generator.model.types import DType, TypeConstraint, type_choosers
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.tensors import attr_value
@@ -61,7 +61,7 @@ def _parse_case_attributes(
 ) -> dict[str, Any]:
     # Values a definition cannot spell (a graph, a tensor) are the capability check's to refuse.
     # An attribute that chooses a type variable's dtype is the tests' to set, per dtype.
-    choosers = {c.chosen_by: c.name for c in signature.constraints if c.chosen_by is not None}
+    choosers = {name: c.name for name, c in type_choosers(signature.constraints).items()}
     attrs = {name: a for name, a in signature.attrs.items() if name not in choosers}
     required = {name for name, attr in attrs.items() if attr.required and attr.type.takes_values}
     if "attributes" not in fields:
