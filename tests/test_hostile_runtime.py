@@ -317,7 +317,10 @@ def check_export_of_a_list_argument(path: str) -> None:
     session = _testing.session(onnx.load(path), "ai_opgen")
     a, b, c = torch.randn(5, 2), torch.randn(5, 2), torch.randn(2)
     got = session.run(None, {"a": a.numpy(), "b": b.numpy(), "c": c.numpy()})[0]
-    np.testing.assert_allclose(got, (a + b + c).numpy(), rtol=1e-6)
+    # The kernel and PyTorch may round the three float32 terms in another order: where they
+    # cancel, the difference is a few roundings of the terms, not of the (small) sum.
+    rounding = 4 * np.finfo(np.float32).eps * (a.abs() + b.abs() + c.abs()).numpy()
+    assert (np.abs(got - (a + b + c).numpy()) <= rounding).all(), (got, (a + b + c).numpy())
 
 
 def test_python_registration_names_the_op_and_the_value_numpy_cannot_hold():
