@@ -104,7 +104,9 @@ def single_node_model(
         names.pop()
     node = helper.make_node(op_type, names, outputs, domain=domain)
     node.attribute.extend(
-        helper.make_attribute(name, value, attr_type=(attribute_types or {}).get(name))
+        helper.make_attribute(
+            name, onnx_attribute(value), attr_type=(attribute_types or {}).get(name)
+        )
         for name, value in attributes.items()
     )
     graph = helper.make_graph(
@@ -124,6 +126,14 @@ def single_node_model(
     if not domain:  # a standard op: one import of the standard domain
         opsets = [helper.make_opsetid("", max(18, version))]
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
+
+
+def onnx_attribute(value):
+    """An attribute's value in an ONNX node: a dtype (the tests' value of an attribute that
+    picks one) as TensorProto's number."""
+    if isinstance(value, torch.dtype | np.dtype):
+        return TENSOR_PROTO[value]
+    return value
 
 
 def without_trailing_none(args: tuple) -> tuple:

@@ -71,13 +71,19 @@ def _row(
     )
 
 
+def _typed(tests: ModuleType, case: dict[str, Any], types: dict[str, Any]) -> dict[str, Any]:
+    """The case at a dtype binding: attributes that choose a dtype name the binding's."""
+    if not hasattr(tests, "typed"):
+        return case
+    return {**case, "attributes": tests.typed(case["attributes"], types)}
+
+
 def _compare_one_node(
     tests: ModuleType, case: dict[str, Any], types: dict[str, Any], inputs: dict[str, Any]
 ) -> int:
     """A kernel op without a PyTorch side: its one-node model in ONNX Runtime against the
     reference (string outputs compare exactly); prints one row, returns 1 on a mismatch."""
-    if hasattr(tests, "typed"):  # attributes that choose a dtype name the binding's
-        case = {**case, "attributes": tests.typed(case["attributes"], types)}
+    case = _typed(tests, case, types)
     session = tests._testing.session(tests.single_node(inputs, case["attributes"]), tests.LIBRARY)
     ref = tests.expected_outputs(inputs, case["attributes"], types)
     got = tests.run_ort(session, inputs)
@@ -126,7 +132,8 @@ def run(output_dir: Path) -> int:
                         session = tests._testing.session(model, tests.EXPORT_LIBRARIES)
                         for size_index in range(tests.sizes(case)):
                             inputs = tests.make_inputs(case, size_index, types, seed=size_index + 1)
-                            failures += _compare(tests, case, types, exporter, session, inputs)
+                            typed = _typed(tests, case, types)
+                            failures += _compare(tests, typed, types, exporter, session, inputs)
     print(
         "all ops agree within their declared tolerances"
         if not failures

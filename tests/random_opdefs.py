@@ -275,9 +275,10 @@ def definitions(draw) -> tuple[str, dict]:
     }
     if draw(st.integers(0, 4)) == 0:  # a kernel op may run in ONNX Runtime only
         del definition["torch"]
+    if draw(st.integers(0, 3)) == 0:
         chosen = f"{type_var}c"  # a variable an attribute chooses, for the last output
         clear = chosen not in names and _free(chosen) and _no_local_of_another([*names, chosen])
-        if attrs and clear and draw(st.booleans()):
+        if attrs and clear:
             chosen_dtypes = draw(st.lists(st.sampled_from(CHOSEN_DTYPES), min_size=1, unique=True))
             chooser = {"name": attrs[-1]["name"], "type": "int", "doc": draw(TEXT)}
             if draw(st.booleans()):

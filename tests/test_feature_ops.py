@@ -153,6 +153,69 @@ def test_onnxruntime_type_chosen_by_an_attribute_edge_cases(project):
     assert "chosen type edge cases ok" in result.stdout
 
 
+# The PyTorch op takes a torch.dtype where ONNX has the number: every way a dtype reaches it
+# (eager, fake, a default left out and exported by both exporters) and the dtypes it must refuse.
+_TORCH_DTYPE_ARGUMENT_EDGE_CASES = r"""
+import os, re, tempfile, warnings
+import numpy as np, onnx, pytest, torch
+import generated
+from generated import _testing
+
+op = torch.ops.test_typed.cast_to
+x = torch.tensor([1.5, -2.0])
+allowed = "attribute 'to' must be one of [1, 7, 10, 9] (U: float32, int64, float16, bool), got "
+for dtype in (torch.float32, torch.int64, torch.float16, torch.bool):
+    y, y1 = op(x, to=dtype)
+    assert y.dtype == y1.dtype == dtype and torch.equal(y, x.to(dtype)), (dtype, y)
+    with torch._subclasses.FakeTensorMode() as mode:
+        assert op(mode.from_tensor(x), to=dtype)[0].dtype == dtype
+assert op(x)[0].dtype == torch.int64  # the default, by torch's name in the schema
+assert "ScalarType to=4" in str(op.default._schema), op.default._schema
+# Refused with the allowed list, eagerly and in the fake kernel; a dtype ONNX lacks is 0 there.
+for dtype, number in ((torch.float64, 11), (torch.uint8, 2), (torch.complex32, 0)):
+    with pytest.raises(ValueError, match=re.escape(allowed + str(number))):
+        op(x, to=dtype)
+    with torch._subclasses.FakeTensorMode() as mode:
+        with pytest.raises(RuntimeError, match="attribute 'to' must be one of"):
+            op(mode.from_tensor(x), to=dtype)
+# A quantized dtype: the stable ABI refuses to pass it to the kernel (an error, not a crash).
+with pytest.raises(RuntimeError, match="ScalarType"):
+    op(x, to=torch.quint8)
+# An int is PyTorch's ScalarType index (10: complex128), not ONNX's number (10: float16).
+with pytest.raises(ValueError, match=re.escape(allowed + "15")):
+    op(x, to=10)
+compiled = torch.compile(lambda t: op(t, to=torch.bool), fullgraph=True, dynamic=True)
+assert compiled(x)[0].dtype == torch.bool
+
+class Default(torch.nn.Module):  # leaves `to` out: the exported node must say int64 (7)
+    def forward(self, t):
+        return op(t)[0]
+
+class Half(torch.nn.Module):
+    def forward(self, t):
+        return op(t, to=torch.float16)[0]
+
+for exporter in ("dynamo", "torchscript"):
+    for model, number, dtype in ((Default(), 7, np.int64), (Half(), 10, np.float16)):
+        path = os.path.join(tempfile.mkdtemp(), "model.onnx")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            generated.export_model(model, (x,), path, exporter=exporter, input_names=["X"], output_names=["Y"])
+        exported = onnx.load(path)
+        node = next(n for n in exported.graph.node if n.op_type == "CastTo")
+        assert {a.name: a.i for a in node.attribute}["to"] == number, (exporter, node)
+        y = _testing.session(exported, "test_typed").run(None, {"X": x.numpy()})[0]
+        assert y.dtype == dtype, (exporter, y.dtype)
+print("dtype argument edge cases ok")
+"""
+
+
+def test_torch_dtype_argument_edge_cases(project):
+    result = _run(project, sys.executable, "-c", _TORCH_DTYPE_ARGUMENT_EDGE_CASES)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "dtype argument edge cases ok" in result.stdout
+
+
 STRING_ARGUMENTS = r"""
 import resource
 import torch

@@ -158,3 +158,62 @@ def test_quoted_spells_any_bytes_as_python_does(quoted_program):
     for value, line in zip(values, lines, strict=True):
         want = json.dumps(value.decode("utf-8", "backslashreplace"), ensure_ascii=False)
         assert line == want, (value, line, want)
+
+
+_ONNX_DTYPES = r"""
+#include <iostream>
+#include "opgen/torch_support.h"
+int main() {  // each line: c10's ScalarType index and opgen::torch_support::onnx_dtype of it
+  for (int index = 0; index < 64; ++index) {
+    const auto type = static_cast<opgen::torch_support::ScalarType>(index);
+    std::cout << index << " " << opgen::torch_support::onnx_dtype(type) << "\n";
+  }
+}
+"""
+
+
+def test_dtype_numbers_agree_with_onnx_torch_and_the_native_library(tmp_path):
+    """A dtype argument (the PyTorch op's torch.dtype) becomes ONNX's number for it in Python
+    (_support.onnx_dtype, and from the TorchScript exporter's ScalarType index) and in C++
+    (torch_support.h's onnx_dtype): one table, checked against ONNX's TensorProto, PyTorch's
+    own ScalarType indices (its schema parser reads a default by name) and the C++ switch."""
+    import onnx
+    import torch
+
+    from generated import _support
+
+    onnx_names = {"float32": "FLOAT", "float64": "DOUBLE", "float8_e8m0fnu": "FLOAT8E8M0"}
+    for name, (number, index) in _support.DTYPE_NUMBERS.items():
+        onnx_name = onnx_names.get(name, name.replace("_", "").upper())
+        assert onnx.TensorProto.DataType.Value(onnx_name) == number, name
+        schema = torch._C.parse_schema(f"f(ScalarType to={name}) -> Tensor")
+        assert schema.arguments[0].default_value == index, name
+        assert _support.onnx_dtype(getattr(torch, name)) == number, name
+        assert _support.onnx_dtype_of_scalar_type(index) == number, name
+        assert _support.torch_dtype(number) is getattr(torch, name), name
+    for other in (torch.quint8, torch.complex32, "float32", 1, None):
+        assert _support.onnx_dtype(other) == 0, other
+    if shutil.which("g++") is None:
+        _missing("g++")
+    program = tmp_path / "onnx_dtypes"
+    build = subprocess.run(
+        [
+            "g++",
+            "-std=c++17",
+            f"-I{INCLUDE}",
+            *_torch_flags(),
+            "-x",
+            "c++",
+            "-",
+            "-o",
+            str(program),
+        ],
+        input=_ONNX_DTYPES,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-4000:]
+    printed = subprocess.run([str(program)], capture_output=True, text=True, check=True).stdout
+    native = dict(tuple(map(int, line.split())) for line in printed.splitlines())
+    by_index = {index: number for number, index in _support.DTYPE_NUMBERS.values()}
+    assert native == {index: by_index.get(index, 0) for index in range(64)}

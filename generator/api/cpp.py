@@ -8,7 +8,8 @@ from typing import Any, assert_never
 from generator.api.names import Local
 from generator.api.onnx import ATTR_TYPE as ATTR_PROTO
 from generator.api.onnx import TENSOR_PROTO
-from generator.api.python import defaults_via_none
+from generator.api.python import chooses_dtype, defaults_via_none
+from generator.model.op import OpDef
 from generator.model.tensors import (
     Arity,
     Attribute,
@@ -71,24 +72,29 @@ TORCH_ARG_TYPE = {
 }
 
 
-def torch_attribute_type(attr: Attribute) -> str:
+def torch_attribute_type(op: OpDef, attr: Attribute) -> str:
     """The C++ type of an attribute's argument to the native kernel (`T?` where it may be
     absent, and for a list of strings with a default: see defaults_via_none)."""
+    if chooses_dtype(op, attr):
+        return "opgen::torch_support::ScalarType"
     cpp_type = TORCH_ARG_TYPE[attr.type]
     if defaults_via_none(attr) or attr.optional_without_default:
         return f"std::optional<{cpp_type}>"
     return cpp_type
 
 
-def torch_attribute_param(attr: Attribute) -> str:
+def torch_attribute_param(op: OpDef, attr: Attribute) -> str:
     """The native kernel's parameter for an attribute."""
-    return f"{torch_attribute_type(attr)} {attr.name}"
+    return f"{torch_attribute_type(op, attr)} {attr.name}"
 
 
-def torch_attribute_assignment(attr: Attribute) -> str:
+def torch_attribute_assignment(op: OpDef, attr: Attribute) -> str:
     """The statement that puts the native kernel's argument into the Attributes struct (None
-    keeps the struct's default; floats narrow to float32, as ONNX attributes are)."""
+    keeps the struct's default; floats narrow to float32, as ONNX attributes are; a dtype
+    becomes ONNX's number of it)."""
     member = f"attrs.{attr.name}"
+    if chooses_dtype(op, attr):
+        return f"{member} = opgen::torch_support::onnx_dtype({attr.name});"
     if attr.optional_without_default:
         if attr.type is AttrType.float:
             return f"if ({attr.name}) {member} = static_cast<float>(*{attr.name});"

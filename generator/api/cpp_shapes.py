@@ -38,6 +38,7 @@ from generator.shapes.spell import (
     fold,
     spell_all_checks,
     spell_attribute_checks,
+    spell_checks,
     spell_input_checks,
     spell_parts,
 )
@@ -180,6 +181,13 @@ class ConcreteShapes(_CppSyntax):
 def concrete_checks(op: OpDef) -> list[SpelledCheck]:
     """Each check: a C++ condition that must hold, the message, and the values to report."""
     return spell_all_checks(op.shape_rule, ConcreteShapes(op.optional_inputs), op.optional_inputs)
+
+
+def dtype_attribute_checks(op: OpDef) -> list[SpelledCheck]:
+    """The checks of the attributes that choose a dtype: where a wrapper finds no kernel for
+    the arguments, one of those may be why (each allowed value has its kernels)."""
+    checks = [c for c in op.shape_rule.attribute_checks if c.attribute in op.type_choosers]
+    return spell_checks(checks, ConcreteShapes(op.optional_inputs))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import assert_never
 from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.api.onnx import TENSOR_PROTO
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
-from generator.model.op import OpDef, TorchBinding
+from generator.model.op import FromAttribute, OpDef, TorchBinding
 from generator.model.tensors import (
     Arity,
     Attribute,
@@ -19,7 +19,7 @@ from generator.model.tensors import (
     TensorParam,
     VariadicArity,
 )
-from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
+from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
 # How the generated tests spell a dtype: torch's, and a string tensor's (which PyTorch lacks) as
@@ -129,6 +129,17 @@ def tensor_annotation(arity: Arity) -> str:
             assert_never(arity)
 
 
+def chooses_dtype(op: OpDef, attr: Attribute) -> bool:
+    """The attribute picks a type variable's dtype: the PyTorch op takes a torch.dtype there
+    (a ScalarType argument), where ONNX holds TensorProto's number."""
+    return attr.name in op.type_choosers
+
+
+def _torch_dtype_name(number: int) -> str:
+    """A dtype attribute's value (TensorProto's number) by the name of its torch.dtype."""
+    return DTYPE_OF_NUMBER[number].value
+
+
 def torch_schema(op: OpDef) -> str:
     """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
     args = [
@@ -137,7 +148,10 @@ def torch_schema(op: OpDef) -> str:
         for i, t in enumerate(op.inputs)
     ]
     for attr in op.attributes:
-        if attr.required:
+        if chooses_dtype(op, attr):  # PyTorch's schema parser reads torch's dtype names
+            default = "" if attr.required else f"={_torch_dtype_name(attr.default)}"
+            args.append(f"ScalarType {attr.name}{default}")
+        elif attr.required:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}")
         elif defaults_via_none(attr) or attr.optional_without_default:
             args.append(f"{SCHEMA_TYPE[attr.type]}? {attr.name}=None")
@@ -147,7 +161,11 @@ def torch_schema(op: OpDef) -> str:
     return f"({', '.join(args)}) -> " + (returns if len(op.outputs) == 1 else f"({returns})")
 
 
-def python_params(op: OpDef, annotate: bool) -> str:
+def python_params(op: OpDef, annotate: bool, *, dtype_arguments: bool) -> str:
+    """The op's parameters in Python. `dtype_arguments`: an attribute that picks a dtype takes
+    a torch.dtype (as the PyTorch op does), else ONNX's number (as an exporter's translation,
+    which gets the number for a dtype a call passes and its own default for one it leaves
+    out)."""
     params = []
     for i, t in enumerate(op.inputs):
         default = " = None" if input_defaults_to_none(op, i) else ""
@@ -155,7 +173,11 @@ def python_params(op: OpDef, annotate: bool) -> str:
     for attr in op.attributes:
         annotation = ANNOTATION[attr.type]
         default = "" if attr.required else f" = {literal(attr.default)}"
-        if defaults_via_none(attr) or attr.optional_without_default:
+        if dtype_arguments and chooses_dtype(op, attr):
+            annotation = "torch.dtype"
+            if not attr.required:
+                default = f" = torch.{_torch_dtype_name(attr.default)}"
+        elif defaults_via_none(attr) or attr.optional_without_default:
             annotation, default = f"{annotation} | None", " = None"
         params.append(
             f"{attr.name}: {annotation}{default}" if annotate else f"{attr.name}{default}"
@@ -346,9 +368,16 @@ def _torchscript_dtype_checks(op: OpDef) -> list[str]:
     fixed = [
         (t.name, t.dtype.value) for t in op.outputs if t.type_var is None and t.dtype in missing
     ]
+    # Outputs whose dtype an attribute names: by then ONNX's number (see the symbolic).
+    chosen = ", ".join(
+        f"{t.name!r}: {source.attribute}"
+        for t in op.outputs
+        if isinstance(source := op.dtype_source(t), FromAttribute) and may_miss(t)
+    )
     return [
         f"_support.refuse_torchscript_dtypes({torch_binding(op).qualified_name!r}, "
-        f"{{{values}}}, ({', '.join(TORCH_DTYPE[d] for d in missing)}), {literal(fixed)})"
+        f"{{{values}}}, ({', '.join(TORCH_DTYPE[d] for d in missing)}), {literal(fixed)}"
+        + (f", chosen={{{chosen}}})" if chosen else ")")
     ]
 
 

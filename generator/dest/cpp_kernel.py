@@ -17,6 +17,7 @@ from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef, TorchApi
 from generator.model.tensors import TensorParam, VariadicArity
+from generator.model.types import TENSOR_PROTO_NUMBER
 from generator.render import render
 from generator.shapes.spell import SpelledCheck
 from generator.view import view
@@ -162,8 +163,13 @@ def _instantiations(op: OpDef) -> tuple[KernelInstantiation, ...]:
     result = []
     for inst in op.instantiations:
         binding = {var: cpp.KERNEL_TYPE[dtype] for var, dtype in inst.bindings}
-        conditions = []
-        torch_conditions = []
+        # A variable an attribute chooses: the attribute's value (by then ONNX's number).
+        chosen = [
+            f"attrs.{name} == {TENSOR_PROTO_NUMBER[inst.dtype(tc.name)]}"
+            for name, tc in op.type_choosers.items()
+        ]
+        conditions = list(chosen)
+        torch_conditions = list(chosen)
         for tensor in op.inputs:
             torch_conditions.append(
                 f"opgen::torch_support::has_dtype<{cpp.KERNEL_TYPE[tensor.dtype_in(inst)]}>"
@@ -302,6 +308,9 @@ class KernelWrapperView:
     compute_args: str
     instantiations: tuple[KernelInstantiation, ...]
     elements_expr: str  # the elements a call touches, which size the thread pool's tasks
+    # Where no instantiation takes the arguments: the checks of the attributes that choose a
+    # dtype (a value they reject has no kernel), before the inputs' dtypes are named
+    dtype_attribute_checks: tuple[SpelledCheck, ...]
 
 
 def _kernel_wrapper_view(
@@ -326,6 +335,7 @@ def _kernel_wrapper_view(
         compute_args=_compute_args(op, context),
         instantiations=_instantiations(op),
         elements_expr=_elements_expr(op),
+        dtype_attribute_checks=tuple(cpp_shapes.dtype_attribute_checks(op)),
     )
 
 
@@ -560,7 +570,7 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         f"{cpp_type} {Local.runtime_value(t.name)}"
         for cpp_type, t in zip(tensor_types, op.inputs, strict=True)
     ]
-    arg_types = tensor_types + [cpp.torch_attribute_type(a) for a in op.attributes]
+    arg_types = tensor_types + [cpp.torch_attribute_type(op, a) for a in op.attributes]
     outputs = [Local.runtime_value(t.name) for t in op.outputs]
     allocated = op.shape_rule.kernel_allocated
     result = [
@@ -593,7 +603,7 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         ),
         run_params=", ".join(tensor_params),
         kernel_params=", ".join(
-            tensor_params + [cpp.torch_attribute_param(a) for a in op.attributes]
+            tensor_params + [cpp.torch_attribute_param(op, a) for a in op.attributes]
         ),
         boxed_args=tuple(
             f"opgen::torch_support::take<{arg_type}>(stack[{i}])"
@@ -601,7 +611,7 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         ),
         run_args=", ".join(Local.runtime_value(t.name) for t in op.inputs),
         torch_attributes=tuple(
-            TorchAttribute(cpp.torch_attribute_assignment(a)) for a in op.attributes
+            TorchAttribute(cpp.torch_attribute_assignment(op, a)) for a in op.attributes
         ),
         result_expr=(result[0] if len(result) == 1 else f"std::make_tuple({', '.join(result)})"),
         dtype_list_expr=_dtype_list_expr(op),

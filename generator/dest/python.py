@@ -44,8 +44,8 @@ def output_dtype_expr(op: OpDef, output: TensorParam) -> str:
             return py.TORCH_DTYPE[dtype]
         case FromInput(name):
             return f"{_first_value(op, name)}.dtype"
-        case FromAttribute(name):  # capabilities: not carried by the PyTorch targets yet
-            raise AssertionError(f"{op.op_id}: attribute {name} chooses a PyTorch dtype")
+        case FromAttribute(name):  # by then ONNX's number (see dtype_conversions)
+            return f"_support.torch_dtype({name})"
         case source:
             assert_never(source)
 
@@ -167,6 +167,9 @@ class TorchOpView:
     return_expr: str
     output_names_tuple: str  # the outputs as assignment targets
     fill_defaults: tuple[str, ...]
+    # Each dtype argument (a torch.dtype) as ONNX's number, which the attribute checks, the
+    # kernel and the messages read (the fake kernel and the CPU implementation begin so)
+    dtype_conversions: tuple[str, ...]
     kernel_call: KernelCallView | None  # None: the export nodes run eagerly
     eager_statements: tuple[str, ...]
     call_args: str
@@ -208,8 +211,8 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         native_source=f"{op.op_id}_torch.cc",
         autograd_kernel=op.has_autograd_kernel,
         schema_literal=py.literal(py.torch_schema(op)),
-        python_params=py.python_params(op, annotate=True),
-        plain_params=py.python_params(op, annotate=False),
+        python_params=py.python_params(op, annotate=True, dtype_arguments=True),
+        plain_params=py.python_params(op, annotate=False, dtype_arguments=True),
         return_annotation=(
             " -> torch.Tensor"
             if single
@@ -237,6 +240,9 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         return_expr=names[0] if single else "(" + ", ".join(names) + ")",
         output_names_tuple=", ".join(names) + ("," if single else ""),
         fill_defaults=tuple(py.fill_defaults(op)),
+        dtype_conversions=tuple(
+            f"{name} = _support.onnx_dtype({name})" for name in op.type_choosers
+        ),
         # An export-only op runs its export nodes eagerly; others call their kernel.
         kernel_call=_kernel_call(op) if op.kernel else None,
         eager_statements=() if op.kernel else tuple(py.eager_statements(op, index)),
@@ -695,6 +701,8 @@ class OnnxExportView:
     parse_args: str
     symbolic_params: str
     string_list_constants: tuple[StringListConstantView, ...]
+    # Each dtype argument, which a symbolic gets as c10's ScalarType index, as ONNX's number
+    symbolic_dtype_conversions: tuple[str, ...]
     symbolic_statements: tuple[str, ...]
 
 
@@ -717,7 +725,7 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
         uses_standard_opset=any(not n.domain for rule in op.export for n in rule.nodes),
         opsets=tuple(OpsetView(py.opset_variable(d), d, v) for d, v in opsets.items()),
         opsets_literal=py.literal_dict(opsets),
-        translation_params=py.python_params(op, annotate=False),
+        translation_params=py.python_params(op, annotate=False, dtype_arguments=False),
         fill_defaults=tuple(py.fill_defaults(op)),
         translation_statements=tuple(py.translation_statements(op)),
         parse_args=", ".join(
@@ -736,6 +744,9 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
             for a in op.attributes
             if a.type is AttrType.strings
         ),
+        symbolic_dtype_conversions=tuple(
+            f"{name} = _support.onnx_dtype_of_scalar_type({name})" for name in op.type_choosers
+        ),
         symbolic_statements=tuple(py.symbolic_statements(op, _set_types(op))),
     )
 
@@ -751,8 +762,9 @@ def _set_types(op: OpDef) -> list[str]:
                 typed_like, dtype = name, ""
             case FixedDType(fixed):
                 typed_like, dtype = op.inputs[0].name, f".with_dtype({py.TORCH_DTYPE[fixed]})"
-            case FromAttribute(name):  # capabilities: not carried by the exporters yet
-                raise AssertionError(f"{op.op_id}: attribute {name} chooses an exported dtype")
+            case FromAttribute(name):  # by then ONNX's number (symbolic_dtype_conversions)
+                dtype = f".with_dtype(_support.torch_dtype({name}))"
+                typed_like = op.inputs[0].name
             case source:
                 assert_never(source)
         shape = rules.get(output.name)

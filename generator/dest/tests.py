@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py
@@ -17,7 +18,7 @@ from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import TensorParam, value_names
 from generator.model.tests import RandomCase
-from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
+from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
@@ -115,12 +116,13 @@ def _native_tests(op: OpDef) -> NativeTestsView | None:
     if op.torch is None or op.torch.api is not TorchApi.native:
         return None
     torch = op.torch
-    attributes = op.tests.random[0].attributes
+    attributes = op.case_attributes(op.tests.random[0].attributes)
     return NativeTestsView(
         script_params=", ".join(f"{t.name}: {py.tensor_annotation(t.arity)}" for t in op.inputs),
         script_call=f"torch.ops.{torch.namespace}.{torch.name}("
         + ", ".join(
-            [t.name for t in op.inputs] + [f"{k}={py.literal(v)}" for k, v in attributes.items()]
+            [t.name for t in op.inputs]
+            + [f"{k}={_attribute_value(op, k, v)}" for k, v in attributes.items()]
         )
         + ")",
         vmap=not op.shape_rule.kernel_allocated,
@@ -170,6 +172,9 @@ class ParityTestView:
     reference_params: str
     reference_type_args: str  # the type variables an attribute chooses, passed to the reference
     type_choosers: str  # {attribute: type variable} ("" without)
+    # A case's attributes in a test that runs the dtypes `types` (set to them where an
+    # attribute chooses a dtype)
+    case_attributes: str
     reference_upcast: bool
     reference_precision: str  # how the docstring says where the reference computes
     # The PyTorch model the export tests export
@@ -200,6 +205,20 @@ class ParityTestView:
     builtin_equivalents: tuple[BuiltinEquivalentView, ...]
 
 
+def _attribute_value(op: OpDef, name: str, value: Any) -> str:
+    """An attribute's value in the tests: where the attribute picks a dtype, the dtype as the
+    tests spell it (the PyTorch op takes a torch.dtype; an ONNX node gets its number)."""
+    if name in op.type_choosers:
+        return py.TEST_DTYPE[DTYPE_OF_NUMBER[value]]
+    return py.literal(value)
+
+
+def _attributes_literal(op: OpDef, attributes: Mapping[str, Any]) -> str:
+    return (
+        "{" + ", ".join(f"{k!r}: {_attribute_value(op, k, v)}" for k, v in attributes.items()) + "}"
+    )
+
+
 def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ParityTestView:
     tests = op.tests
     has_kernel = op.kernel is not None
@@ -223,7 +242,9 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         new_torch_op=op.new_torch_op,
         has_cpp_schema=op.has_cpp_schema,
         schema_tests=common.schema_tests_name(op.domain_ident) if op.has_cpp_schema else "",
-        defaults=py.literal_dict({a.name: a.default for a in op.attributes if not a.required}),
+        defaults=_attributes_literal(
+            op, {a.name: a.default for a in op.attributes if not a.required}
+        ),
         type_combinations=_type_combinations(op),
         tolerances=tuple(
             ToleranceView(py.TEST_DTYPE[dtype], tolerance.rtol, tolerance.atol)
@@ -246,7 +267,10 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         reference=op.reference,
         reference_params=", ".join(
             [f"{t.name}=None" if t.optional else t.name for t in op.inputs]
-            + [a.name if a.required else f"{a.name}={py.literal(a.default)}" for a in op.attributes]
+            + [
+                a.name if a.required else f"{a.name}={_attribute_value(op, a.name, a.default)}"
+                for a in op.attributes
+            ]
             + [tc.name for tc in op.type_choosers.values()]
         ),
         reference_type_args="".join(
@@ -256,6 +280,9 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             py.literal_dict({name: tc.name for name, tc in op.type_choosers.items()})
             if op.type_choosers
             else ""
+        ),
+        case_attributes=(
+            'typed(case["attributes"], types)' if op.type_choosers else 'case["attributes"]'
         ),
         reference_upcast=op.reference_upcast,
         reference_precision="in float64" if op.reference_upcast else "at the input dtype",
@@ -273,7 +300,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             KnownCaseView(
                 py.literal_dict(case.inputs),
                 py.literal_dict(case.outputs),
-                py.literal_dict(op.case_attributes(case.attributes)),
+                _attributes_literal(op, op.case_attributes(case.attributes)),
                 _dtype_tuple(case.dtypes),
             )
             for case in tests.known
@@ -285,7 +312,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         error_cases=tuple(
             ErrorCaseView(
                 py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
-                py.literal_dict(op.case_attributes(case.attributes)),
+                _attributes_literal(op, op.case_attributes(case.attributes)),
                 case.message,
             )
             for case in op.error_cases
@@ -294,7 +321,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         value_error_cases=tuple(
             ValueErrorCaseView(
                 py.literal_dict(case.values),
-                py.literal_dict(op.case_attributes(case.attributes)),
+                _attributes_literal(op, op.case_attributes(case.attributes)),
                 case.message,
             )
             for case in op.error_cases
@@ -492,7 +519,7 @@ def _random_case(
         shapes=py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
         dynamic=py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
         samplers="{ " + by_input + " }",
-        attributes=py.literal_dict(op.case_attributes(case.attributes)),
+        attributes=_attributes_literal(op, op.case_attributes(case.attributes)),
         output_dims=py.literal([shapes.get(o.name) for o in op.outputs]),
     )
     return view, samplers

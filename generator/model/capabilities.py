@@ -191,10 +191,12 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         Target.ort_library: Carried(
             "a kernel per dtype, which ONNX Runtime picks by the node's inferred output type"
         ),
-        Target.pybind: NotYet(),
-        Target.torch_native: NotYet(),
-        Target.torch_python: NotYet(),
-        Target.exporters: NotYet(),
+        Target.pybind: Carried("it takes ONNX's number, from the PyTorch op's torch.dtype"),
+        Target.torch_native: Carried(
+            "a ScalarType argument (a torch.dtype; its default by torch's name); kernel ops only"
+        ),
+        Target.torch_python: Carried("a torch.dtype argument (ScalarType); kernel ops only"),
+        Target.exporters: Carried("the node gets the torch.dtype's ONNX number"),
         Target.parity_tests: Carried(
             "every dtype the attribute may name; the reference sees the variable as a torch "
             "dtype"

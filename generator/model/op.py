@@ -263,8 +263,13 @@ class OpDef:
                 for value in check.outside():
                     rejected.append((check.attribute, value, check.message))
         for name, constraint in self.type_choosers.items():
-            # The first element type in ONNX's order that the variable does not allow.
-            number = min(n for d, n in TENSOR_PROTO_NUMBER.items() if d not in constraint.dtypes)
+            # The first element type in ONNX's order that the variable does not allow (and
+            # that PyTorch has: the tests give a dtype argument a torch.dtype).
+            number = min(
+                n
+                for d, n in TENSOR_PROTO_NUMBER.items()
+                if d not in constraint.dtypes and d.in_torch
+            )
             message = next(c.message for c in checks if c.attribute == name)
             rejected.append((name, number, message))
         for name, value, message in rejected:

@@ -54,8 +54,14 @@ class DType(Enum):
         """One of the ten dtypes every kernel target carries."""
         return self in KERNEL_DTYPES
 
+    @property
+    def in_torch(self) -> builtins.bool:
+        """PyTorch has it, as torch.<name> (a dtype argument may name it)."""
+        return self in TORCH_NAMED_DTYPES
+
 
 KERNEL_DTYPES = tuple(DType)[:10]
+TORCH_NAMED_DTYPES = tuple(DType)[:15]  # the kernel dtypes, uint16/32/64 and complex
 
 # Element types the TorchScript exporter cannot export (torch 2.13: "ScalarType UInt32 is an
 # unexpected tensor scalar type"); the dynamo exporter carries them.
@@ -92,6 +98,7 @@ TENSOR_PROTO_NUMBER = {
     DType.float6e2m3: 27,
     DType.float6e3m2: 28,
 }
+DTYPE_OF_NUMBER = {number: dtype for dtype, number in TENSOR_PROTO_NUMBER.items()}
 # ONNX's name of each dtype (its type strings say tensor(float)); ours differ for two.
 ONNX_NAME = {d: {DType.float32: "float", DType.float64: "double"}.get(d, d.value) for d in DType}
 # A definition that says ONNX's name where ours differs: what it means.

@@ -574,6 +574,13 @@ def _check_type_choosers(d: _Definition, signature: _Signature) -> None:
                     "attribute chooses yet (ONNX Runtime runs the body, which checks no dtype)"
                 )
             )
+        elif "torch" in d and "kernel" not in d:
+            d.errors.add(
+                where.error(
+                    "a PyTorch op without a kernel does not take a type variable an attribute "
+                    "chooses yet (its eager export nodes would get a torch.dtype)"
+                )
+            )
         attribute = signature.attrs_by_name.get(name)
         if attribute is not None and attribute.since_version is not None:
             index = signature.attributes.index(attribute)

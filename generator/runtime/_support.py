@@ -635,10 +635,13 @@ def given(**attributes) -> dict:
     return {name: value for name, value in attributes.items() if value is not None}
 
 
-def refuse_torchscript_dtypes(op: str, values: dict, missing: tuple, fixed: tuple = ()) -> None:
+def refuse_torchscript_dtypes(
+    op: str, values: dict, missing: tuple, fixed: tuple = (), chosen: dict | None = None
+) -> None:
     """Raises, naming the op and the tensor, where the TorchScript exporter would fail on a
     dtype it lacks with a message naming neither. `values`: the symbolic's inputs by name;
-    `fixed`: (tensor, dtype name) pairs whose dtype is always one it lacks."""
+    `fixed`: (tensor, dtype name) pairs whose dtype is always one it lacks; `chosen`: outputs
+    by name, whose dtype an attribute names (ONNX's number)."""
     import torch
 
     found = []
@@ -647,6 +650,10 @@ def refuse_torchscript_dtypes(op: str, values: dict, missing: tuple, fixed: tupl
         if isinstance(value_type, torch.TensorType) and value_type.dtype() in missing:
             found.append((name, str(value_type.dtype()).removeprefix("torch.")))
     found += fixed
+    for name, number in (chosen or {}).items():
+        dtype = _BY_ONNX_NUMBER.get(number)
+        if dtype is not None and getattr(torch, dtype) in missing:
+            found.append((name, dtype))
     if found:
         name, dtype = found[0]
         raise ValueError(
@@ -775,3 +782,56 @@ def variadic_types(ctx, first: int, minimum: int, too_few: str, absent: str) -> 
             raise onnx.shape_inference.InferenceError(absent + str(index))
         types.append(ctx.get_input_type(index))
     return types
+
+
+# An attribute that picks an output's element type holds ONNX's number for it (TensorProto's
+# DataType; Cast's `to`); the PyTorch op takes a torch.dtype there (a ScalarType argument).
+# Each dtype PyTorch and ONNX share, by its torch name: ONNX's number and c10's ScalarType
+# index (what the TorchScript exporter hands a symbolic for a ScalarType argument).
+DTYPE_NUMBERS = {
+    "float32": (1, 6),
+    "uint8": (2, 0),
+    "int8": (3, 1),
+    "uint16": (4, 27),
+    "int16": (5, 2),
+    "int32": (6, 3),
+    "int64": (7, 4),
+    "bool": (9, 11),
+    "float16": (10, 5),
+    "float64": (11, 7),
+    "uint32": (12, 28),
+    "uint64": (13, 29),
+    "complex64": (14, 9),
+    "complex128": (15, 10),
+    "bfloat16": (16, 15),
+    "float8_e4m3fn": (17, 24),
+    "float8_e4m3fnuz": (18, 26),
+    "float8_e5m2": (19, 23),
+    "float8_e5m2fnuz": (20, 25),
+    "float8_e8m0fnu": (24, 44),
+}
+_BY_ONNX_NUMBER = {onnx: name for name, (onnx, _) in DTYPE_NUMBERS.items()}
+_BY_SCALAR_TYPE = {index: name for name, (_, index) in DTYPE_NUMBERS.items()}
+
+
+def onnx_dtype(dtype) -> int:
+    """A dtype argument as ONNX's number of it; 0 (UNDEFINED, which no op allows: the op's
+    check of the attribute names it) for a torch.dtype ONNX lacks and for anything else."""
+    import torch
+
+    name = str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else ""
+    return DTYPE_NUMBERS.get(name, (0, -1))[0]
+
+
+def onnx_dtype_of_scalar_type(index) -> int:
+    """A ScalarType argument as the TorchScript exporter gives it (c10's index), as ONNX's
+    number."""
+    name = _BY_SCALAR_TYPE.get(index)
+    return DTYPE_NUMBERS[name][0] if name is not None else 0
+
+
+def torch_dtype(number: int):
+    """ONNX's number of a dtype (one the op allows: checked before) as a torch.dtype."""
+    import torch
+
+    return getattr(torch, _BY_ONNX_NUMBER[int(number)])

@@ -6,6 +6,7 @@ target, and the type checker lists the targets that lack it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, assert_never
 
@@ -145,7 +146,11 @@ def _spelled(check: AttributeCheck | InputCheck, spelling: CheckSpelling) -> Spe
 
 def spell_attribute_checks(rule: ShapeRule, spelling: CheckSpelling) -> list[SpelledCheck]:
     """The checks on attribute values, in the order every runtime runs them."""
-    return [_spelled(check, spelling) for check in rule.attribute_checks]
+    return spell_checks(rule.attribute_checks, spelling)
+
+
+def spell_checks(checks: Iterable[AttributeCheck], spelling: CheckSpelling) -> list[SpelledCheck]:
+    return [_spelled(check, spelling) for check in checks]
 
 
 def spell_input_checks(

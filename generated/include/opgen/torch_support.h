@@ -135,6 +135,35 @@ inline std::string dtype_name(const std::vector<Tensor>& tensors) {
   return "[" + names + "]";
 }
 
+// A dtype argument (ScalarType) as ONNX's number of it (TensorProto.DataType), which an
+// attribute choosing a dtype holds in every runtime; 0 (UNDEFINED, which no op allows: the
+// op's check of the attribute names it) for one ONNX lacks.
+inline int64_t onnx_dtype(ScalarType type) {
+  switch (type) {
+    case ScalarType::Float: return 1;
+    case ScalarType::Byte: return 2;
+    case ScalarType::Char: return 3;
+    case ScalarType::UInt16: return 4;
+    case ScalarType::Short: return 5;
+    case ScalarType::Int: return 6;
+    case ScalarType::Long: return 7;
+    case ScalarType::Bool: return 9;
+    case ScalarType::Half: return 10;
+    case ScalarType::Double: return 11;
+    case ScalarType::UInt32: return 12;
+    case ScalarType::UInt64: return 13;
+    case ScalarType::ComplexFloat: return 14;
+    case ScalarType::ComplexDouble: return 15;
+    case ScalarType::BFloat16: return 16;
+    case ScalarType::Float8_e4m3fn: return 17;
+    case ScalarType::Float8_e4m3fnuz: return 18;
+    case ScalarType::Float8_e5m2: return 19;
+    case ScalarType::Float8_e5m2fnuz: return 20;
+    case ScalarType::Float8_e8m0fnu: return 24;
+    default: return 0;
+  }
+}
+
 // Only CPU tensors reach the kernels (the op registers a CPU kernel only), but a strided or
 // non-dense view may: the kernels read dense row-major data, so such an input is copied.
 // A failed call into PyTorch reaches us without PyTorch's message (the stable ABI of 2.10 has
