@@ -123,6 +123,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--dtypes", default="float32,float64", help="T's dtypes (default: float32,float64)"
     )
+    parser.add_argument(
+        "--dtype-attribute",
+        metavar="NAME=DTYPES",
+        help="the last output's element type is chosen by int attribute NAME among DTYPES "
+        "(comma-separated; the first is its default), as Cast's `to`: a type variable "
+        "`chosen_by` it; the PyTorch op takes a torch.dtype there",
+    )
     parser.add_argument("--name", help="the definition's file name stem (default: <op_snake>)")
     config.add_arguments(parser, "opdefs_dir", "output_dir", "package")
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
@@ -196,21 +203,49 @@ def _parse_default(spec: str, kind: AttrType, text: str) -> AttributeValue:
         raise ScaffoldError(f"--attribute '{spec}': '{text}' is not a {kind.value} value") from None
 
 
-def _dtypes(text: str) -> list[DType]:
+def _dtypes(text: str, what: str = "--dtypes") -> list[DType]:
     try:
         dtypes = [DType(d.strip()) for d in text.split(",")]
     except ValueError as exc:
         known = ", ".join(d.value for d in DType)
-        raise ScaffoldError(f"--dtypes: {exc}; known: {known}") from None
+        raise ScaffoldError(f"{what}: {exc}; known: {known}") from None
     repeated = sorted({d.value for d in dtypes if dtypes.count(d) > 1})
     if repeated:
-        raise ScaffoldError(f"--dtypes: {', '.join(repeated)} given more than once")
+        raise ScaffoldError(f"{what}: {', '.join(repeated)} given more than once")
     if DType.string in dtypes and len(dtypes) > 1:
         raise ScaffoldError(
-            "--dtypes: string with other dtypes: one known value cannot serve both (scaffold "
+            f"{what}: string with other dtypes: one known value cannot serve both (scaffold "
             "--dtypes string alone, then add the others with a case per dtype)"
         )
     return dtypes
+
+
+@dataclass(frozen=True)
+class _Chooser:
+    """--dtype-attribute: the attribute that picks the last output's type, and the dtypes."""
+
+    attribute: str
+    type_var: str
+    dtypes: list[DType]
+
+
+def _chooser(spec: str | None, taken: set[str]) -> _Chooser | None:
+    if spec is None:
+        return None
+    name, equals, dtypes = spec.partition("=")
+    if not equals or not IDENTIFIER.fullmatch(name.strip()):
+        raise ScaffoldError(f"--dtype-attribute '{spec}': expected NAME=DTYPES (to=float16,int64)")
+    name = name.strip()
+    if name in taken:
+        raise ScaffoldError(f"--dtype-attribute {name}: the name is taken")
+    # The variable: U, or the first of U1, U2, ... that no name of the op takes.
+    type_var = next(
+        v for v in ["U", *(f"U{i}" for i in range(1, len(taken) + 2))] if v not in taken
+    )
+    chosen = _dtypes(dtypes, f"--dtype-attribute {name}")
+    if DType.string in chosen:  # its known values would be numbers
+        raise ScaffoldError(f"--dtype-attribute {name}: string is not scaffolded; write it in")
+    return _Chooser(name, type_var, chosen)
 
 
 def _yaml(value: object) -> str:
@@ -224,6 +259,16 @@ def _inputs(text: str) -> tuple[list[str], str | None]:
         raise ScaffoldError(f"--inputs: only the last input may be variadic (NAME*), in '{text}'")
     names = _names(text.rstrip().removesuffix("*"), "--inputs")
     return names, names[-1] if variadic else None
+
+
+@dataclass(frozen=True)
+class _ChooserLines:
+    """The chosen type variable and its attribute, as the scaffolded definition writes them."""
+
+    type_var: str
+    dtypes: str
+    attribute: str
+    default_literal: str
 
 
 @dataclass(frozen=True)
@@ -249,6 +294,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             raise ScaffoldError(f"--attribute {attr['name']}: the name is taken")
         taken.add(attr["name"])
     dtypes = _dtypes(args.dtypes)
+    chooser = _chooser(args.dtype_attribute, taken | {"T"})
     strings = dtypes == [DType.string]
     if strings and args.torch_name:
         raise ScaffoldError(
@@ -259,7 +305,13 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     # string tensor is a numpy array in the tests.
     source = f"{first}[0]" if first == variadic else first
     copies = [f"{source}.copy()" if strings else f"{source}.clone()"] * len(outputs)
-    values = _known_values(dtypes)
+    output_types = ["T"] * len(outputs)
+    all_dtypes = dtypes
+    if chooser is not None:  # the last output: the copy in the type the attribute names
+        copies[-1] = f"{source}.to({chooser.type_var})"
+        output_types[-1] = chooser.type_var
+        all_dtypes = dtypes + [d for d in chooser.dtypes if d not in dtypes]
+    values = _known_values(all_dtypes)
 
     def known(name: str) -> str:
         return _yaml([values, values] if name == variadic else values)
@@ -288,9 +340,19 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             torch_name=torch_name,
             torch_name_literal=_yaml(torch_name) if torch_name else None,
             dtypes=[d.value for d in dtypes],
-            floating_dtypes=[d.value for d in dtypes if d.is_floating],
+            floating_dtypes=[d.value for d in all_dtypes if d.is_floating],
+            chooser=(
+                _ChooserLines(
+                    chooser.type_var,
+                    ", ".join(d.value for d in chooser.dtypes),
+                    chooser.attribute,
+                    _yaml(chooser.dtypes[0].value),
+                )
+                if chooser
+                else None
+            ),
             inputs=[_InputLine(name, input_fields(name)) for name in inputs],
-            outputs=outputs,
+            outputs=list(zip(outputs, output_types, strict=True)),
             first_input=first,
             output_shape=(
                 f'shape: "broadcast({first})"' if first == variadic else f"same_shape_as: {first}"
@@ -301,7 +363,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
             kernel_file=kernel_file,
             known_inputs=", ".join(f"{name}: {known(name)}" for name in inputs),
-            known_outputs=", ".join(f"{name}: {_yaml(_known_values(dtypes))}" for name in outputs),
+            known_outputs=", ".join(f"{name}: {_yaml(values)}" for name in outputs),
             required_values=", ".join(f"{k}: {_yaml(v)}" for k, v in required.items()),
             random_shapes=", ".join(f"{name}: {shape(name)}" for name in inputs),
         )

@@ -47,9 +47,16 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
         "--attribute", "mode:string=fast",
         "--attribute", "scale:float?",
         "--dtypes", "float32,float64,int64",
+        "--dtype-attribute", "to=float16,int32,bool",
     )  # fmt: skip
     assert new.returncode == 0, new.stdout + new.stderr
     definition = tmp_path / "opdefs" / "my_scale.yaml"
+    # The last output's type is the one `to` names: the PyTorch op takes a torch.dtype there.
+    assert "chosen_by: to" in definition.read_text()
+    assert "{name: Z, type: U, same_shape_as: X, doc: TODO}" in definition.read_text()
+    assert (
+        "ScalarType to=float16" in (tmp_path / "generated" / "my_scale" / "torch_op.py").read_text()
+    )
     kernel = tmp_path / "opdefs" / "my_scale_kernel.h"
     assert "TODO" in definition.read_text() and "TODO" in kernel.read_text()
     assert "{name: scale, type: float, required: false, doc: TODO}" in definition.read_text()
@@ -122,6 +129,11 @@ def test_new_never_overwrites(tmp_path):
         (["Op", "--dtypes", "string,int32"], "string with other dtypes"),
         (["Op", "--dtypes", "string,string"], "string given more than once"),
         (["Op", "--dtypes", "string", "--torch-name", "a::b"], "PyTorch has no string tensors"),
+        (["Op", "--dtype-attribute", "to"], "expected NAME=DTYPES"),
+        (["Op", "--dtype-attribute", "X=float32"], "--dtype-attribute X: the name is taken"),
+        (["Op", "--dtype-attribute", "to=float17"], "--dtype-attribute to: 'float17'"),
+        (["Op", "--dtype-attribute", "to=int8,int8"], "--dtype-attribute to: int8 given more"),
+        (["Op", "--dtype-attribute", "to=string"], "string is not scaffolded"),
     ],
 )
 def test_new_rejects_bad_arguments_and_writes_nothing(tmp_path, args, message):
