@@ -15,7 +15,13 @@ _Schema = onnx.defs.OpSchema
 
 
 def _infer(ctx) -> None:
-    attr_output_dtype = _support.attribute(ctx, "output_dtype", 2)
+    attr_output_dtype = _support.attribute(
+        ctx,
+        "output_dtype",
+        2,
+        onnx.AttributeProto.INT,
+        "Quantize: attribute 'output_dtype' must be of type INT, got ",
+    )
     if not (attr_output_dtype in [2, 3, 4, 5]):
         raise onnx.shape_inference.InferenceError(
             "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got "

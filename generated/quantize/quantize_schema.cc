@@ -29,6 +29,9 @@ constexpr const char kOpType[] = "Quantize";
 // Types and shapes from the op definition's shape rule (the same at every version).
 void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   const auto* attr_output_dtype_proto = ctx.getAttribute("output_dtype");
+  if (attr_output_dtype_proto != nullptr && attr_output_dtype_proto->type() != ONNX_NAMESPACE::AttributeProto::INT) {
+    fail_shape_inference("Quantize: attribute 'output_dtype' must be of type INT, got ", ONNX_NAMESPACE::AttributeProto_AttributeType_Name(attr_output_dtype_proto->type()));
+  }
   const int64_t attr_output_dtype = attr_output_dtype_proto ? attr_output_dtype_proto->i() : int64_t{2};
   if (!(attr_output_dtype == int64_t{2} || attr_output_dtype == int64_t{3} || attr_output_dtype == int64_t{4} || attr_output_dtype == int64_t{5})) fail_shape_inference("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got ", opgen::quoted(attr_output_dtype));
   ONNX_NAMESPACE::updateOutputElemType(ctx, 0, static_cast<int32_t>(attr_output_dtype));

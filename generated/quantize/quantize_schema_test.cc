@@ -112,7 +112,22 @@ int RunSchemaTest() {
       std::cout << "error case 0 message: " << message << std::endl;
     }
   }
-  std::cout << "quantize: " << (1 + 1) << " cases, " << checks.failures() << " failed" << std::endl;
+  {
+    ModelProto model = make_model({std::vector<Dim>{{0, "rows"}, {7, ""}}, std::vector<Dim>{}});
+    auto* node = only_node(model);
+    auto* output_dtype_attribute = node->add_attribute();
+    output_dtype_attribute->set_name("output_dtype");
+    output_dtype_attribute->set_type(ONNX_NAMESPACE::AttributeProto::FLOAT);
+    output_dtype_attribute->set_f(1.5f);
+    try {
+      ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
+      checks.expect(false, "shape inference rejects attribute 'output_dtype' of type FLOAT");
+    } catch (const std::exception& error) {
+      const std::string message = error.what();
+      checks.expect(message.find("Quantize: attribute 'output_dtype' must be of type INT, got FLOAT") != std::string::npos, "shape inference rejects attribute 'output_dtype' of type FLOAT: " + message);
+    }
+  }
+  std::cout << "quantize: " << (1 + 1 + 1) << " cases, " << checks.failures() << " failed" << std::endl;
   return checks.failures();
 }
 

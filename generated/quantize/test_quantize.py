@@ -762,6 +762,27 @@ def test_attribute_of_the_wrong_type_fails_the_session(name):
     assert "onnxruntime" in type(raised.value).__module__
 
 
+# The attributes ONNX's shape inference reads (for the shape rule and the attribute checks).
+INFERENCE_ATTRIBUTES = ["output_dtype"]
+
+
+@pytest.mark.parametrize("name", INFERENCE_ATTRIBUTES)
+def test_attribute_of_the_wrong_type_fails_onnx_inference(name):
+    """ONNX's shape inference refuses it in the words of ONNX Runtime's session, never reading
+    a FLOAT as an INT (the C++ schema's inference: its schema test)."""
+    case = RANDOM_CASES[0]
+    inputs = make_inputs(case, 0, TYPES[0], seed=0)
+    value, found = WRONG_TYPE_VALUES[ATTRIBUTE_TYPES[name]]
+    model = _with_attribute(single_node(inputs, case["attributes"], static=True), name, value)
+    expected = onnx.AttributeProto.AttributeType.Name(ATTRIBUTE_TYPES[name])
+    register_all()
+    with pytest.raises(
+        onnx.shape_inference.InferenceError,
+        match=re.escape(f"{OP_TYPE}: attribute '{name}' must be of type {expected}, got {found}"),
+    ):
+        onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
 def test_session_without_library_fails_clearly():
     inputs = make_inputs(RANDOM_CASES[0], 0, TYPES[0], seed=0)
     model = single_node(inputs, RANDOM_CASES[0]["attributes"])

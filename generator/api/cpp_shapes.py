@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from generator.api.cpp import int_literal, schema_default, string_literal
 from generator.api.names import Local
+from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.model.op import OpDef
 from generator.model.shapes import (
     AllowedValuesCheck,
@@ -374,6 +375,8 @@ class SchemaAttributeRead:
     getter: str
     default: str | None  # None: required
     missing_message: str
+    proto_type: str  # the AttributeProto type it must have
+    wrong_type_message: str  # a literal; the type it has follows, as ONNX Runtime's says
 
 
 def schema_attributes(op: OpDef) -> tuple[SchemaAttributeRead, ...]:
@@ -393,6 +396,11 @@ def schema_attributes(op: OpDef) -> tuple[SchemaAttributeRead, ...]:
                 default=None if attr.required else schema_default(attr),
                 missing_message=string_literal(
                     f"{op.op_type}: required attribute '{name}' is missing"
+                ),
+                proto_type=f"ONNX_NAMESPACE::AttributeProto::{ONNX_ATTR_TYPE[attr.type]}",
+                wrong_type_message=string_literal(
+                    f"{op.op_type}: attribute '{name}' must be of type "
+                    f"{ONNX_ATTR_TYPE[attr.type]}, got "
                 ),
             )
         )

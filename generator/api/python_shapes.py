@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.api.names import Local
+from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.api.python import literal
 from generator.model.op import OpDef
 from generator.model.shapes import (
@@ -294,6 +295,8 @@ class InferenceAttribute:
     variable: str
     name: str
     default: str  # a Python literal; "None" for a required attribute
+    proto_type: str  # the AttributeProto type it must have, as onnx.AttributeProto.<name>
+    wrong_type_message: str  # a literal; the type it has follows, as ONNX Runtime's says
     missing_message: str  # ", <message literal>" for a required attribute, else ""
 
 
@@ -305,6 +308,11 @@ def onnx_inference_attributes(op: OpDef) -> list[InferenceAttribute]:
             variable=Local.onnx_attribute(name),
             name=name,
             default="None" if attrs[name].required else literal(attrs[name].default),
+            proto_type=f"onnx.AttributeProto.{ONNX_ATTR_TYPE[attrs[name].type]}",
+            wrong_type_message=literal(
+                f"{op.op_type}: attribute '{name}' must be of type "
+                f"{ONNX_ATTR_TYPE[attrs[name].type]}, got "
+            ),
             missing_message=(
                 f", {literal(f'{op.op_type}: required attribute {name!r} is missing')}"
                 if attrs[name].required

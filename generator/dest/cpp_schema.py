@@ -4,12 +4,14 @@ contrib_defs.cc style, and the C++ test that registers it and checks its inferen
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, assert_never
 
 from generator.api import cpp, cpp_shapes
 from generator.api import onnx as onnx_api
 from generator.api.cpp_shapes import OutputStatements, SchemaAttributeRead
 from generator.api.names import Local
+from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.api.onnx import onnx_type_string
 from generator.dest import common
 from generator.dest.cpp import CppAttribute, concrete_dtype
@@ -18,7 +20,7 @@ from generator.generated_file import GeneratedFile
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.tensors import TensorParam, VariadicArity, value_name, value_names
 from generator.model.tests import ErrorCase, RandomCase
-from generator.model.types import TENSOR_PROTO_NUMBER, DType
+from generator.model.types import TENSOR_PROTO_NUMBER, AttrType, DType
 from generator.render import render
 from generator.shapes.evaluate import evaluate_output_shapes
 from generator.shapes.spell import SpelledCheck
@@ -203,6 +205,54 @@ class ErrorCaseView:
 
 
 @view
+class WrongTypeCase:
+    """An attribute the inference reads, given as another type: inference must refuse it in
+    ONNX Runtime's words (never read a FLOAT as the INT 0)."""
+
+    attribute_statements: tuple[str, ...]
+    label: str
+    input_shapes: str
+    message_literal: str
+
+
+# A value of another type for each type the inference reads (as the Python tests' table).
+_WRONG_TYPE: dict[AttrType, tuple[AttrType, Any]] = {
+    AttrType.int: (AttrType.float, 1.5),
+    AttrType.bool: (AttrType.float, 1.5),
+    AttrType.float: (AttrType.int, 1),
+    AttrType.string: (AttrType.int, 1),
+}
+
+
+def _wrong_type_cases(op: OpDef) -> tuple[WrongTypeCase, ...]:
+    if not op.tests.random:
+        return ()
+    case = op.tests.random[0]
+    given = _explicit_attributes(op, op.case_attributes(case.attributes))
+    cases = []
+    for name in op.shape_rule.attributes:
+        attr = op.attributes_by_name[name]
+        wrong_type, value = _WRONG_TYPE[attr.type]
+        others = {k: v for k, v in given.items() if k != name}
+        wrong = replace(attr, type=wrong_type, default=None, allowed=None)
+        statements = cpp.node_attribute_statements(
+            "node", {**op.attributes_by_name, name: wrong}, {**others, name: value}
+        )
+        cases.append(
+            WrongTypeCase(
+                attribute_statements=tuple(statements),
+                label=f"attribute '{name}' of type {ONNX_ATTR_TYPE[wrong_type]}",
+                input_shapes=_input_shapes_literal(op, case.shapes),
+                message_literal=cpp.string_literal(
+                    f"{op.op_type}: attribute '{name}' must be of type "
+                    f"{ONNX_ATTR_TYPE[attr.type]}, got {ONNX_ATTR_TYPE[wrong_type]}"
+                ),
+            )
+        )
+    return tuple(cases)
+
+
+@view
 class SchemaTestView:
     """schema_test.cc: checks inference on the test cases' shapes (the domain's schema_tests.cc
     registers the schemas and runs it)."""
@@ -218,6 +268,7 @@ class SchemaTestView:
     outputs: tuple[TestTensor, ...]
     valid_cases: tuple[ValidCase, ...]
     error_cases: tuple[ErrorCaseView, ...]
+    wrong_type_cases: tuple[WrongTypeCase, ...]
 
 
 def _shaped_input(op: OpDef, shaped: common.ShapedInput) -> SchemaShapedInput:
@@ -341,6 +392,7 @@ def schema_test_view(op: OpDef) -> SchemaTestView:
             for i, case in enumerate(op.error_cases)
             if case.values is None  # a shape error; value errors show only when a kernel runs
         ),
+        wrong_type_cases=_wrong_type_cases(op),
     )
 
 

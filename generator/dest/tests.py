@@ -172,6 +172,7 @@ class ParityTestView:
     reference_params: str
     reference_type_args: str  # the type variables an attribute chooses, passed to the reference
     type_choosers: str  # {attribute: type variable} ("" without)
+    inference_attributes: str  # a list literal of those ONNX's inference reads ("" if none)
     # A case's attributes in a test that runs the dtypes `types` (set to them where an
     # attribute chooses a dtype)
     case_attributes: str
@@ -279,6 +280,11 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         type_choosers=(
             py.literal_dict({name: tc.name for name, tc in op.type_choosers.items()})
             if op.type_choosers
+            else ""
+        ),
+        inference_attributes=(
+            py.literal(list(op.shape_rule.attributes))
+            if op.shape_rule.attributes and not op.is_interface_only
             else ""
         ),
         case_attributes=(

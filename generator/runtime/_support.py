@@ -546,8 +546,12 @@ def quoted(value) -> str:
     return text
 
 
-def attribute(ctx, name: str, default, missing_message: str = ""):
-    """An attribute's value in ONNX shape inference (strings decoded); the default when absent."""
+def attribute(
+    ctx, name: str, default, proto_type: int, wrong_type_message: str, missing_message: str = ""
+):
+    """An attribute's value in ONNX shape inference (strings decoded); the default when absent.
+    One of another type than `proto_type` fails it (as ONNX Runtime's session does: never read
+    as a number it is not)."""
     import onnx
 
     proto = ctx.get_attribute(name)
@@ -555,6 +559,9 @@ def attribute(ctx, name: str, default, missing_message: str = ""):
         if default is None:
             raise onnx.shape_inference.InferenceError(missing_message)
         return default
+    if proto.type != proto_type:
+        found = onnx.AttributeProto.AttributeType.Name(proto.type)
+        raise onnx.shape_inference.InferenceError(wrong_type_message + found)
     result = onnx.helper.get_attribute_value(proto)
     # Bytes that are not UTF-8 (a model may hold any) as \xNN, as the C++ opgen::quoted
     # spells them: the value then matches no allowed string, and the message says so.
