@@ -799,6 +799,60 @@ NOT_YET = [
 ]
 
 
+# A known or random case runs the op: an attribute value every runtime refuses is a definition
+# error at the value (before, the generated tests failed with the runtime's refusal).
+REFUSED_CASE_VALUES = [
+    (
+        "tests/opdefs/clip_below.yaml",  # a known case, past max
+        "      attributes: {floor: 2.0}",
+        "      attributes: {floor: 200.0}",
+        r"tests\.known\[1\]\.attributes\.floor: 2e\+02 is outside min/max \[-1e\+02, 1e\+02\], "
+        r"which every runtime refuses",
+    ),
+    (
+        "tests/opdefs/clip_below.yaml",  # a random case, a float that rounds past min in float32
+        "      attributes: {floor: -1.0}",
+        "      attributes: {floor: -100.00001}",
+        r"tests\.random\[0\]\.attributes\.floor: .* is outside min/max",
+    ),
+    (
+        "tests/opdefs/odd_text.yaml",  # not one of the allowed values
+        'mode: "\u2211"',
+        'mode: "sum"',
+        r'tests\.random\[1\]\.attributes\.mode: "sum" is not one of \[',
+    ),
+]
+
+
+@pytest.mark.parametrize("source,old,new,error", REFUSED_CASE_VALUES)
+def test_case_attribute_every_runtime_refuses_is_a_definition_error(
+    tmp_path, run_generator, source, old, new, error
+):
+    text = (ROOT / source).read_text()
+    assert old in text
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / Path(source).name).write_text(text.replace(old, new))
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(rf"{Path(source).stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
+
+
+def test_error_case_attributes_may_be_refused_values(tmp_path, run_generator):
+    """An error case may give a value the runtimes refuse: that is what it tests."""
+    text = (ROOT / "tests/opdefs/clip_below.yaml").read_text()
+    old = "      message: \"input 'X' must have at least rank 1\"\n"
+    assert old in text
+    new = old + (
+        "    - shapes: {X: [3], Extra: [[3]]}\n"
+        "      attributes: {floor: 500.0}\n"
+        "      message: \"attribute 'floor' must be between\"\n"
+    )
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "clip_below.yaml").write_text(text.replace(old, new))
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 @pytest.mark.parametrize("source,old,new,error", NOT_YET, ids=[c[0] for c in NOT_YET])
 def test_kind_not_carried_there_yet_is_refused(tmp_path, run_generator, source, old, new, error):
     text = (ROOT / source).read_text()

@@ -6,7 +6,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from generator.model.types import AttrType, DType, Instantiation, TensorType, ValueType
+from generator.model.types import (
+    AttrType,
+    DType,
+    Instantiation,
+    TensorType,
+    ValueType,
+    float32,
+    message_value,
+    message_values,
+)
 from generator.runtime._names import value_name as value_name
 from generator.runtime._names import value_names as value_names
 
@@ -175,6 +184,20 @@ class Attribute:
     @property
     def has_default(self) -> bool:
         return self.default is not None
+
+    def refusal(self, value: Any) -> str | None:
+        """Why every runtime refuses this value ("is not one of [...]", "is outside min/max
+        [a, b]"), or None where it takes it (a float compares as the float32 it becomes)."""
+        if self.allowed is not None and value not in self.allowed:
+            return f"is not one of {message_values(self.allowed)}"
+        if self.minimum is None and self.maximum is None:
+            return None
+        number = float32(value) if self.type is AttrType.float else value
+        low, high = self.minimum, self.maximum
+        if (low is None or number >= low) and (high is None or number <= high):
+            return None
+        shown = ["" if bound is None else message_value(bound) for bound in (low, high)]
+        return f"is outside min/max [{shown[0]}, {shown[1]}]"
 
     @property
     def optional_without_default(self) -> bool:

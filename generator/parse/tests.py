@@ -18,7 +18,7 @@ from generator.model.tests import (
     Tests,
     Tolerance,
 )
-from generator.model.types import DType, TypeConstraint, type_choosers
+from generator.model.types import DType, TypeConstraint, message_value, type_choosers
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.tensors import attr_value
@@ -57,8 +57,10 @@ def _tensor_literal(node: Node) -> Any:
 
 
 def _parse_case_attributes(
-    fields: dict[str, Node], signature: _Signature, case: Node
+    fields: dict[str, Node], signature: _Signature, case: Node, valid: bool = True
 ) -> dict[str, Any]:
+    """A case's attributes; a known or random case's (`valid`) must be values every runtime
+    takes (an error case's may be any, to test the refusal)."""
     # Values a definition cannot spell (a graph, a tensor) are the capability check's to refuse.
     # An attribute that chooses a type variable's dtype is the tests' to set, per dtype.
     choosers = {name: c.name for name, c in type_choosers(signature.constraints).items()}
@@ -79,7 +81,15 @@ def _parse_case_attributes(
                     f"of {choosers[name]}, setting it to each"
                 )
     values = read.mapping(node, set(attrs), required)
-    return {name: attr_value(child, attrs[name].type) for name, child in values.items()}
+    parsed = {name: attr_value(child, attrs[name].type) for name, child in values.items()}
+    for name, value in parsed.items():
+        refusal = attrs[name].refusal(value) if valid else None
+        if refusal is not None:
+            raise values[name].error(
+                f"{message_value(value)} {refusal}, which every runtime refuses: a known or "
+                "random case runs the op (an error case may test a refusal)"
+            )
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -346,7 +356,9 @@ def _parse_error(item: Node, signature: _Signature) -> ErrorCase:
             shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
             _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
     message = read.string(ef["message"])
-    return ErrorCase(shapes, values, message, _parse_case_attributes(ef, signature, item))
+    return ErrorCase(
+        shapes, values, message, _parse_case_attributes(ef, signature, item, valid=False)
+    )
 
 
 def _parse_builtin(item: Node, constraints: tuple[TypeConstraint, ...]) -> BuiltinEquivalent:
