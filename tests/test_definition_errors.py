@@ -824,6 +824,40 @@ REFUSED_CASE_VALUES = [
 ]
 
 
+@pytest.mark.parametrize(
+    "old, new, errors",
+    [
+        # ONNX's name of a dtype: the hint, and the attribute kept (no "no attribute 'to'").
+        (
+            "default: int64, doc: The output",
+            "default: float, doc: The output",
+            [r"attributes\[0\]\.default: unknown dtype 'float' \(did you mean 'float32'\?\)"],
+        ),
+        # A misspelt chooser: its did-you-mean, and the dtype default explained, not "integer".
+        (
+            "chosen_by: to",
+            "chosen_by: tto",
+            [
+                r"type_constraints\.U\.chosen_by: no attribute 'tto' to choose it \(did you "
+                r"mean 'to'\?\)",
+                r"attributes\[0\]\.default: 'int64' is a dtype: an int attribute takes one as "
+                r"its default only where a type variable is chosen_by it \(chosen_by: to\)",
+            ],
+        ),
+    ],
+)
+def test_chooser_mistakes_give_their_own_errors_only(tmp_path, run_generator, old, new, errors):
+    text = (ROOT / "tests/opdefs/cast_to.yaml").read_text()
+    assert old in text
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "cast_to.yaml").write_text(text.replace(old, new))
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    for error in errors:
+        assert re.search(rf"cast_to\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
+    assert f"{len(errors)} error" in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("source,old,new,error", REFUSED_CASE_VALUES)
 def test_case_attribute_every_runtime_refuses_is_a_definition_error(
     tmp_path, run_generator, source, old, new, error

@@ -236,11 +236,13 @@ def doc(fields: dict[str, Node], errors: ErrorCollector) -> str:
 def dtype(node: Node) -> DType:
     name = string(node, "a dtype name")
     try:
-        return DType(name)
-    except ValueError:
-        raise node.error(
-            f"unknown dtype '{name}'; expected one of {[d.value for d in DType]}"
-        ) from None
+        return _dtype_name(name)
+    except ValueError as problem:
+        known = "" if "did you mean" in str(problem) else f"; expected one of {DTYPE_NAMES}"
+        raise node.error(f"{problem}{known}") from None
+
+
+DTYPE_NAMES = [d.value for d in DType]
 
 
 VALUE_TYPE_SYNTAX = (

@@ -22,6 +22,7 @@ from generator.model.tensors import (
     VariadicArity,
 )
 from generator.model.types import (
+    FROM_ONNX_NAME,
     TENSOR_PROTO_NUMBER,
     AttrType,
     DType,
@@ -235,6 +236,25 @@ _PLACEHOLDER = {
 }
 
 
+def _default(node: Node, attr_type: AttrType, name: str) -> Any:
+    """An attribute's default; a dtype name for an int one says what it lacks."""
+    value = node.value
+    if attr_type is AttrType.int and isinstance(value, str) and _names_dtype(value):
+        raise node.error(
+            f"'{value}' is a dtype: an int attribute takes one as its default only where a type "
+            f"variable is chosen_by it (chosen_by: {name})"
+        )
+    return attr_value(node, attr_type)
+
+
+def _names_dtype(word: str) -> bool:
+    try:
+        DType(FROM_ONNX_NAME.get(word, word))
+    except ValueError:
+        return False
+    return True
+
+
 def parse_attribute(
     node: Node, errors: ErrorCollector, choosers: dict[str, TypeConstraint] | None = None
 ) -> Attribute:
@@ -272,7 +292,7 @@ def parse_attribute(
     if "default" in fields:
         # A bad default is reported without dropping the attribute: its absence would cascade
         # into errors wherever it is used. (The definition fails anyway.)
-        default = errors.attempt(attr_value, fields["default"], attr_type)
+        default = errors.attempt(_default, fields["default"], attr_type, name)
         default_ok = default is not None
         default = default if default_ok else _PLACEHOLDER[attr_type]
     allowed = None
@@ -327,6 +347,16 @@ def parse_attribute(
     return Attribute(name, attr_type, doc, required, default, allowed, since, minimum, maximum)
 
 
+def _chosen_default(node: Node, constraint: TypeConstraint) -> DType:
+    dtype = read.dtype(node)
+    if dtype not in constraint.dtypes:
+        raise node.error(
+            f"the default {dtype.value} is not one of {constraint.name}'s dtypes "
+            f"{[d.value for d in constraint.dtypes]}"
+        )
+    return dtype
+
+
 def _type_chooser(
     fields: dict[str, Node],
     name: str,
@@ -355,13 +385,9 @@ def _type_chooser(
             )
     default = None
     if "default" in fields:
-        dtype = read.dtype(fields["default"])
-        if dtype not in dtypes:
-            raise fields["default"].error(
-                f"the default {dtype.value} is not one of {constraint.name}'s dtypes "
-                f"{[d.value for d in dtypes]}"
-            )
-        default = TENSOR_PROTO_NUMBER[dtype]
+        # A bad one is reported without dropping the attribute (its absence would cascade).
+        dtype = errors.attempt(_chosen_default, fields["default"], constraint)
+        default = TENSOR_PROTO_NUMBER[dtype if dtype is not None else dtypes[0]]
     doc = read.doc(fields, errors)
     since = read.version_number(fields["since_version"]) if "since_version" in fields else None
     allowed = tuple(TENSOR_PROTO_NUMBER[d] for d in dtypes)
