@@ -9,7 +9,9 @@
    fraction of this machine's memory-copy bandwidth (numpy copy of a buffer of the same size).
 3. The speed-up of the generated kernels from 1 to 2 threads (their work is split with the
    custom-op API's parallel-for).
-4. The cost of one call through `session.run` on 4 elements: test.customop::CustomOpOne against
+4. ai.opgen::Quantize against ONNX Runtime's own QuantizeLinear (opset 21) on 10M elements, to
+   int8 and uint16, on 1 and 2 threads.
+5. The cost of one call through `session.run` on 4 elements: test.customop::CustomOpOne against
    the built-in Add, and the variadic ai.opgen::Sum of 2, 8 and 32 inputs against ONNX's own Sum
    of as many (the cost of each further input, against a fixed-arity op's).
 
@@ -207,6 +209,66 @@ def chain_benchmark(elements: int, repeat: int) -> tuple[list[list[str]], float]
     return rows, bandwidth
 
 
+def quantize_benchmark(elements: int, repeat: int) -> list[list[str]]:
+    """ai.opgen::Quantize against ONNX Runtime's QuantizeLinear (opset 21, output_dtype) on the
+    same float32 values, to int8 and to uint16, on 1 and 2 threads."""
+    library = _support.ort_library("ai_opgen")
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(elements) * 300).astype(np.float32)
+    scale = np.array(0.75, np.float32)
+    rows = []
+    for dtype, elem, numpy_dtype in (
+        ("int8", TensorProto.INT8, np.int8),
+        ("uint16", TensorProto.UINT16, np.uint16),
+    ):
+        io = (
+            [tensor("X", TensorProto.FLOAT, ["n"]), tensor("scale", TensorProto.FLOAT, [])],
+            [tensor("Y", elem, ["n"])],
+        )
+        ours_model = model(
+            [
+                helper.make_node(
+                    "Quantize", ["X", "scale"], ["Y"], domain="ai.opgen", output_dtype=elem
+                )
+            ],
+            *io,
+            {"ai.opgen": 1},
+        )
+        builtin_model = model(
+            [helper.make_node("QuantizeLinear", ["X", "scale"], ["Y"], output_dtype=elem)],
+            *io,
+            {},
+        )
+        contestants, outputs = {}, {}
+        for threads in (1, 2):
+            for name, built, library_path in (
+                ("ours", ours_model, library),
+                ("builtin", builtin_model, None),
+            ):
+                out = np.empty(elements, numpy_dtype)
+                sess = session(built, threads, library_path)
+                feeds = {"X": x, "scale": scale}
+                contestants[(name, threads)] = bound_runner(sess, feeds, {"Y": out})
+                outputs[(name, threads)] = out
+        medians = interleaved_medians(contestants, repeat)
+        for threads in (1, 2):
+            if not np.array_equal(outputs[("ours", threads)], outputs[("builtin", threads)]):
+                sys.exit(f"Quantize to {dtype} disagrees with QuantizeLinear")
+        for threads in (1, 2):
+            ours, builtin = medians[("ours", threads)], medians[("builtin", threads)]
+            rows.append(
+                [
+                    dtype,
+                    str(threads),
+                    f"{ours * 1e3:.1f} ms",
+                    f"{builtin * 1e3:.1f} ms",
+                    f"**{ours / builtin:.2f}**",
+                    f"{medians[('ours', 1)] / ours:.2f}x" if threads == 2 else "",
+                ]
+            )
+    return rows
+
+
 def call_benchmark(repeat: int, calls: int = 2000) -> list[list[str]]:
     """Seconds per session.run of tiny inputs (what the custom-op wrapper adds to a call)."""
     customop, opgen = _support.ort_library("test_customop"), _support.ort_library("ai_opgen")
@@ -312,6 +374,14 @@ def main() -> None:
         f"{args.repeat} runs of 2000 calls; targets: CustomOpOne within 1.05x of Add, a variadic "
         "op's further inputs no dearer than the built-in's)",
         table(["call", "ours", "reference", "ours / reference"], call_benchmark(args.repeat)),
+    )
+    report(
+        f"Quantize vs ONNX Runtime's QuantizeLinear (opset 21), {args.elements:,} float32 "
+        f"elements (median of {args.repeat}; target ratio <= 1.0)",
+        table(
+            ["to", "threads", "ours", "QuantizeLinear", "ours / built-in", "ours 1 -> 2 threads"],
+            quantize_benchmark(args.elements, args.repeat),
+        ),
     )
     rows, bandwidth = chain_benchmark(args.elements, args.repeat)
     report(
