@@ -125,6 +125,8 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--dtype-attribute",
+        action="append",
+        default=[],
         metavar="NAME=DTYPES",
         help="the last output's element type is chosen by int attribute NAME among DTYPES "
         "(comma-separated; the first is its default), as Cast's `to`: a type variable "
@@ -229,9 +231,15 @@ class _Chooser:
     dtypes: list[DType]
 
 
-def _chooser(spec: str | None, taken: set[str]) -> _Chooser | None:
-    if spec is None:
+def _chooser(specs: list[str], taken: set[str]) -> _Chooser | None:
+    if not specs:
         return None
+    if len(specs) > 1:
+        raise ScaffoldError(
+            "--dtype-attribute given twice: it picks the last output's type (add other type "
+            "attributes to the definition by hand)"
+        )
+    spec = specs[0]
     name, equals, dtypes = spec.partition("=")
     if not equals or not IDENTIFIER.fullmatch(name.strip()):
         raise ScaffoldError(f"--dtype-attribute '{spec}': expected NAME=DTYPES (to=float16,int64)")

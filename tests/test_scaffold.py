@@ -134,6 +134,10 @@ def test_new_never_overwrites(tmp_path):
         (["Op", "--dtype-attribute", "to=float17"], "--dtype-attribute to: 'float17'"),
         (["Op", "--dtype-attribute", "to=int8,int8"], "--dtype-attribute to: int8 given more"),
         (["Op", "--dtype-attribute", "to=string"], "string is not scaffolded"),
+        (
+            ["Op", "--dtype-attribute", "a=int8", "--dtype-attribute", "b=int16"],
+            "--dtype-attribute given twice",
+        ),
     ],
 )
 def test_new_rejects_bad_arguments_and_writes_nothing(tmp_path, args, message):

@@ -434,6 +434,16 @@ def _check_code_names(d: _Definition) -> None:
         ]
     for node in names:
         d.errors.attempt(read.reserved_name, node, "name")
+    # An attribute is a keyword argument of onnxscript's Op.__call__(self, ...) in the dynamo
+    # translation (an input is positional: ATen's `self` is fine there).
+    for name in _attribute_name_nodes(d):
+        if name.value == "self":
+            d.errors.add(
+                name.error(
+                    "attribute 'self' is reserved: the exporters' translation passes attributes "
+                    "as keyword arguments of a call that takes its own `self`; choose another name"
+                )
+            )
     _check_derived_names({node.value: node for node in reversed(names)}, d.errors)
 
 
@@ -543,16 +553,28 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
                 )
 
 
+def _attribute_name_nodes(d: _Definition) -> list[Node]:
+    """The `name` of each attribute the file lists, whether or not the attribute parsed."""
+    items = d["attributes"].value if "attributes" in d and d["attributes"].is_sequence else []
+    return [
+        item.value["name"]
+        for item in items
+        if item.is_mapping and "name" in item.value and isinstance(item.value["name"].value, str)
+    ]
+
+
 def _check_type_choosers(d: _Definition, signature: _Signature) -> None:
     """A type variable `chosen_by` an attribute: the attribute exists, chooses it alone, and no
     input has the variable (the attribute and the input could disagree)."""
     chosen: dict[str, str] = {}
+    # Attributes the file names, parsed or not (one that failed has its own error already).
+    written = {node.value for node in _attribute_name_nodes(d)}
     for constraint in signature.constraints:
         if constraint.chosen_by is None:
             continue
         where = read.node_at(d.root, f"type_constraints.{constraint.name}.chosen_by")
         name = constraint.chosen_by
-        if name not in signature.attrs_by_name:
+        if name not in written:  # (one written but not parsed has its own error)
             names = set(signature.attrs_by_name)
             hint = read.closest(name, names) if names else None
             suggestion = f" (did you mean '{hint}'?)" if hint else ""
@@ -560,11 +582,12 @@ def _check_type_choosers(d: _Definition, signature: _Signature) -> None:
         elif name in chosen:
             d.errors.add(where.error(f"attribute '{name}' already chooses {chosen[name]}"))
         chosen.setdefault(name, constraint.name)
-        if not any(t.type_var == constraint.name for t in signature.outputs):
+        if not any(t.type_var == constraint.name and not t.optional for t in signature.outputs):
             d.errors.add(
                 where.error(
-                    f"no output has type {constraint.name}: ONNX Runtime picks the kernel by "
-                    "the outputs' types, so the attribute would choose nothing it can tell apart"
+                    f"no required output has type {constraint.name}: ONNX Runtime picks the "
+                    "kernel by the outputs' types (a node may leave an optional one out), so the "
+                    "attribute would choose nothing it can tell apart"
                 )
             )
         if "function" in d:
