@@ -823,18 +823,23 @@ _BY_ONNX_NUMBER = {onnx: name for name, (onnx, _) in DTYPE_NUMBERS.items()}
 _BY_SCALAR_TYPE = {index: name for name, (_, index) in DTYPE_NUMBERS.items()}
 
 
-def onnx_dtype(dtype) -> int:
-    """A dtype argument as ONNX's number of it; 0 (UNDEFINED, which no op allows: the op's
-    check of the attribute names it) for a torch.dtype ONNX lacks and for anything else."""
+def onnx_dtype(dtype, default: int = 0) -> int:
+    """A dtype argument as ONNX's number of it (None: `default`); 0 (UNDEFINED, which no op
+    allows: the op's check of the attribute names it) for a torch.dtype ONNX lacks and for
+    anything else."""
     import torch
 
+    if dtype is None:
+        return default
     name = str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else ""
     return DTYPE_NUMBERS.get(name, (0, -1))[0]
 
 
-def onnx_dtype_of_scalar_type(index) -> int:
-    """A ScalarType argument as the TorchScript exporter gives it (c10's index), as ONNX's
-    number."""
+def onnx_dtype_of_scalar_type(index, default: int = 0) -> int:
+    """A ScalarType argument as the TorchScript exporter gives it (c10's index; None:
+    `default`), as ONNX's number."""
+    if index is None:
+        return default
     name = _BY_SCALAR_TYPE.get(index)
     return DTYPE_NUMBERS[name][0] if name is not None else 0
 

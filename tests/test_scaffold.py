@@ -55,7 +55,7 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
     assert "chosen_by: to" in definition.read_text()
     assert "{name: Z, type: U, same_shape_as: X, doc: TODO}" in definition.read_text()
     assert (
-        "ScalarType to=float16" in (tmp_path / "generated" / "my_scale" / "torch_op.py").read_text()
+        "ScalarType? to=None" in (tmp_path / "generated" / "my_scale" / "torch_op.py").read_text()
     )
     kernel = tmp_path / "opdefs" / "my_scale_kernel.h"
     assert "TODO" in definition.read_text() and "TODO" in kernel.read_text()

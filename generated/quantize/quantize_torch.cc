@@ -29,9 +29,9 @@ opgen::torch_support::Tensor run(opgen::torch_support::Tensor X_value, opgen::to
 }
 
 // The CPU kernel as the dispatcher calls it, with the schema's arguments.
-opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value, opgen::torch_support::Tensor scale_value, opgen::torch_support::ScalarType output_dtype) {
+opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value, opgen::torch_support::Tensor scale_value, std::optional<opgen::torch_support::ScalarType> output_dtype) {
   Attributes attrs;
-  attrs.output_dtype = opgen::torch_support::onnx_dtype(output_dtype);
+  if (output_dtype) attrs.output_dtype = opgen::torch_support::onnx_dtype(*output_dtype);
   if (attrs.output_dtype == 2 && opgen::torch_support::has_dtype<float>(X_value) && opgen::torch_support::has_dtype<float>(scale_value)) return run<uint8_t, float>(X_value, scale_value, attrs);
   if (attrs.output_dtype == 2 && opgen::torch_support::has_dtype<opgen::float16>(X_value) && opgen::torch_support::has_dtype<opgen::float16>(scale_value)) return run<uint8_t, opgen::float16>(X_value, scale_value, attrs);
   if (attrs.output_dtype == 3 && opgen::torch_support::has_dtype<float>(X_value) && opgen::torch_support::has_dtype<float>(scale_value)) return run<int8_t, float>(X_value, scale_value, attrs);
@@ -55,14 +55,14 @@ void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outpu
   opgen::torch_support::put(stack, cpu_kernel(
       opgen::torch_support::take<opgen::torch_support::Tensor>(stack[0]),
       opgen::torch_support::take<opgen::torch_support::Tensor>(stack[1]),
-      opgen::torch_support::take<opgen::torch_support::ScalarType>(stack[2])
+      opgen::torch_support::take<std::optional<opgen::torch_support::ScalarType>>(stack[2])
   ));
 }
 
 // Registered while the library loads; PyTorch's debug info names this library and this file.
 const opgen::torch_support::Registration registration(
     "opgen",
-    {kOpType, "quantize", "quantize(Tensor X, Tensor scale, ScalarType output_dtype=uint8) -> Tensor", &boxed_cpu_kernel,
+    {kOpType, "quantize", "quantize(Tensor X, Tensor scale, ScalarType\? output_dtype=None) -> Tensor", &boxed_cpu_kernel,
      nullptr, nullptr, nullptr, nullptr},
     "quantize_torch.cc", __LINE__, reinterpret_cast<const void*>(&boxed_cpu_kernel));
 

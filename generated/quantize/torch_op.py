@@ -14,14 +14,14 @@ import torch
 from .. import _support  # noqa: F401 (the kernel module)
 
 # Derived from the op definition (inferring it from Python cannot express list defaults).
-SCHEMA = "(Tensor X, Tensor scale, ScalarType output_dtype=uint8) -> Tensor"
+SCHEMA = "(Tensor X, Tensor scale, ScalarType? output_dtype=None) -> Tensor"
 
 
 def _fake(
-    X: torch.Tensor, scale: torch.Tensor, output_dtype: torch.dtype = torch.uint8
+    X: torch.Tensor, scale: torch.Tensor, output_dtype: torch.dtype | None = None
 ) -> torch.Tensor:
     _support.check_one_device("Quantize", {"X": X, "scale": scale})
-    output_dtype = _support.onnx_dtype(output_dtype)
+    output_dtype = _support.onnx_dtype(output_dtype, 2)
     torch._check(
         output_dtype in [2, 3, 4, 5],
         lambda: "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got "

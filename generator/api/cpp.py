@@ -75,8 +75,9 @@ TORCH_ARG_TYPE = {
 def torch_attribute_type(op: OpDef, attr: Attribute) -> str:
     """The C++ type of an attribute's argument to the native kernel (`T?` where it may be
     absent, and for a list of strings with a default: see defaults_via_none)."""
-    if chooses_dtype(op, attr):
-        return "opgen::torch_support::ScalarType"
+    if chooses_dtype(op, attr):  # `ScalarType? to=None` where it has a default
+        scalar_type = "opgen::torch_support::ScalarType"
+        return scalar_type if attr.required else f"std::optional<{scalar_type}>"
     cpp_type = TORCH_ARG_TYPE[attr.type]
     if defaults_via_none(attr) or attr.optional_without_default:
         return f"std::optional<{cpp_type}>"
@@ -93,8 +94,10 @@ def torch_attribute_assignment(op: OpDef, attr: Attribute) -> str:
     keeps the struct's default; floats narrow to float32, as ONNX attributes are; a dtype
     becomes ONNX's number of it)."""
     member = f"attrs.{attr.name}"
-    if chooses_dtype(op, attr):
+    if chooses_dtype(op, attr) and attr.required:
         return f"{member} = opgen::torch_support::onnx_dtype({attr.name});"
+    if chooses_dtype(op, attr):  # None keeps the struct's default
+        return f"if ({attr.name}) {member} = opgen::torch_support::onnx_dtype(*{attr.name});"
     if attr.optional_without_default:
         if attr.type is AttrType.float:
             return f"if ({attr.name}) {member} = static_cast<float>(*{attr.name});"

@@ -19,7 +19,7 @@ from generator.model.tensors import (
     TensorParam,
     VariadicArity,
 )
-from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
+from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 
 TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
 # How the generated tests spell a dtype: torch's, and a string tensor's (which PyTorch lacks) as
@@ -135,9 +135,21 @@ def chooses_dtype(op: OpDef, attr: Attribute) -> bool:
     return attr.name in op.type_choosers
 
 
-def _torch_dtype_name(number: int) -> str:
-    """A dtype attribute's value (TensorProto's number) by the name of its torch.dtype."""
-    return DTYPE_OF_NUMBER[number].value
+def dtype_default(attr: Attribute) -> int:
+    """The number a dtype argument left out (None) stands for: the definition's default; a
+    required one has none (0, which no variable allows). The PyTorch schema says
+    `ScalarType? to=None` rather than `ScalarType to=int64`: PyTorch stores a ScalarType default
+    as an int, which AOTInductor's serializer refuses (torch 2.13)."""
+    return 0 if attr.required else int(attr.default)
+
+
+def dtype_conversions(op: OpDef, convert: str) -> list[str]:
+    """Statements turning each dtype argument into ONNX's number with `_support.<convert>` (a
+    torch.dtype, or the TorchScript exporter's ScalarType index; None: the default)."""
+    return [
+        f"{name} = _support.{convert}({name}, {dtype_default(op.attributes_by_name[name])})"
+        for name in op.type_choosers
+    ]
 
 
 def torch_schema(op: OpDef) -> str:
@@ -148,9 +160,10 @@ def torch_schema(op: OpDef) -> str:
         for i, t in enumerate(op.inputs)
     ]
     for attr in op.attributes:
-        if chooses_dtype(op, attr):  # PyTorch's schema parser reads torch's dtype names
-            default = "" if attr.required else f"={_torch_dtype_name(attr.default)}"
-            args.append(f"ScalarType {attr.name}{default}")
+        if chooses_dtype(op, attr):  # None: the definition's default (see dtype_default)
+            args.append(
+                f"ScalarType {attr.name}" if attr.required else f"ScalarType? {attr.name}=None"
+            )
         elif attr.required:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}")
         elif defaults_via_none(attr) or attr.optional_without_default:
@@ -176,7 +189,7 @@ def python_params(op: OpDef, annotate: bool, *, dtype_arguments: bool) -> str:
         if dtype_arguments and chooses_dtype(op, attr):
             annotation = "torch.dtype"
             if not attr.required:
-                default = f" = torch.{_torch_dtype_name(attr.default)}"
+                annotation, default = "torch.dtype | None", " = None"
         elif defaults_via_none(attr) or attr.optional_without_default:
             annotation, default = f"{annotation} | None", " = None"
         params.append(
@@ -191,6 +204,15 @@ def fill_defaults(op: OpDef) -> list[str]:
         f"{a.name} = {literal(a.default)} if {a.name} is None else list({a.name})"
         for a in op.attributes
         if defaults_via_none(a)
+    ]
+
+
+def fill_dtype_defaults(op: OpDef) -> list[str]:
+    """The translation's: a dtype argument given as None is the default's number."""
+    return [
+        f"{a.name} = {dtype_default(a)} if {a.name} is None else {a.name}"
+        for a in op.attributes
+        if chooses_dtype(op, a) and not a.required
     ]
 
 

@@ -240,9 +240,7 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         return_expr=names[0] if single else "(" + ", ".join(names) + ")",
         output_names_tuple=", ".join(names) + ("," if single else ""),
         fill_defaults=tuple(py.fill_defaults(op)),
-        dtype_conversions=tuple(
-            f"{name} = _support.onnx_dtype({name})" for name in op.type_choosers
-        ),
+        dtype_conversions=tuple(py.dtype_conversions(op, "onnx_dtype")),
         # An export-only op runs its export nodes eagerly; others call their kernel.
         kernel_call=_kernel_call(op) if op.kernel else None,
         eager_statements=() if op.kernel else tuple(py.eager_statements(op, index)),
@@ -726,7 +724,7 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
         opsets=tuple(OpsetView(py.opset_variable(d), d, v) for d, v in opsets.items()),
         opsets_literal=py.literal_dict(opsets),
         translation_params=py.python_params(op, annotate=False, dtype_arguments=False),
-        fill_defaults=tuple(py.fill_defaults(op)),
+        fill_defaults=tuple(py.fill_defaults(op) + py.fill_dtype_defaults(op)),
         translation_statements=tuple(py.translation_statements(op)),
         parse_args=", ".join(
             ['"v"'] * len(op.inputs) + [f'"{_PARSE_ARG[a.type]}"' for a in op.attributes]
@@ -744,9 +742,7 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
             for a in op.attributes
             if a.type is AttrType.strings
         ),
-        symbolic_dtype_conversions=tuple(
-            f"{name} = _support.onnx_dtype_of_scalar_type({name})" for name in op.type_choosers
-        ),
+        symbolic_dtype_conversions=tuple(py.dtype_conversions(op, "onnx_dtype_of_scalar_type")),
         symbolic_statements=tuple(py.symbolic_statements(op, _set_types(op))),
     )
 

@@ -193,7 +193,8 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         ),
         Target.pybind: Carried("it takes ONNX's number, from the PyTorch op's torch.dtype"),
         Target.torch_native: Carried(
-            "a ScalarType argument (a torch.dtype; its default by torch's name); kernel ops only"
+            "a ScalarType argument (a torch.dtype; ScalarType? with None for the default, which "
+            "AOTInductor takes); kernel ops only"
         ),
         Target.torch_python: Carried("a torch.dtype argument (ScalarType); kernel ops only"),
         Target.exporters: Carried("the node gets the torch.dtype's ONNX number"),
