@@ -22,7 +22,7 @@ def _infer(ctx) -> None:
         onnx.AttributeProto.INT,
         "Quantize: attribute 'output_dtype' must be of type INT, got ",
     )
-    if not (attr_output_dtype in [2, 3, 4, 5]):
+    if not (any(attr_output_dtype == allowed for allowed in [2, 3, 4, 5])):
         raise onnx.shape_inference.InferenceError(
             "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got "
             + _support.quoted(attr_output_dtype)

@@ -23,7 +23,7 @@ def _fake(
     _support.check_one_device("Quantize", {"X": X, "scale": scale})
     output_dtype = _support.onnx_dtype(output_dtype, 2)
     torch._check(
-        output_dtype in [2, 3, 4, 5],
+        any(output_dtype == allowed for allowed in [2, 3, 4, 5]),
         lambda: "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got "
         + str(_support.quoted(output_dtype)),
     )

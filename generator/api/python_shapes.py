@@ -49,8 +49,8 @@ def _slice(part: SlicePart) -> str:
 def _attribute_condition(check: AttributeCheck, value: str) -> str:
     """The condition an attribute check requires of `value` (a float range compares the
     float32 every runtime holds the value in)."""
-    if isinstance(check, AllowedValuesCheck):
-        return f"{value} in {literal(list(check.allowed))}"
+    if isinstance(check, AllowedValuesCheck):  # (templates negate it: `not (x in y)` lints)
+        return f"any({value} == allowed for allowed in {literal(list(check.allowed))})"
     if check.is_float:
         value = f"_support.float32({value})"
     return " and ".join(
