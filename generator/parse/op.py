@@ -424,19 +424,12 @@ def _check_code_names(d: _Definition) -> None:
         )
     ]
     for key in ("inputs", "outputs", "attributes"):
-        items = d[key].value if key in d and d[key].is_sequence else []
-        names += [
-            item.value["name"]
-            for item in items
-            if item.is_mapping
-            and "name" in item.value
-            and isinstance(item.value["name"].value, str)
-        ]
+        names += _name_nodes(d, key)
     for node in names:
         d.errors.attempt(read.reserved_name, node, "name")
     # An attribute is a keyword argument of onnxscript's Op.__call__(self, ...) in the dynamo
     # translation (an input is positional: ATen's `self` is fine there).
-    for name in _attribute_name_nodes(d):
+    for name in _name_nodes(d, "attributes"):
         if name.value == "self":
             d.errors.add(
                 name.error(
@@ -553,9 +546,10 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
                 )
 
 
-def _attribute_name_nodes(d: _Definition) -> list[Node]:
-    """The `name` of each attribute the file lists, whether or not the attribute parsed."""
-    items = d["attributes"].value if "attributes" in d and d["attributes"].is_sequence else []
+def _name_nodes(d: _Definition, key: str) -> list[Node]:
+    """The `name` of each input, output or attribute (`key`) the file lists, whether or not it
+    parsed."""
+    items = d[key].value if key in d and d[key].is_sequence else []
     return [
         item.value["name"]
         for item in items
@@ -568,7 +562,7 @@ def _check_type_choosers(d: _Definition, signature: _Signature) -> None:
     input has the variable (the attribute and the input could disagree)."""
     chosen: dict[str, str] = {}
     # Attributes the file names, parsed or not (one that failed has its own error already).
-    written = {node.value for node in _attribute_name_nodes(d)}
+    written = {node.value for node in _name_nodes(d, "attributes")}
     for constraint in signature.constraints:
         if constraint.chosen_by is None:
             continue

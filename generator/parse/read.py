@@ -236,10 +236,11 @@ def doc(fields: dict[str, Node], errors: ErrorCollector) -> str:
 def dtype(node: Node) -> DType:
     name = string(node, "a dtype name")
     try:
-        return _dtype_name(name)
-    except ValueError as problem:
-        known = "" if "did you mean" in str(problem) else f"; expected one of {DTYPE_NAMES}"
-        raise node.error(f"{problem}{known}") from None
+        return DType(name)
+    except ValueError:
+        hint = _dtype_hint(name)
+        known = f" (did you mean '{hint}'?)" if hint else f"; expected one of {DTYPE_NAMES}"
+        raise node.error(f"unknown dtype '{shown(name)}'{known}") from None
 
 
 DTYPE_NAMES = [d.value for d in DType]
@@ -281,12 +282,17 @@ def _dtype_name(word: str) -> DType:
     try:
         return DType(word)
     except ValueError:
-        hint = FROM_ONNX_NAME.get(word) or (
-            closest(word, {d.value for d in DType}) if len(word) <= 64 else None
-        )
+        hint = _dtype_hint(word)
         raise ValueError(
             f"unknown dtype '{shown(word)}'" + (f" (did you mean '{hint}'?)" if hint else "")
         ) from None
+
+
+def _dtype_hint(word: str) -> str | None:
+    """Our name for ONNX's (float: float32), or the closest dtype name."""
+    return FROM_ONNX_NAME.get(word) or (
+        closest(word, {d.value for d in DType}) if len(word) <= 64 else None
+    )
 
 
 # ONNX's map keys.
