@@ -217,3 +217,156 @@ def test_dtype_numbers_agree_with_onnx_torch_and_the_native_library(tmp_path):
     native = dict(tuple(map(int, line.split())) for line in printed.splitlines())
     by_index = {index: number for number, index in _support.DTYPE_NUMBERS.values()}
     assert native == {index: by_index.get(index, 0) for index in range(64)}
+
+
+_FLOAT8 = r"""
+#include <cstdio>
+#include <iostream>
+#include "opgen/runtime.h"
+template <typename F>
+void print(const std::vector<float>& values) {  // every code decoded, then each value encoded
+  for (int bits = 0; bits < 256; ++bits) {
+    const float decoded = F::to_float(static_cast<uint8_t>(bits));
+    uint32_t x;
+    std::memcpy(&x, &decoded, sizeof x);
+    std::printf("%08x ", x);
+  }
+  for (float value : values) {
+    std::printf("%02x %02x ", F::from_float(value, true), F::from_float(value, false));
+  }
+  std::printf("\n");
+}
+int main() {  // stdin: float32 values as the hex of their bits
+  std::vector<float> values;
+  std::string word;
+  while (std::cin >> word) {
+    const uint32_t x = static_cast<uint32_t>(std::stoul(word, nullptr, 16));
+    float value;
+    std::memcpy(&value, &x, sizeof value);
+    values.push_back(value);
+  }
+  print<opgen::float8e4m3fn>(values);
+  print<opgen::float8e4m3fnuz>(values);
+  print<opgen::float8e5m2>(values);
+  print<opgen::float8e5m2fnuz>(values);
+}
+"""
+
+
+def _float8_probe_values():
+    """float32 values that probe every rounding and range decision of the float8 formats:
+    each float8 value, the midpoints between neighbours and one float32 step either side of
+    them, every float16 value (subnormals and both ends included), infinities, NaN, -0,
+    float32 subnormals, and random float32 bit patterns."""
+    import ml_dtypes
+    import numpy as np
+
+    codes = np.arange(256, dtype=np.uint8)
+    exact = np.concatenate(
+        [
+            codes.view(getattr(ml_dtypes, name)).astype(np.float32)
+            for name in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
+        ]
+    )
+    exact = np.unique(exact[np.isfinite(exact)])
+    middles = ((exact[:-1].astype(np.float64) + exact[1:]) / 2).astype(np.float32)
+    steps = np.concatenate(
+        [np.nextafter(middles, np.float32(np.inf)), np.nextafter(middles, np.float32(-np.inf))]
+    )
+    halves = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+    rng = np.random.default_rng(0)
+    random_bits = rng.integers(0, 2**32, 20000, dtype=np.uint64).astype(np.uint32)
+    special = np.array([np.inf, -np.inf, np.nan, -0.0, 1e-45, -1e-45, 3e38, 1e-40], np.float32)
+    values = np.concatenate(
+        [
+            exact,
+            -exact,
+            middles,
+            -middles,
+            steps,
+            -steps,
+            halves,
+            random_bits.view(np.float32),
+            special,
+        ]
+    )
+    return values.astype(np.float32)
+
+
+def test_float8_conversions_agree_with_onnx_runtime_and_ml_dtypes(tmp_path):
+    """opgen's float8 types (runtime.h) decode every code as ml_dtypes does, and encode (round
+    to nearest even) as ONNX Runtime's Cast does with saturate=1 (out of range: the largest
+    value of the sign) and as ml_dtypes does without saturation (out of range: infinity in
+    e5m2, NaN in the others; ONNX's Cast table says the same, while ONNX Runtime 1.31's
+    saturate=0 turns 61440 into NaN in e5m2 and 480 into 448 in e4m3fn): checked on every
+    rounding boundary, every float16 value and random float32 bit patterns."""
+    import ml_dtypes
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    if shutil.which("g++") is None:
+        _missing("g++")
+    program = tmp_path / "float8"
+    build = subprocess.run(
+        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
+        input=_FLOAT8,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-4000:]
+    values = _float8_probe_values()
+    printed = subprocess.run(
+        [str(program)],
+        input=" ".join(f"{bits:08x}" for bits in values.view(np.uint32)),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    formats = [
+        ("float8_e4m3fn", TensorProto.FLOAT8E4M3FN),
+        ("float8_e4m3fnuz", TensorProto.FLOAT8E4M3FNUZ),
+        ("float8_e5m2", TensorProto.FLOAT8E5M2),
+        ("float8_e5m2fnuz", TensorProto.FLOAT8E5M2FNUZ),
+    ]
+    for (name, number), line in zip(formats, printed, strict=True):
+        words = line.split()
+        decoded = np.array([int(w, 16) for w in words[:256]], np.uint32).view(np.float32)
+        codes = np.arange(256, dtype=np.uint8)
+        want = codes.view(getattr(ml_dtypes, name)).astype(np.float32)
+        np.testing.assert_array_equal(decoded, want, err_msg=f"{name} decoding")
+        encoded = np.array([int(w, 16) for w in words[256:]], np.uint8).reshape(-1, 2)
+        ours = encoded.view(getattr(ml_dtypes, name)).astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN and overflow are the point
+            unsaturated = values.astype(getattr(ml_dtypes, name)).astype(np.float32)
+        # ONNX Runtime's Python API returns no float8 array: its values come back through a
+        # Cast to float32, which is exact.
+        graph = helper.make_graph(
+            [
+                helper.make_node("Cast", ["x"], ["y"], to=number, saturate=1),
+                helper.make_node("Cast", ["y"], ["z"], to=TensorProto.FLOAT),
+            ],
+            "cast",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None])],
+            [helper.make_tensor_value_info("z", TensorProto.FLOAT, [None])],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        model.ir_version = 10
+        session = ort.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        (saturated,) = session.run(None, {"x": values})
+        for column, want, what in (
+            (0, saturated, "saturating"),
+            (1, unsaturated, "not saturating"),
+        ):
+            # NaN is compared as NaN, -0 as -0.
+            same = (ours[:, column].view(np.uint32) == want.view(np.uint32)) | (
+                np.isnan(ours[:, column]) & np.isnan(want)
+            )
+            wrong = np.nonzero(~same)[0]
+            assert not wrong.size, (
+                f"{name}, {what}: {len(wrong)} values differ, first "
+                f"{values[wrong[:5]].tolist()}: opgen {ours[wrong[:5], column].tolist()}, "
+                f"expected {want[wrong[:5]].tolist()}"
+            )
