@@ -249,6 +249,15 @@ int main() {  // stdin: float32 values as the hex of their bits
   print<opgen::float8e4m3fnuz>(values);
   print<opgen::float8e5m2>(values);
   print<opgen::float8e5m2fnuz>(values);
+  for (float value : values) {  // the 16-bit floats: each value there and back
+    const float half = static_cast<float>(opgen::float16(value));
+    const float brain = static_cast<float>(opgen::bfloat16(value));
+    uint32_t x, y;
+    std::memcpy(&x, &half, sizeof x);
+    std::memcpy(&y, &brain, sizeof y);
+    std::printf("%08x %08x ", x, y);
+  }
+  std::printf("\n");
 }
 """
 
@@ -293,13 +302,14 @@ def _float8_probe_values():
     return values.astype(np.float32)
 
 
-def test_float8_conversions_agree_with_onnx_runtime_and_ml_dtypes(tmp_path):
+def test_float8_and_16_bit_conversions_agree_with_onnx_runtime_and_numpy(tmp_path):
     """opgen's float8 types (runtime.h) decode every code as ml_dtypes does, and encode (round
     to nearest even) as ONNX Runtime's Cast does with saturate=1 (out of range: the largest
     value of the sign) and as ml_dtypes does without saturation (out of range: infinity in
     e5m2, NaN in the others; ONNX's Cast table says the same, while ONNX Runtime 1.31's
     saturate=0 turns 61440 into NaN in e5m2 and 480 into 448 in e4m3fn): checked on every
-    rounding boundary, every float16 value and random float32 bit patterns."""
+    rounding boundary, every float16 value and random float32 bit patterns. opgen::float16 and
+    opgen::bfloat16 round the same values as numpy and ml_dtypes do."""
     import ml_dtypes
     import numpy as np
     import onnxruntime as ort
@@ -323,6 +333,17 @@ def test_float8_conversions_agree_with_onnx_runtime_and_ml_dtypes(tmp_path):
         text=True,
         check=True,
     ).stdout.splitlines()
+    sixteen = np.array([int(w, 16) for w in printed.pop().split()], np.uint32).view(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want16 = [values.astype(np.float16), values.astype(ml_dtypes.bfloat16)]
+    for column, want, name in ((0, want16[0], "float16"), (1, want16[1], "bfloat16")):
+        got, want = sixteen[column::2], want.astype(np.float32)
+        same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+        wrong = np.nonzero(~same)[0]
+        assert not wrong.size, (
+            f"{name}: {len(wrong)} values differ, first {values[wrong[:5]].tolist()}: opgen "
+            f"{got[wrong[:5]].tolist()}, numpy {want[wrong[:5]].tolist()}"
+        )
     formats = [
         ("float8_e4m3fn", TensorProto.FLOAT8E4M3FN),
         ("float8_e4m3fnuz", TensorProto.FLOAT8E4M3FNUZ),

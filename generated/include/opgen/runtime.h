@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -256,10 +257,10 @@ struct float16 {
     if (abs < 0x38800000u) {  // subnormal half (or zero): round to nearest even
       if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
       const uint32_t mantissa = (abs & 0x007fffffu) | 0x00800000u;
-      const int shift = 126 - static_cast<int>(abs >> 23);
-      uint32_t half = mantissa >> (shift + 1);
-      const uint32_t rest = mantissa & ((1u << (shift + 1)) - 1u);
-      const uint32_t halfway = 1u << shift;
+      const int shift = 126 - static_cast<int>(abs >> 23);  // value / 2^-24 = mantissa >> shift
+      uint32_t half = mantissa >> shift;
+      const uint32_t rest = mantissa & ((1u << shift) - 1u);
+      const uint32_t halfway = 1u << (shift - 1);
       if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
       return static_cast<uint16_t>(sign | half);
     }
@@ -315,7 +316,101 @@ struct bfloat16 {
   }
 };
 
-// The type a kernel should accumulate in: float for the 16-bit floats, T otherwise.
+// ONNX's four float8 formats (as PyTorch and ml_dtypes have them), stored as bits; same layout
+// as Ort::Float8E4M3FN_t and the others. e4m3fn: no infinities, S.1111.111 is NaN; e5m2: IEEE
+// style, with infinities; the fnuz ones: no infinities and no -0, 0x80 is their one NaN.
+enum class Float8Format { e4m3fn, e4m3fnuz, e5m2, e5m2fnuz };
+
+template <Float8Format Format>
+struct float8 {
+  static constexpr bool kWide = Format == Float8Format::e5m2 || Format == Float8Format::e5m2fnuz;
+  static constexpr bool kFnuz = Format == Float8Format::e4m3fnuz || Format == Float8Format::e5m2fnuz;
+  static constexpr bool kHasInfinity = Format == Float8Format::e5m2;
+  static constexpr int kMantissaBits = kWide ? 2 : 3;
+  static constexpr int kBias = (kWide ? 15 : 7) + (kFnuz ? 1 : 0);
+  static constexpr uint32_t kMaxCode = Format == Float8Format::e4m3fn ? 0x7e : kHasInfinity ? 0x7b : 0x7f;
+
+  uint8_t bits = 0;
+  float8() = default;
+  // Rounds to nearest even and saturates (ONNX Cast's default, saturate=1).
+  explicit float8(float value) : bits(from_float(value, true)) {}
+  explicit operator float() const { return to_float(bits); }
+  explicit operator double() const { return to_float(bits); }
+
+  // ONNX Cast's conversion: round to nearest even; out of range (infinity included),
+  // `saturate` gives the largest finite value of the sign, otherwise infinity (e5m2) or NaN.
+  static uint8_t from_float(float value, bool saturate) {
+    uint32_t x;
+    std::memcpy(&x, &value, sizeof x);
+    const uint32_t sign = (x >> 24) & 0x80u;
+    const uint32_t abs = x & 0x7fffffffu;
+    const uint8_t nan = kFnuz ? 0x80 : static_cast<uint8_t>(sign | 0x7fu);
+    if (abs > 0x7f800000u) return nan;
+    const uint8_t overflow = saturate ? static_cast<uint8_t>(sign | kMaxCode)
+                             : kHasInfinity ? static_cast<uint8_t>(sign | 0x7cu)
+                                            : nan;
+    if (abs == 0x7f800000u) return overflow;
+    const int exponent = static_cast<int>(abs >> 23) - 127;
+    uint32_t code = 0;
+    if (exponent >= 1 - kBias) {  // a normal float8 (or beyond the largest)
+      const int shift = 23 - kMantissaBits;
+      code = (static_cast<uint32_t>(exponent + kBias) << kMantissaBits) | ((abs & 0x7fffffu) >> shift);
+      code = rounded(code, abs & ((1u << shift) - 1u), 1u << (shift - 1));
+    } else {  // a subnormal float8 (or zero): the value over the smallest subnormal, rounded
+      const int shift = 23 - kMantissaBits + (1 - kBias) - exponent;
+      if (shift < 25) {  // shift >= 25 leaves less than half the smallest subnormal: zero
+        const uint32_t significand = (abs & 0x7fffffu) | 0x800000u;
+        code = rounded(significand >> shift, significand & ((1u << shift) - 1u), 1u << (shift - 1));
+      }
+    }
+    if (code > kMaxCode) return overflow;
+    if (kFnuz && code == 0) return 0;
+    return static_cast<uint8_t>(sign | code);
+  }
+
+  static float to_float(uint8_t bits) { return table()[bits]; }
+
+ private:
+  static uint32_t rounded(uint32_t kept, uint32_t rest, uint32_t half) {
+    return kept + ((rest > half || (rest == half && (kept & 1u))) ? 1u : 0u);
+  }
+
+  static float decode(uint8_t bits) {
+    const uint32_t magnitude = bits & 0x7fu;
+    if (kFnuz ? bits == 0x80u : kHasInfinity ? magnitude > 0x7cu : magnitude == 0x7fu) {
+      return std::numeric_limits<float>::quiet_NaN();
+    }
+    float value;
+    if (kHasInfinity && magnitude == 0x7cu) {
+      value = std::numeric_limits<float>::infinity();
+    } else {
+      const int exponent = static_cast<int>(magnitude >> kMantissaBits);
+      const uint32_t mantissa = magnitude & ((1u << kMantissaBits) - 1u);
+      value = exponent == 0
+                  ? std::ldexp(static_cast<float>(mantissa), 1 - kBias - kMantissaBits)
+                  : std::ldexp(static_cast<float>(mantissa | (1u << kMantissaBits)),
+                               exponent - kBias - kMantissaBits);
+    }
+    return (bits & 0x80u) ? -value : value;
+  }
+
+  struct Table {
+    float values[256];
+    Table() {
+      for (int bits = 0; bits < 256; ++bits) values[bits] = decode(static_cast<uint8_t>(bits));
+    }
+  };
+  static const float* table() {
+    static const Table decoded;  // built once, thread-safely
+    return decoded.values;
+  }
+};
+using float8e4m3fn = float8<Float8Format::e4m3fn>;
+using float8e4m3fnuz = float8<Float8Format::e4m3fnuz>;
+using float8e5m2 = float8<Float8Format::e5m2>;
+using float8e5m2fnuz = float8<Float8Format::e5m2fnuz>;
+
+// The type a kernel should accumulate in: float for the 16- and 8-bit floats, T otherwise.
 template <typename T>
 struct compute_type_of {
   using type = T;
@@ -326,6 +421,10 @@ struct compute_type_of<float16> {
 };
 template <>
 struct compute_type_of<bfloat16> {
+  using type = float;
+};
+template <Float8Format Format>
+struct compute_type_of<float8<Format>> {
   using type = float;
 };
 template <typename T>

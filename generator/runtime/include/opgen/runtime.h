@@ -255,10 +255,10 @@ struct float16 {
     if (abs < 0x38800000u) {  // subnormal half (or zero): round to nearest even
       if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
       const uint32_t mantissa = (abs & 0x007fffffu) | 0x00800000u;
-      const int shift = 126 - static_cast<int>(abs >> 23);
-      uint32_t half = mantissa >> (shift + 1);
-      const uint32_t rest = mantissa & ((1u << (shift + 1)) - 1u);
-      const uint32_t halfway = 1u << shift;
+      const int shift = 126 - static_cast<int>(abs >> 23);  // value / 2^-24 = mantissa >> shift
+      uint32_t half = mantissa >> shift;
+      const uint32_t rest = mantissa & ((1u << shift) - 1u);
+      const uint32_t halfway = 1u << (shift - 1);
       if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
       return static_cast<uint16_t>(sign | half);
     }
