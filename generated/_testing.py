@@ -51,7 +51,15 @@ TENSOR_PROTO = {
     torch.uint16: TensorProto.UINT16,
     torch.uint32: TensorProto.UINT32,
     torch.uint64: TensorProto.UINT64,
+    torch.float8_e4m3fn: TensorProto.FLOAT8E4M3FN,
+    torch.float8_e4m3fnuz: TensorProto.FLOAT8E4M3FNUZ,
+    torch.float8_e5m2: TensorProto.FLOAT8E5M2,
+    torch.float8_e5m2fnuz: TensorProto.FLOAT8E5M2FNUZ,
 }
+# Dtypes ONNX Runtime's Python API has no numpy type for (it refuses them as outputs, or
+# returns raw bits): an input crosses as an OrtValue of its bits, an output comes back through
+# a Cast to float32 in a session of its own (exact for these), then to its dtype.
+FLOAT8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
 # onnxruntime 1.31 refuses the IR version onnx 1.23 stamps by default (14); 10 works.
 IR_VERSION = 10
 
@@ -250,12 +258,21 @@ def sample(shape, gen, dtype):
 
 
 def assert_close(actual, expected, tolerances: dict, what: str) -> None:
+    """Equal within the expected dtype's (rtol, atol) of `tolerances`, NaN where NaN is
+    expected; float8 tensors (which PyTorch computes nothing on) are compared in float32 once
+    their dtypes agree."""
     if is_strings(expected):
         _assert_strings_equal(actual, expected, what)
         return
     actual = torch.as_tensor(actual) if not isinstance(actual, torch.Tensor) else actual
     rtol, atol = tolerances.get(expected.dtype, (0.0, 0.0))
-    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
+    if expected.dtype in FLOAT8 or actual.dtype in FLOAT8:
+        if actual.dtype != expected.dtype:
+            raise AssertionError(f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
+        actual, expected = actual.float(), expected.float()
+    torch.testing.assert_close(
+        actual, expected, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{what}: {m}"
+    )
 
 
 def _assert_strings_equal(actual, expected: np.ndarray, what: str) -> None:
@@ -273,32 +290,88 @@ def _assert_strings_equal(actual, expected: np.ndarray, what: str) -> None:
 def run_ort(session, inputs: dict) -> list:
     """Runs a session on torch tensors (and numpy arrays of str); returns the same kinds. ONNX
     Runtime's Python API has no numpy type for bfloat16, so such tensors cross as OrtValues
-    through DLPack; and no OrtValue of strings, so a session with string inputs runs on numpy
-    arrays."""
+    through DLPack; nor for float8 (see FLOAT8); and no OrtValue of strings, so a session with
+    string inputs runs on numpy arrays."""
     if any(is_strings(value) for value in inputs.values()):
         feeds = {
             name: value if is_strings(value) else _support.to_numpy(value)
             for name, value in inputs.items()
         }
         return [_from_numpy(value) for value in session.run(None, feeds)]
-    feeds = {
-        name: (
-            ort.OrtValue.from_dlpack(tensor.detach().contiguous())
-            if tensor.dtype == torch.bfloat16
-            else ort.OrtValue.ortvalue_from_numpy(_support.to_numpy(tensor))
-        )
-        for name, tensor in inputs.items()
-    }
+    feeds = {name: ort_value(tensor) for name, tensor in inputs.items()}
     names = [output.name for output in session.get_outputs()]
     values = session.run_with_ort_values(names, feeds)
-    return [
-        (
-            torch.from_dlpack(value).clone()
-            if value.data_type() == "tensor(bfloat16)"
-            else _from_numpy(value.numpy())
-        )
-        for value in values
+    return [from_ort_value(value) for value in values]
+
+
+def opcheck(op, args: tuple, kwargs: dict) -> None:
+    """torch.library.opcheck of the op. Its schema check compares each input before and after
+    the call with torch.allclose, which PyTorch has no float8 kernel for; with float8 inputs
+    that check is made here instead: every input's bits unchanged, no output sharing an
+    input's memory."""
+    tensors = [
+        t
+        for arg in args
+        for t in (arg if isinstance(arg, list | tuple) else [arg])
+        if isinstance(t, torch.Tensor)
     ]
+    if not any(t.dtype in FLOAT8 for t in tensors):
+        torch.library.opcheck(op, args, kwargs)
+        return
+    others = ("test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+    torch.library.opcheck(op, args, kwargs, test_utils=others)
+    before = [t.detach().clone() for t in tensors]
+    outputs = op(*args, **kwargs)
+    for index, (tensor, copy) in enumerate(zip(tensors, before, strict=True)):
+        if not torch.equal(_bits(tensor), _bits(copy)):
+            raise AssertionError(f"the op changed its input tensor {index}")
+    outputs = outputs if isinstance(outputs, tuple | list) else [outputs]
+    storages = {t.untyped_storage().data_ptr() for t in tensors if t.numel()}
+    for index, output in enumerate(outputs):
+        if isinstance(output, torch.Tensor) and output.numel():
+            if output.untyped_storage().data_ptr() in storages:
+                raise AssertionError(f"output {index} shares memory with an input")
+
+
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    """A tensor's bytes, whatever its dtype: torch.equal has no float8 kernel, and NaN is
+    unequal to itself."""
+    return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+
+
+def ort_value(tensor: torch.Tensor) -> ort.OrtValue:
+    if tensor.dtype == torch.bfloat16:
+        return ort.OrtValue.from_dlpack(tensor.detach().contiguous())
+    if tensor.dtype in FLOAT8:
+        bits = tensor.detach().contiguous().view(torch.uint8).numpy()
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, TENSOR_PROTO[tensor.dtype])
+    return ort.OrtValue.ortvalue_from_numpy(_support.to_numpy(tensor))
+
+
+_BY_ORT_TYPE = {ort_type(dtype): dtype for dtype in TENSOR_PROTO if dtype is not STRING}
+_FLOAT32_SESSIONS: dict = {}  # ONNX's number of a float8 type: a session casting it to float32
+
+
+def from_ort_value(value: ort.OrtValue):
+    data_type = value.data_type()
+    if data_type == "tensor(bfloat16)":
+        return torch.from_dlpack(value).clone()
+    dtype = _BY_ORT_TYPE.get(data_type)
+    if dtype not in FLOAT8:
+        return _from_numpy(value.numpy())
+    number = TENSOR_PROTO[dtype]
+    if number not in _FLOAT32_SESSIONS:
+        graph = helper.make_graph(
+            [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+            "to_float32",
+            [helper.make_tensor_value_info("x", number, None)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        model.ir_version = IR_VERSION
+        _FLOAT32_SESSIONS[number] = session(model)
+    (as_float32,) = _FLOAT32_SESSIONS[number].run_with_ort_values(["y"], {"x": value})
+    return torch.from_numpy(as_float32.numpy()).to(dtype)
 
 
 def _from_numpy(array: np.ndarray):

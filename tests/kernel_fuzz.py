@@ -48,6 +48,10 @@ DTYPES = {
     "uint16": torch.uint16,
     "uint32": torch.uint32,
     "uint64": torch.uint64,
+    "float8e4m3fn": torch.float8_e4m3fn,
+    "float8e4m3fnuz": torch.float8_e4m3fnuz,
+    "float8e5m2": torch.float8_e5m2,
+    "float8e5m2fnuz": torch.float8_e5m2fnuz,
     "string": _testing.STRING,  # numpy arrays of str (ONNX Runtime only: PyTorch has none)
 }
 NAMES = {dtype: name for name, dtype in DTYPES.items()}
@@ -414,10 +418,16 @@ def _model(case: dict, t) -> tuple[onnx.ModelProto, dict]:
             graph_inputs.append(
                 helper.make_tensor_value_info(f"{name}_shape", TensorProto.INT64, [len(shape)])
             )
+            # ONNX Runtime's ConstantOfShape makes no float8 tensor: a float32 one, cast.
+            float8 = DTYPES[case["dtypes"][name]] in _testing.FLOAT8
+            zero_elem = TensorProto.FLOAT if float8 else elem
             zero = helper.make_tensor(
-                "zero", elem, [1], [0] if elem != TensorProto.BOOL else [False]
+                "zero", zero_elem, [1], [0] if elem != TensorProto.BOOL else [False]
             )
-            nodes.append(helper.make_node("ConstantOfShape", [f"{name}_shape"], [name], value=zero))
+            made = f"{name}_float32" if float8 else name
+            nodes.append(helper.make_node("ConstantOfShape", [f"{name}_shape"], [made], value=zero))
+            if float8:
+                nodes.append(helper.make_node("Cast", [made], [name], to=elem))
             feeds[f"{name}_shape"] = np.array(shape, dtype=np.int64)
         else:
             dims = {
@@ -443,14 +453,9 @@ def _model(case: dict, t) -> tuple[onnx.ModelProto, dict]:
         graph_inputs,
         [helper.make_value_info(name, onnx.TypeProto()) for name in t.OUTPUTS],
     )
-    opsets = [helper.make_opsetid("", 18), helper.make_opsetid(t.DOMAIN, t.VERSION)]
+    # 21: Cast to float8 (from 19) and int4 (21).
+    opsets = [helper.make_opsetid("", 21), helper.make_opsetid(t.DOMAIN, t.VERSION)]
     return helper.make_model(graph, opset_imports=opsets, ir_version=_testing.IR_VERSION), feeds
-
-
-def _ort_value(tensor: torch.Tensor) -> ort.OrtValue:
-    if tensor.dtype == torch.bfloat16:
-        return ort.OrtValue.from_dlpack(tensor.detach().contiguous())
-    return ort.OrtValue.ortvalue_from_numpy(tensor.detach().contiguous().numpy())
 
 
 def _run_on_numpy(session, t, inputs: dict, feeds: dict) -> list:
@@ -479,8 +484,8 @@ def run_ort(case: dict, t, inputs: dict) -> tuple[str, Any]:
     string_inputs = [name for name, dtype in case["dtypes"].items() if dtype == "string"]
     if any(inputs[name] is None for name in string_inputs):
         return "skip", "a string tensor numpy cannot hold"
-    if string_inputs and "bfloat16" in case["dtypes"].values():
-        return "skip", "bfloat16 beside strings (numpy, which strings need, has no bfloat16)"
+    if string_inputs and any(d == "bfloat16" or "float8" in d for d in case["dtypes"].values()):
+        return "skip", "bfloat16 or float8 beside strings (numpy, which strings need, lacks them)"
     model, feeds = _model(case, t)
     try:
         session = _testing.session(model, t.LIBRARY, threads=case["threads"])
@@ -488,7 +493,7 @@ def run_ort(case: dict, t, inputs: dict) -> tuple[str, Any]:
             return "ok", _run_on_numpy(session, t, inputs, feeds)
         values = {
             name: (
-                _ort_value(inputs[name])
+                _testing.ort_value(inputs[name])
                 if value is None
                 else ort.OrtValue.ortvalue_from_numpy(value)
             )
@@ -504,10 +509,8 @@ def run_ort(case: dict, t, inputs: dict) -> tuple[str, Any]:
         shape = value.shape()
         if 0 in shape:  # numpy cannot hold every empty shape ONNX Runtime can
             result.append(("empty", shape, value.data_type()))
-        elif value.data_type() == "tensor(bfloat16)":
-            result.append(torch.from_dlpack(value).clone())
         else:
-            result.append(torch.from_numpy(value.numpy()))
+            result.append(_testing.from_ort_value(value))
     return "ok", result
 
 
@@ -519,6 +522,8 @@ def _same(a, b) -> str | None:
         return None if a_shape == b_shape else f"shapes {a_shape} and {b_shape}"
     if a.dtype != b.dtype or a.shape != b.shape:
         return f"{a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)}"
+    if a.dtype in _testing.FLOAT8:  # PyTorch compares no float8; float32 holds each exactly
+        a, b = a.float(), b.float()
     if a.is_floating_point():
         same = (a == b) | (a.isnan() & b.isnan())
     else:

@@ -57,8 +57,9 @@ def _interface(**changes: object) -> dict:
 def _with_kernel(op: dict) -> dict:
     variadic = any(t.get("variadic") for t in op["inputs"])  # X: its values broadcast
     tests: dict = {"random": [{"shapes": {"X": [[2], [2]] if variadic else [2]}}]}
-    if "float32" in op["type_constraints"]["T"]:
-        tests["tolerances"] = {"float32": {"rtol": 0.001, "atol": 0.001}}
+    floating = [t for t in op["type_constraints"]["T"] if t in ("float32", "float8e5m2fnuz")]
+    if floating:
+        tests["tolerances"] = {t: {"rtol": 0.001, "atol": 0.001} for t in floating}
     shaped = {
         "inputs": [
             {"shape": ["..."], **t} if t["name"] == "X" and not variadic else t
@@ -113,6 +114,7 @@ EXAMPLES: dict[Feature, tuple[dict, str]] = {
     Feature.unsigned_wide: (_typed("uint16"), "type_constraints.T"),
     Feature.complex: (_typed("complex128"), "type_constraints.T"),
     Feature.float8: (_typed("float8e5m2fnuz"), "type_constraints.T"),
+    Feature.float8e8m0: (_typed("float8e8m0"), "type_constraints.T"),
     Feature.int4: (_typed("int4"), "type_constraints.T"),
     Feature.sub_byte: (_typed("float4e2m1"), "type_constraints.T"),
     Feature.float6: (_typed("float6e3m2"), "type_constraints.T"),

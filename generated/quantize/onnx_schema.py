@@ -22,9 +22,9 @@ def _infer(ctx) -> None:
         onnx.AttributeProto.INT,
         "Quantize: attribute 'output_dtype' must be of type INT, got ",
     )
-    if not (any(attr_output_dtype == allowed for allowed in [2, 3, 4, 5])):
+    if not (any(attr_output_dtype == allowed for allowed in [2, 3, 4, 5, 17, 19])):
         raise onnx.shape_inference.InferenceError(
-            "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got "
+            "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got "
             + _support.quoted(attr_output_dtype)
         )
     X_type = ctx.get_input_type(0)
@@ -62,7 +62,7 @@ def _schema(version: int) -> _Schema:
         "Quantize",
         "ai.opgen",
         version,
-        "Y = saturate(round(X / scale)) in the integer type `output_dtype` names: the quotient in\nfloat32, rounded half to even, clamped to the type's range (infinities too), as ONNX's\nQuantizeLinear with no zero point. A NaN has no integer: it is an error naming the element\n(QuantizeLinear gives the type's lowest value), as is a scale that is not positive and finite.",
+        "Y = saturate(round(X / scale)) in the type `output_dtype` names: the quotient in float32,\nrounded to nearest even, clamped to the type's range (infinities too), as ONNX's\nQuantizeLinear with no zero point (and saturate=1). A NaN has no integer: to an integer type\nit is an error naming the element (QuantizeLinear gives the type's lowest value); float8 keeps\nit. A scale that is not positive and finite is an error.",
         inputs=[
             _Schema.FormalParameter("X", "T", "The values, any shape."),
             _Schema.FormalParameter(
@@ -75,7 +75,14 @@ def _schema(version: int) -> _Schema:
         type_constraints=[
             (
                 "Q",
-                ["tensor(uint8)", "tensor(int8)", "tensor(uint16)", "tensor(int16)"],
+                [
+                    "tensor(uint8)",
+                    "tensor(int8)",
+                    "tensor(uint16)",
+                    "tensor(int16)",
+                    "tensor(float8e4m3fn)",
+                    "tensor(float8e5m2)",
+                ],
                 "The quantized type.",
             ),
             ("T", ["tensor(float)", "tensor(float16)"], "The values and the scale."),

@@ -14,3 +14,7 @@ template void opgen::quantize::compute<uint16_t, float>(const opgen::Context&, c
 template void opgen::quantize::compute<uint16_t, opgen::float16>(const opgen::Context&, const opgen::Input<opgen::float16>&, const opgen::Input<opgen::float16>&, const opgen::Output<uint16_t>&, const Attributes&);
 template void opgen::quantize::compute<int16_t, float>(const opgen::Context&, const opgen::Input<float>&, const opgen::Input<float>&, const opgen::Output<int16_t>&, const Attributes&);
 template void opgen::quantize::compute<int16_t, opgen::float16>(const opgen::Context&, const opgen::Input<opgen::float16>&, const opgen::Input<opgen::float16>&, const opgen::Output<int16_t>&, const Attributes&);
+template void opgen::quantize::compute<opgen::float8e4m3fn, float>(const opgen::Context&, const opgen::Input<float>&, const opgen::Input<float>&, const opgen::Output<opgen::float8e4m3fn>&, const Attributes&);
+template void opgen::quantize::compute<opgen::float8e4m3fn, opgen::float16>(const opgen::Context&, const opgen::Input<opgen::float16>&, const opgen::Input<opgen::float16>&, const opgen::Output<opgen::float8e4m3fn>&, const Attributes&);
+template void opgen::quantize::compute<opgen::float8e5m2, float>(const opgen::Context&, const opgen::Input<float>&, const opgen::Input<float>&, const opgen::Output<opgen::float8e5m2>&, const Attributes&);
+template void opgen::quantize::compute<opgen::float8e5m2, opgen::float16>(const opgen::Context&, const opgen::Input<opgen::float16>&, const opgen::Input<opgen::float16>&, const opgen::Output<opgen::float8e5m2>&, const Attributes&);

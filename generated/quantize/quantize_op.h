@@ -16,10 +16,11 @@ namespace opgen::quantize {
 // The ONNX op type, as every error message of this op starts.
 constexpr const char kOpType[] = "Quantize";
 
-// Y = saturate(round(X / scale)) in the integer type `output_dtype` names: the quotient in
-// float32, rounded half to even, clamped to the type's range (infinities too), as ONNX's
-// QuantizeLinear with no zero point. A NaN has no integer: it is an error naming the element
-// (QuantizeLinear gives the type's lowest value), as is a scale that is not positive and finite.
+// Y = saturate(round(X / scale)) in the type `output_dtype` names: the quotient in float32,
+// rounded to nearest even, clamped to the type's range (infinities too), as ONNX's
+// QuantizeLinear with no zero point (and saturate=1). A NaN has no integer: to an integer type
+// it is an error naming the element (QuantizeLinear gives the type's lowest value); float8 keeps
+// it. A scale that is not positive and finite is an error.
 struct Attributes {
   int64_t output_dtype = int64_t{2};  // Y's element type (TensorProto's number; torch.dtype in PyTorch), as QuantizeLinear's.
 };
@@ -39,8 +40,8 @@ OutputShapesOf<Dim> infer_shapes(const std::vector<Dim>& X_shape, const std::vec
   (void)attrs;
   opgen::check_extent(kOpType, "input 'X'", X_shape);
   opgen::check_extent(kOpType, "input 'scale'", scale_shape);
-  if (!(attrs.output_dtype == int64_t{2} || attrs.output_dtype == int64_t{3} || attrs.output_dtype == int64_t{4} || attrs.output_dtype == int64_t{5})) {
-    opgen::fail("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got " + opgen::quoted(attrs.output_dtype));
+  if (!(attrs.output_dtype == int64_t{2} || attrs.output_dtype == int64_t{3} || attrs.output_dtype == int64_t{4} || attrs.output_dtype == int64_t{5} || attrs.output_dtype == int64_t{17} || attrs.output_dtype == int64_t{19})) {
+    opgen::fail("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got " + opgen::quoted(attrs.output_dtype));
   }
   if (!(static_cast<int64_t>(scale_shape.size()) == 0)) {
     opgen::fail("Quantize: input 'scale' must have exactly rank 0 (shape []), got shape " + opgen::shape_to_string(scale_shape));

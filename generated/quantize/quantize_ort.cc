@@ -107,6 +107,14 @@ void add_ort_ops(Ort::CustomOpDomain& domain) {
   domain.Add(&op_int16_float32);
   static OrtOp<int16_t, opgen::float16> op_int16_float16;
   domain.Add(&op_int16_float16);
+  static OrtOp<opgen::float8e4m3fn, float> op_float8e4m3fn_float32;
+  domain.Add(&op_float8e4m3fn_float32);
+  static OrtOp<opgen::float8e4m3fn, opgen::float16> op_float8e4m3fn_float16;
+  domain.Add(&op_float8e4m3fn_float16);
+  static OrtOp<opgen::float8e5m2, float> op_float8e5m2_float32;
+  domain.Add(&op_float8e5m2_float32);
+  static OrtOp<opgen::float8e5m2, opgen::float16> op_float8e5m2_float16;
+  domain.Add(&op_float8e5m2_float16);
 }
 
 }  // namespace opgen::quantize

@@ -49,8 +49,12 @@ void bind(py::module_& module) {
         if (attrs.output_dtype == 4 && opgen::py_support::has_dtype<opgen::float16>(X_array) && opgen::py_support::has_dtype<opgen::float16>(scale_array)) return run<uint16_t, opgen::float16>(X_array, scale_array, attrs);
         if (attrs.output_dtype == 5 && opgen::py_support::has_dtype<float>(X_array) && opgen::py_support::has_dtype<float>(scale_array)) return run<int16_t, float>(X_array, scale_array, attrs);
         if (attrs.output_dtype == 5 && opgen::py_support::has_dtype<opgen::float16>(X_array) && opgen::py_support::has_dtype<opgen::float16>(scale_array)) return run<int16_t, opgen::float16>(X_array, scale_array, attrs);
-        if (!(attrs.output_dtype == int64_t{2} || attrs.output_dtype == int64_t{3} || attrs.output_dtype == int64_t{4} || attrs.output_dtype == int64_t{5})) {
-          opgen::fail("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got " + opgen::quoted(attrs.output_dtype));
+        if (attrs.output_dtype == 17 && opgen::py_support::has_dtype<float>(X_array) && opgen::py_support::has_dtype<float>(scale_array)) return run<opgen::float8e4m3fn, float>(X_array, scale_array, attrs);
+        if (attrs.output_dtype == 17 && opgen::py_support::has_dtype<opgen::float16>(X_array) && opgen::py_support::has_dtype<opgen::float16>(scale_array)) return run<opgen::float8e4m3fn, opgen::float16>(X_array, scale_array, attrs);
+        if (attrs.output_dtype == 19 && opgen::py_support::has_dtype<float>(X_array) && opgen::py_support::has_dtype<float>(scale_array)) return run<opgen::float8e5m2, float>(X_array, scale_array, attrs);
+        if (attrs.output_dtype == 19 && opgen::py_support::has_dtype<opgen::float16>(X_array) && opgen::py_support::has_dtype<opgen::float16>(scale_array)) return run<opgen::float8e5m2, opgen::float16>(X_array, scale_array, attrs);
+        if (!(attrs.output_dtype == int64_t{2} || attrs.output_dtype == int64_t{3} || attrs.output_dtype == int64_t{4} || attrs.output_dtype == int64_t{5} || attrs.output_dtype == int64_t{17} || attrs.output_dtype == int64_t{19})) {
+          opgen::fail("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got " + opgen::quoted(attrs.output_dtype));
         }
         // No kernel for these dtypes: name them (spelling a dtype costs microseconds, so only here).
         const std::string X_dtype = opgen::py_support::dtype_name(X_array);
@@ -60,7 +64,7 @@ void bind(py::module_& module) {
       py::arg("X"),
       py::arg("scale"),
       py::arg("output_dtype"),
-      "Y = saturate(round(X / scale)) in the integer type `output_dtype` names: the quotient in\012float32, rounded half to even, clamped to the type's range (infinities too), as ONNX's\012QuantizeLinear with no zero point. A NaN has no integer: it is an error naming the element\012(QuantizeLinear gives the type's lowest value), as is a scale that is not positive and finite.");
+      "Y = saturate(round(X / scale)) in the type `output_dtype` names: the quotient in float32,\012rounded to nearest even, clamped to the type's range (infinities too), as ONNX's\012QuantizeLinear with no zero point (and saturate=1). A NaN has no integer: to an integer type\012it is an error naming the element (QuantizeLinear gives the type's lowest value); float8 keeps\012it. A scale that is not positive and finite is an error.");
 }
 
 }  // namespace opgen::quantize

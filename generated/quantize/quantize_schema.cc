@@ -33,7 +33,7 @@ void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
     fail_shape_inference("Quantize: attribute 'output_dtype' must be of type INT, got ", ONNX_NAMESPACE::AttributeProto_AttributeType_Name(attr_output_dtype_proto->type()));
   }
   const int64_t attr_output_dtype = attr_output_dtype_proto ? attr_output_dtype_proto->i() : int64_t{2};
-  if (!(attr_output_dtype == int64_t{2} || attr_output_dtype == int64_t{3} || attr_output_dtype == int64_t{4} || attr_output_dtype == int64_t{5})) fail_shape_inference("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got ", opgen::quoted(attr_output_dtype));
+  if (!(attr_output_dtype == int64_t{2} || attr_output_dtype == int64_t{3} || attr_output_dtype == int64_t{4} || attr_output_dtype == int64_t{5} || attr_output_dtype == int64_t{17} || attr_output_dtype == int64_t{19})) fail_shape_inference("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got ", opgen::quoted(attr_output_dtype));
   ONNX_NAMESPACE::updateOutputElemType(ctx, 0, static_cast<int32_t>(attr_output_dtype));
   if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
   if (!ONNX_NAMESPACE::hasInputShape(ctx, 1)) return;
@@ -49,12 +49,12 @@ void RegisterSchema() {
   ONNX_CONTRIB_OPERATOR_SCHEMA(Quantize)
       .SetDomain("ai.opgen")
       .SinceVersion(1)
-      .SetDoc("Y = saturate(round(X / scale)) in the integer type `output_dtype` names: the quotient in\012float32, rounded half to even, clamped to the type's range (infinities too), as ONNX's\012QuantizeLinear with no zero point. A NaN has no integer: it is an error naming the element\012(QuantizeLinear gives the type's lowest value), as is a scale that is not positive and finite.")
+      .SetDoc("Y = saturate(round(X / scale)) in the type `output_dtype` names: the quotient in float32,\012rounded to nearest even, clamped to the type's range (infinities too), as ONNX's\012QuantizeLinear with no zero point (and saturate=1). A NaN has no integer: to an integer type\012it is an error naming the element (QuantizeLinear gives the type's lowest value); float8 keeps\012it. A scale that is not positive and finite is an error.")
       .Attr("output_dtype", "Y's element type (TensorProto's number; torch.dtype in PyTorch), as QuantizeLinear's.", AttributeProto::INT, int64_t{2})
       .Input(0, "X", "The values, any shape.", "T")
       .Input(1, "scale", "The step between two quantized values: positive.", "T")
       .Output(0, "Y", "The quantized values.", "Q")
-      .TypeConstraint("Q", {"tensor(uint8)", "tensor(int8)", "tensor(uint16)", "tensor(int16)"}, "The quantized type.")
+      .TypeConstraint("Q", opgen::schema::known_types({"tensor(uint8)", "tensor(int8)", "tensor(uint16)", "tensor(int16)", "tensor(float8e4m3fn)", "tensor(float8e5m2)"}), "The quantized type.")
       .TypeConstraint("T", {"tensor(float)", "tensor(float16)"}, "The values and the scale.")
       .TypeAndShapeInferenceFunction(InferTypesAndShapes);
 }

@@ -107,7 +107,7 @@ int RunSchemaTest() {
       checks.expect(false, "shape inference rejects error case 4 {'X': (3, 7), 'scale': ()}");
     } catch (const std::exception& error) {
       const std::string message = error.what();
-      checks.expect(message.find("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got 1") != std::string::npos, "shape inference rejects error case 4 {'X': (3, 7), 'scale': ()}: " + message);
+      checks.expect(message.find("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got 1") != std::string::npos, "shape inference rejects error case 4 {'X': (3, 7), 'scale': ()}: " + message);
       // The whole message, for the Python tests that compare it with the other runtimes'.
       std::cout << "error case 0 message: " << message << std::endl;
     }

@@ -4,7 +4,8 @@
 // PyTorch's stable ABI: its schema and its CPU kernel, the same kernel objects as the ONNX
 // Runtime library. Loading the library (torch.ops.load_library, or linking it into a C++
 // program) is enough to call the op: no Python at call time. The Python package adds the
-// fake kernel (symbolic shapes), the gradient formulas and the ONNX export.
+// fake kernel (symbolic shapes), the gradient formulas and the ONNX export; without it, a
+// call through which a gradient could flow is an error (the library's own Autograd kernel).
 #include "quantize_op.h"
 #include "opgen/torch_support.h"
 
@@ -40,8 +41,12 @@ opgen::torch_support::Tensor cpu_kernel(opgen::torch_support::Tensor X_value, op
   if (attrs.output_dtype == 4 && opgen::torch_support::has_dtype<opgen::float16>(X_value) && opgen::torch_support::has_dtype<opgen::float16>(scale_value)) return run<uint16_t, opgen::float16>(X_value, scale_value, attrs);
   if (attrs.output_dtype == 5 && opgen::torch_support::has_dtype<float>(X_value) && opgen::torch_support::has_dtype<float>(scale_value)) return run<int16_t, float>(X_value, scale_value, attrs);
   if (attrs.output_dtype == 5 && opgen::torch_support::has_dtype<opgen::float16>(X_value) && opgen::torch_support::has_dtype<opgen::float16>(scale_value)) return run<int16_t, opgen::float16>(X_value, scale_value, attrs);
-  if (!(attrs.output_dtype == int64_t{2} || attrs.output_dtype == int64_t{3} || attrs.output_dtype == int64_t{4} || attrs.output_dtype == int64_t{5})) {
-    opgen::fail("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got " + opgen::quoted(attrs.output_dtype));
+  if (attrs.output_dtype == 17 && opgen::torch_support::has_dtype<float>(X_value) && opgen::torch_support::has_dtype<float>(scale_value)) return run<opgen::float8e4m3fn, float>(X_value, scale_value, attrs);
+  if (attrs.output_dtype == 17 && opgen::torch_support::has_dtype<opgen::float16>(X_value) && opgen::torch_support::has_dtype<opgen::float16>(scale_value)) return run<opgen::float8e4m3fn, opgen::float16>(X_value, scale_value, attrs);
+  if (attrs.output_dtype == 19 && opgen::torch_support::has_dtype<float>(X_value) && opgen::torch_support::has_dtype<float>(scale_value)) return run<opgen::float8e5m2, float>(X_value, scale_value, attrs);
+  if (attrs.output_dtype == 19 && opgen::torch_support::has_dtype<opgen::float16>(X_value) && opgen::torch_support::has_dtype<opgen::float16>(scale_value)) return run<opgen::float8e5m2, opgen::float16>(X_value, scale_value, attrs);
+  if (!(attrs.output_dtype == int64_t{2} || attrs.output_dtype == int64_t{3} || attrs.output_dtype == int64_t{4} || attrs.output_dtype == int64_t{5} || attrs.output_dtype == int64_t{17} || attrs.output_dtype == int64_t{19})) {
+    opgen::fail("Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got " + opgen::quoted(attrs.output_dtype));
   }
   // No kernel for these dtypes: name them.
   const std::string X_dtype = opgen::torch_support::dtype_name(X_value);
@@ -59,11 +64,32 @@ void boxed_cpu_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outpu
   ));
 }
 
+// The op's Autograd kernel for when the generated package, whose own wins over it, is not
+// imported: a call through which a gradient could flow is an error naming the op; any other
+// goes on below the Autograd key.
+void boxed_autograd_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_outputs) {
+  opgen::torch_support::check_arity(kOpType, num_args, 3, num_outputs, 1);
+  const opgen::torch_support::NoGradientHere checks{kOpType, "opgen::quantize", "generated",
+      "opgen::quantize does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/quantize.yaml gives reverse-mode gradient formulas only", reinterpret_cast<const void*>(&boxed_cpu_kernel)};
+  try {
+    checks.input(stack[0], "X");
+    checks.input(stack[1], "scale");
+  } catch (...) {
+    // A kernel owns its arguments: refusing the call, it frees them (taken, then dropped).
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[0]));
+    static_cast<void>(opgen::torch_support::take<opgen::torch_support::Tensor>(stack[1]));
+    static_cast<void>(opgen::torch_support::take<std::optional<opgen::torch_support::ScalarType>>(stack[2]));
+    throw;
+  }
+  checks.call_below("opgen::_quantize_below_autograd", stack);
+}
+
 // Registered while the library loads; PyTorch's debug info names this library and this file.
 const opgen::torch_support::Registration registration(
     "opgen",
     {kOpType, "quantize", "quantize(Tensor X, Tensor scale, ScalarType\? output_dtype=None) -> Tensor", &boxed_cpu_kernel,
-     nullptr, nullptr, nullptr, nullptr},
+     "_quantize_below_autograd", "_quantize_below_autograd(Tensor X, Tensor scale, ScalarType\? output_dtype=None) -> Tensor",
+     &opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>, &boxed_autograd_kernel},
     "quantize_torch.cc", __LINE__, reinterpret_cast<const void*>(&boxed_cpu_kernel));
 
 }  // namespace

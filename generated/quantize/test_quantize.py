@@ -49,8 +49,15 @@ TYPES = [
     {"Q": torch.uint16, "T": torch.float16},
     {"Q": torch.int16, "T": torch.float32},
     {"Q": torch.int16, "T": torch.float16},
+    {"Q": torch.float8_e4m3fn, "T": torch.float32},
+    {"Q": torch.float8_e4m3fn, "T": torch.float16},
+    {"Q": torch.float8_e5m2, "T": torch.float32},
+    {"Q": torch.float8_e5m2, "T": torch.float16},
 ]
-TOLERANCES = {}
+TOLERANCES = {
+    torch.float8_e4m3fn: (0.0, 0.0),
+    torch.float8_e5m2: (0.0, 0.0),
+}
 EXPORTERS = ["dynamo", "torchscript"]
 # The exporters that can export each entry of TYPES (the TorchScript exporter lacks some dtypes).
 TYPE_EXPORTERS = [
@@ -60,6 +67,10 @@ TYPE_EXPORTERS = [
     ["dynamo", "torchscript"],
     ["dynamo"],
     ["dynamo"],
+    ["dynamo", "torchscript"],
+    ["dynamo", "torchscript"],
+    ["dynamo", "torchscript"],
+    ["dynamo", "torchscript"],
     ["dynamo", "torchscript"],
     ["dynamo", "torchscript"],
 ]
@@ -75,8 +86,12 @@ DATA_DEPENDENT_OUTPUTS = []
 
 
 def reference(*, X, scale, output_dtype=torch.uint8, Q):
-    return torch.clamp(
-        torch.round(X.float() / scale.float()), torch.iinfo(Q).min, torch.iinfo(Q).max
+    return (
+        torch.clamp(X.float() / scale.float(), torch.finfo(Q).min, torch.finfo(Q).max)
+        if Q.is_floating_point
+        else torch.clamp(
+            torch.round(X.float() / scale.float()), torch.iinfo(Q).min, torch.iinfo(Q).max
+        )
     ).to(Q)
 
 
@@ -219,6 +234,24 @@ KNOWN_CASES = [
         {"Y": [2000, -2000, 32767, -32768, 32767]},
         {"output_dtype": torch.uint8},
         (torch.int16,),
+    ),
+    (
+        {
+            "X": [1.0, 0.3, 500.0, -1000.0, float("inf"), float("-inf"), float("nan"), -0.0],
+            "scale": 1.0,
+        },
+        {"Y": [1.0, 0.3125, 448.0, -448.0, 448.0, -448.0, float("nan"), -0.0]},
+        {"output_dtype": torch.uint8},
+        (torch.float8_e4m3fn,),
+    ),
+    (
+        {
+            "X": [1.0, 0.3, 60000.0, -1000000.0, float("inf"), float("-inf"), float("nan"), -0.0],
+            "scale": 1.0,
+        },
+        {"Y": [1.0, 0.3125, 57344.0, -57344.0, 57344.0, -57344.0, float("nan"), -0.0]},
+        {"output_dtype": torch.uint8},
+        (torch.float8_e5m2,),
     ),
 ]
 KNOWN_PARAMS = [
@@ -482,7 +515,7 @@ def test_onnxruntime_infers_output_types_and_shapes(index, types):
 def test_opcheck(index, types):
     case = RANDOM_CASES[index]
     inputs = make_inputs(case, 0, types, seed=0)
-    torch.library.opcheck(TORCH_OP, call_args(inputs), typed(case["attributes"], types))
+    _testing.opcheck(TORCH_OP, call_args(inputs), typed(case["attributes"], types))
 
 
 # Inductor scripts some of torch's own helpers on first use, which warns in torch 2.13 too.
@@ -567,12 +600,68 @@ def test_inputs_on_two_devices_raise():
         TORCH_OP(*call_args(inputs), **case["attributes"])
 
 
+def test_backward_without_gradient_formulas_raises():
+    """The definition gives no gradient formulas: the op runs on inputs that require grad, and
+    backward through it raises rather than leaving their gradients silently unset."""
+    case = RANDOM_CASES[0]
+    for types in TYPES:
+        inputs = make_inputs(case, 0, types, seed=5)
+        for tensor in inputs.values():
+            if tensor is not None and tensor.is_floating_point():
+                tensor.requires_grad_()
+        outputs = [
+            o for o in run_torch(inputs, typed(case["attributes"], types)) if o.requires_grad
+        ]
+        if outputs:
+            break
+    assert outputs, "no dtypes give a floating input and a floating output"
+    with pytest.raises(
+        RuntimeError,
+        match="opgen::quantize\\ has\\ no\\ gradient\\ formula:\\ give\\ one\\ under\\ 'gradients'\\ in\\ opdefs/quantize\\.yaml",
+    ):
+        sum(o.float().sum() for o in outputs).backward()  # float(): PyTorch sums no float8
+
+
+# The first forward-mode call scripts torch's own decompositions with torch.jit.script.
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_forward_mode_ad_raises_naming_the_op():
+    """Gradient formulas are reverse-mode only: torch.func.jvp and forward_ad dual tensors raise
+    an error naming the op, never a silently zero tangent."""
+    case = RANDOM_CASES[0]
+    types = next(
+        t
+        for t in TYPES
+        if any(
+            v is not None and v.is_floating_point()
+            for v in make_inputs(case, 0, t, seed=5).values()
+        )
+    )
+    inputs = make_inputs(case, 0, types, seed=5)
+    name = next(n for n, v in inputs.items() if v is not None and v.is_floating_point())
+
+    def op(tensor):
+        return run_torch({**inputs, name: tensor}, case["attributes"])
+
+    with pytest.raises(
+        NotImplementedError,
+        match="opgen::quantize\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/quantize\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+    ):
+        torch.func.jvp(op, (inputs[name],), (torch.ones_like(inputs[name]),))
+    with torch.autograd.forward_ad.dual_level():
+        dual = torch.autograd.forward_ad.make_dual(inputs[name], torch.ones_like(inputs[name]))
+        with pytest.raises(
+            NotImplementedError,
+            match="opgen::quantize\\ does\\ not\\ support\\ forward\\-mode\\ AD\\ \\(torch\\.func\\.jvp,\\ jacfwd,\\ hessian,\\ torch\\.autograd\\.forward_ad\\):\\ opdefs/quantize\\.yaml\\ gives\\ reverse\\-mode\\ gradient\\ formulas\\ only",
+        ):
+            op(dual)
+
+
 # ---------------------------------------------------------------- errors, never crashes
 ERROR_CASES = [
     (
         {"X": [3, 7], "scale": []},
         {"output_dtype": torch.float32},
-        "Quantize: attribute \u0027output_dtype\u0027 must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got 1",
+        "Quantize: attribute \u0027output_dtype\u0027 must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got 1",
     ),
 ]
 ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]

@@ -5,7 +5,7 @@
 The schema and the CPU kernel are registered in C++ by the native library of domain
 ai.opgen, loaded here; this module adds the fake kernel, which applies the op
 definition's shape rule on symbolic shapes (torch.export, torch.compile, the dynamo ONNX
-exporter).
+exporter), and the Autograd kernel.
 """
 
 import onnx  # noqa: F401 (dtype attributes of eager nodes)
@@ -23,8 +23,8 @@ def _fake(
     _support.check_one_device("Quantize", {"X": X, "scale": scale})
     output_dtype = _support.onnx_dtype(output_dtype, 2)
     torch._check(
-        any(output_dtype == allowed for allowed in [2, 3, 4, 5]),
-        lambda: "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5] (Q: uint8, int8, uint16, int16), got "
+        any(output_dtype == allowed for allowed in [2, 3, 4, 5, 17, 19]),
+        lambda: "Quantize: attribute 'output_dtype' must be one of [2, 3, 4, 5, 17, 19] (Q: uint8, int8, uint16, int16, float8e4m3fn, float8e5m2), got "
         + str(_support.quoted(output_dtype)),
     )
     torch._check(
@@ -36,15 +36,57 @@ def _fake(
     return Y
 
 
+def _setup_context(ctx, inputs, output) -> None:
+    """Nothing to keep: the definition has no gradient formulas."""
+
+
+def _backward(ctx, *grads):
+    raise RuntimeError(
+        "opgen::quantize has no gradient formula: give one under 'gradients' in opdefs/quantize.yaml"
+    )
+
+
 # The schema and the CPU kernel come from the native library of domain ai.opgen
-# (libopgen_ai_opgen_torch.so, built from quantize_torch.cc); Python adds the fake kernel.
+# (libopgen_ai_opgen_torch.so, built from quantize_torch.cc); Python adds the fake kernel and
+# the Autograd kernel.
 _support.bind_op(
     "opgen::quantize",
     "opdefs/quantize.yaml",
     __file__,
     native=("ai_opgen", "quantize_torch.cc"),
-    below_autograd=False,
+    below_autograd=True,
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::quantize", _fake, lib=_LIBRARY)
 quantize = torch.ops.opgen.quantize.default
+
+
+class _Differentiable(torch.autograd.Function):
+    """The op as autograd sees it when a gradient can flow (see _autograd)."""
+
+    @staticmethod
+    def forward(X, scale, output_dtype):
+        return _support.below_autograd(quantize, X, scale, output_dtype)
+
+    setup_context = staticmethod(_setup_context)
+    backward = staticmethod(_backward)
+
+    @staticmethod
+    def jvp(ctx, *tangents):
+        raise NotImplementedError(
+            "opgen::quantize does not support forward-mode AD (torch.func.jvp, jacfwd, hessian, torch.autograd.forward_ad): opdefs/quantize.yaml gives reverse-mode gradient formulas only"
+        )
+
+
+def _autograd(keyset, X, scale, output_dtype=None):
+    """The Autograd kernel: through _Differentiable only when a gradient can flow."""
+    if (
+        torch.is_grad_enabled() and (X.requires_grad or scale.requires_grad)
+    ) or _support.has_tangent(X, scale):
+        return _support.apply_function(_Differentiable, X, scale, output_dtype)
+    return quantize.redispatch(keyset & torch._C._after_autograd_keyset, X, scale, output_dtype)
+
+
+# For each backend's Autograd key: the native library's own Autograd kernel (for when this
+# package is not imported, registered for the Autograd alias key) gives way to it.
+_support.register_autograd(_LIBRARY, "quantize", _autograd)

@@ -35,8 +35,15 @@ KERNEL_TYPE = {
     DType.uint16: "uint16_t",
     DType.uint32: "uint32_t",
     DType.uint64: "uint64_t",
+    DType.float8e4m3fn: "opgen::float8e4m3fn",
+    DType.float8e4m3fnuz: "opgen::float8e4m3fnuz",
+    DType.float8e5m2: "opgen::float8e5m2",
+    DType.float8e5m2fnuz: "opgen::float8e5m2fnuz",
     DType.string: "std::string",  # ONNX Runtime only (docs/capabilities.md)
 }
+# ONNX 1.12 (Debian's libonnx-dev, which the C++ schemas build against here) knows
+# TensorProto's element types up to bfloat16 (16); the float8 ones came in 1.14, int4 in 1.16.
+NEWEST_ONNX_1_12_DTYPE = 16
 ATTR_TYPE = {
     AttrType.bool: "bool",
     AttrType.int: "int64_t",

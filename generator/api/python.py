@@ -19,9 +19,9 @@ from generator.model.tensors import (
     TensorParam,
     VariadicArity,
 )
-from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
+from generator.model.types import TORCH_NAME, TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
 
-TORCH_DTYPE = {d: f"torch.{d.value}" for d in DType}
+TORCH_DTYPE = {d: f"torch.{name}" for d, name in TORCH_NAME.items()}
 # How the generated tests spell a dtype: torch's, and a string tensor's (which PyTorch lacks) as
 # a numpy array of str.
 TEST_DTYPE = {**TORCH_DTYPE, DType.string: "_testing.STRING"}

@@ -51,6 +51,16 @@ class SchemaConstraint:
     doc_literal: str
 
 
+def _constraint_types(dtypes: Sequence[DType]) -> str:
+    """A type constraint's type strings, as a C++ expression: an element type newer than the
+    oldest ONNX the C++ schemas build against (Debian's libonnx-dev, ONNX 1.12) goes through
+    opgen::schema::known_types, which leaves out what the linked ONNX does not know."""
+    types = "{" + ", ".join(cpp.string_literal(onnx_type_string(d)) for d in dtypes) + "}"
+    if all(TENSOR_PROTO_NUMBER[d] <= cpp.NEWEST_ONNX_1_12_DTYPE for d in dtypes):
+        return types
+    return f"opgen::schema::known_types({types})"
+
+
 @view
 class SchemaShapedInput:
     """An input whose shape the inference function reads."""
@@ -138,9 +148,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         outputs=tuple(output(t, i) for i, t in enumerate(op.outputs)),
         type_constraints=tuple(
             SchemaConstraint(
-                cpp.string_literal(tc.name),
-                ", ".join(cpp.string_literal(onnx_type_string(d)) for d in tc.dtypes),
-                cpp.string_literal(tc.doc),
+                cpp.string_literal(tc.name), _constraint_types(tc.dtypes), cpp.string_literal(tc.doc)
             )
             for tc in op.type_constraints
         ),

@@ -756,11 +756,13 @@ def _set_types(op: OpDef) -> list[str]:
         match op.dtype_source(output):
             case FromInput(name):
                 typed_like, dtype = name, ""
+                own_dtype = f".with_dtype({name}.type().dtype())"  # on another input's type
             case FixedDType(fixed):
                 typed_like, dtype = op.inputs[0].name, f".with_dtype({py.TORCH_DTYPE[fixed]})"
+                own_dtype = dtype
             case FromAttribute(name):  # by then ONNX's number (symbolic_dtype_conversions)
                 dtype = f".with_dtype(_support.torch_dtype({name}))"
-                typed_like = op.inputs[0].name
+                typed_like, own_dtype = op.inputs[0].name, dtype
             case source:
                 assert_never(source)
         shape = rules.get(output.name)
@@ -770,6 +772,8 @@ def _set_types(op: OpDef) -> list[str]:
         same_shape = next((t.name for t in op.inputs if _same_shape(shape, t, op)), None)
         if same_shape is None:
             continue
+        if same_shape != typed_like:
+            dtype = own_dtype
         statements.append(f"{output.name}.setType({same_shape}.type(){dtype})")
     return statements
 

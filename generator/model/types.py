@@ -47,7 +47,11 @@ class DType(Enum):
 
     @property
     def is_floating(self) -> builtins.bool:
-        return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64)
+        """A floating dtype PyTorch has (a gradient may flow through it; its outputs are
+        compared within a tolerance)."""
+        return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64) or (
+            self in FLOAT8_DTYPES
+        )
 
     @property
     def is_kernel_dtype(self) -> builtins.bool:
@@ -56,12 +60,19 @@ class DType(Enum):
 
     @property
     def in_torch(self) -> builtins.bool:
-        """PyTorch has it, as torch.<name> (a dtype argument may name it)."""
+        """PyTorch has it, as torch.<TORCH_NAME> (a dtype argument may name it)."""
         return self in TORCH_NAMED_DTYPES
 
 
 KERNEL_DTYPES = tuple(DType)[:10]
-TORCH_NAMED_DTYPES = tuple(DType)[:15]  # the kernel dtypes, uint16/32/64 and complex
+FLOAT8_DTYPES = (DType.float8e4m3fn, DType.float8e4m3fnuz, DType.float8e5m2, DType.float8e5m2fnuz)
+# The kernel dtypes, uint16/32/64, complex and the float8 formats ONNX and PyTorch share.
+TORCH_NAMED_DTYPES = tuple(DType)[:15] + FLOAT8_DTYPES
+# PyTorch's name of each dtype it has (torch.<name>): ours but for the float8 formats.
+TORCH_NAME = {
+    d: d.value.replace("float8", "float8_") if d in FLOAT8_DTYPES else d.value
+    for d in TORCH_NAMED_DTYPES
+}
 
 # Element types the TorchScript exporter cannot export (torch 2.13: "ScalarType UInt32 is an
 # unexpected tensor scalar type"); the dynamo exporter carries them.

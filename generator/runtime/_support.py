@@ -393,37 +393,49 @@ def name_the_op(op: str, error: ValueError, inputs: dict) -> None:
     raise ValueError(f"{op}: {error}") from error
 
 
+# The dtypes numpy has only through ml_dtypes: each crosses as a view of its bits.
+_ML_DTYPES = {  # torch name: the integer type of its width
+    "bfloat16": "int16",
+    "float8_e4m3fn": "uint8",
+    "float8_e4m3fnuz": "uint8",
+    "float8_e5m2": "uint8",
+    "float8_e5m2fnuz": "uint8",
+}
+
+
 def to_numpy(tensor):
-    """A CPU tensor as a numpy array sharing its memory (bfloat16 as ml_dtypes.bfloat16)."""
+    """A CPU tensor as a numpy array sharing its memory (bfloat16 and the float8 types as
+    ml_dtypes' types)."""
     tensor = tensor.contiguous()
     try:
         return tensor.numpy(force=True)  # force: detach (no copy for a CPU tensor)
     except TypeError:  # a dtype numpy lacks; the common path pays nothing for this check
         import torch
 
-        if tensor.dtype != torch.bfloat16:
+        name = str(tensor.dtype).removeprefix("torch.")
+        if name not in _ML_DTYPES:
             raise
         import ml_dtypes
 
-        return tensor.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        bits = tensor.detach().view(getattr(torch, _ML_DTYPES[name])).numpy()
+        return bits.view(getattr(ml_dtypes, name))
 
 
 def from_numpy(array):
     """A numpy array as a tensor sharing its memory (the inverse of to_numpy)."""
     import torch
 
-    # kind first: dtype.name is computed in Python and costs microseconds on every call.
-    if array.dtype.kind == "V" and array.dtype.name == "bfloat16":
-        import numpy as np
-
-        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
     try:
         return torch.from_numpy(array)
-    except TypeError:  # numpy's other type for a width (ONNX Runtime returns ulonglong arrays)
+    except TypeError:  # a dtype torch.from_numpy lacks; the common path pays nothing for this
         import numpy as np
 
-        if array.dtype.kind not in "iu":
-            raise
+        name = array.dtype.name
+        if name in _ML_DTYPES:
+            bits = torch.from_numpy(array.view(np.dtype(_ML_DTYPES[name])))
+            return bits.view(getattr(torch, name))
+        if array.dtype.kind not in "iu":  # numpy's other type for a width (ONNX Runtime
+            raise  # returns ulonglong arrays)
         return torch.from_numpy(array.view(np.dtype(array.dtype.name)))
 
 

@@ -35,6 +35,23 @@ template <>
 struct OrtTypeOf<opgen::bfloat16> {
   using type = Ort::BFloat16_t;
 };
+template <>
+struct OrtTypeOf<opgen::float8e4m3fn> {
+  using type = Ort::Float8E4M3FN_t;
+};
+template <>
+struct OrtTypeOf<opgen::float8e4m3fnuz> {
+  using type = Ort::Float8E4M3FNUZ_t;
+};
+template <>
+struct OrtTypeOf<opgen::float8e5m2> {
+  using type = Ort::Float8E5M2_t;
+};
+template <>
+struct OrtTypeOf<opgen::float8e5m2fnuz> {
+  using type = Ort::Float8E5M2FNUZ_t;
+};
+static_assert(sizeof(Ort::Float8E4M3FN_t) == sizeof(opgen::float8e4m3fn), "float8 layout");
 static_assert(sizeof(Ort::Float16_t) == sizeof(opgen::float16), "float16 layout");
 static_assert(sizeof(Ort::BFloat16_t) == sizeof(opgen::bfloat16), "bfloat16 layout");
 

@@ -80,6 +80,14 @@ template <>
 constexpr ScalarType scalar_type_of<uint32_t>() { return ScalarType::UInt32; }
 template <>
 constexpr ScalarType scalar_type_of<uint64_t>() { return ScalarType::UInt64; }
+template <>
+constexpr ScalarType scalar_type_of<opgen::float8e4m3fn>() { return ScalarType::Float8_e4m3fn; }
+template <>
+constexpr ScalarType scalar_type_of<opgen::float8e4m3fnuz>() { return ScalarType::Float8_e4m3fnuz; }
+template <>
+constexpr ScalarType scalar_type_of<opgen::float8e5m2>() { return ScalarType::Float8_e5m2; }
+template <>
+constexpr ScalarType scalar_type_of<opgen::float8e5m2fnuz>() { return ScalarType::Float8_e5m2fnuz; }
 
 template <typename T>
 bool has_dtype(const Tensor& tensor) {
@@ -271,6 +279,10 @@ inline Tensor empty(const opgen::Shape& shape, ScalarType dtype, const char* op,
     case ScalarType::UInt16: dtype_code = aoti_torch_dtype_uint16(); element_size = 2; break;
     case ScalarType::UInt32: dtype_code = aoti_torch_dtype_uint32(); element_size = 4; break;
     case ScalarType::UInt64: dtype_code = aoti_torch_dtype_uint64(); element_size = 8; break;
+    case ScalarType::Float8_e4m3fn: dtype_code = aoti_torch_dtype_float8_e4m3fn(); element_size = 1; break;
+    case ScalarType::Float8_e4m3fnuz: dtype_code = aoti_torch_dtype_float8_e4m3fnuz(); element_size = 1; break;
+    case ScalarType::Float8_e5m2: dtype_code = aoti_torch_dtype_float8_e5m2(); element_size = 1; break;
+    case ScalarType::Float8_e5m2fnuz: dtype_code = aoti_torch_dtype_float8_e5m2fnuz(); element_size = 1; break;
     default: opgen::fail("opgen: no output dtype " + std::string(torch::headeronly::toString(dtype)));
   }
   AtenTensorHandle handle = nullptr;

@@ -5,12 +5,30 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "onnx/defs/data_type_utils.h"
 #include "onnx/defs/shape_inference.h"
 #include "opgen/shape_rule.h"
 
 namespace opgen::schema {
+
+// A type constraint's type strings less those whose element type the linked ONNX does not
+// know (ONNX 1.12 has no float8, 1.14 no int4): a schema registers what its ONNX can hold.
+inline std::vector<std::string> known_types(std::initializer_list<const char*> types) {
+  std::vector<std::string> known;
+  for (const char* type : types) {
+    try {
+      ONNX_NAMESPACE::Utils::DataTypeUtils::ToType(type);
+      known.emplace_back(type);
+    } catch (const std::exception&) {  // "Received invalid data type string"
+    }
+  }
+  return known;
+}
 
 // The shape rule's `+ - * //` on dims of a model: an overflow fails the inference, naming the op,
 // rather than wrapping. (`//` floors as in Python; the rule checks the divisor first.)

@@ -19,9 +19,23 @@ template <typename T>
 const char* numpy_name();
 template <>
 inline const char* numpy_name<opgen::float16>() { return "float16"; }
-// numpy's bfloat16 comes from ml_dtypes (imported before any bfloat16 array is made).
+// numpy's bfloat16 and float8 types come from ml_dtypes (imported before such an array is made).
 template <>
 inline const char* numpy_name<opgen::bfloat16>() { return "bfloat16"; }
+template <>
+inline const char* numpy_name<opgen::float8e4m3fn>() { return "float8_e4m3fn"; }
+template <>
+inline const char* numpy_name<opgen::float8e4m3fnuz>() { return "float8_e4m3fnuz"; }
+template <>
+inline const char* numpy_name<opgen::float8e5m2>() { return "float8_e5m2"; }
+template <>
+inline const char* numpy_name<opgen::float8e5m2fnuz>() { return "float8_e5m2fnuz"; }
+
+template <typename T>
+constexpr bool from_ml_dtypes =
+    std::is_same_v<T, opgen::bfloat16> || std::is_same_v<T, opgen::float8e4m3fn> ||
+    std::is_same_v<T, opgen::float8e4m3fnuz> || std::is_same_v<T, opgen::float8e5m2> ||
+    std::is_same_v<T, opgen::float8e5m2fnuz>;
 template <>
 inline const char* numpy_name<float>() { return "float32"; }
 template <>
@@ -82,7 +96,7 @@ const py::dtype& dtype_of() {
   PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::dtype> storage;
   return storage
       .call_once_and_store_result([] {
-        if constexpr (std::is_same_v<T, opgen::bfloat16>) py::module_::import("ml_dtypes");
+        if constexpr (from_ml_dtypes<T>) py::module_::import("ml_dtypes");
         return py::dtype(numpy_name<T>());
       })
       .get_stored();
