@@ -344,6 +344,31 @@ def check_one_device(op: str, tensors: dict) -> None:
         raise RuntimeError(f"{op}: the inputs must be on one device, got {where}")
 
 
+def check_dtypes(op: str, tensors: dict, bindings: tuple, supported: str) -> None:
+    """Raises unless some dtype binding of the op (a tuple of the inputs' dtypes, in order)
+    gives each present input its dtype (every value of a list), as the kernels check them.
+    The fake kernel calls it, so that tracing refuses what eager refuses, in its words."""
+
+    def matches(value, dtype) -> bool:
+        if value is None:
+            return True
+        if isinstance(value, list | tuple):
+            return all(v.dtype == dtype for v in value)
+        return value.dtype == dtype
+
+    values = list(tensors.values())
+    if any(all(map(matches, values, binding)) for binding in bindings):
+        return
+
+    def name(value) -> str:
+        if isinstance(value, list | tuple):
+            return "[" + ", ".join(name(v) for v in value) + "]"
+        return str(value.dtype).removeprefix("torch.")
+
+    present = ", ".join(name(v) for v in values if v is not None)
+    raise ValueError(f"{op}: unsupported input dtypes ({present}); supported: {supported}")
+
+
 def kernels(domain_ident: str):
     """The pybind11 kernel module of one domain, imported from the build directory."""
     if domain_ident in _modules:

@@ -15,8 +15,12 @@ from generator.api.names import Local
 from generator.model.names import OP_NAMESPACE_NAMES, OPGEN_NAMESPACE_NAMES, is_reserved
 from generator.model.types import KERNEL_DTYPES, VALUE_ATTR_TYPES, AttrType, DType
 
-# The dtypes every kernel target carries.
-CARRIED_DTYPES = [d.value for d in KERNEL_DTYPES + (DType.uint16, DType.uint32, DType.uint64)]
+# The dtypes every kernel target carries (two float8 formats of the four: one of each family).
+CARRIED_DTYPES = [
+    d.value
+    for d in KERNEL_DTYPES
+    + (DType.uint16, DType.uint32, DType.uint64, DType.float8e4m3fn, DType.float8e5m2fnuz)
+]
 
 FLOATING = [d.value for d in DType if d.is_floating]
 # What a random op's attribute may choose for an output: conversions that torch's `.to` and the

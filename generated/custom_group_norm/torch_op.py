@@ -27,6 +27,16 @@ def _fake(
     _support.check_one_device(
         "CustomGroupNorm", {"X": X, "num_groups": num_groups, "scale": scale, "bias": bias}
     )
+    _support.check_dtypes(
+        "CustomGroupNorm",
+        {"X": X, "num_groups": num_groups, "scale": scale, "bias": bias},
+        (
+            (torch.float32, torch.int64, torch.float32, torch.float32),
+            (torch.float64, torch.int64, torch.float64, torch.float64),
+            (torch.float16, torch.int64, torch.float16, torch.float16),
+        ),
+        "X: float32|float64|float16; num_groups: int64; scale: float32|float64|float16; bias: float32|float64|float16",
+    )
     torch._check(
         X.dim() >= 2,
         lambda: "CustomGroupNorm: input 'X' must have at least rank 2 (shape [N, C, ...]), got shape "

@@ -19,6 +19,9 @@ SCHEMA = "(Tensor X, Tensor Y) -> Tensor"
 
 def _fake(X: torch.Tensor, Y: torch.Tensor) -> torch.Tensor:
     _support.check_one_device("CustomOpOne", {"X": X, "Y": Y})
+    _support.check_dtypes(
+        "CustomOpOne", {"X": X, "Y": Y}, ((torch.float32, torch.float32),), "X: float32; Y: float32"
+    )
     torch._check(
         list(X.shape) == list(Y.shape),
         lambda: "CustomOpOne: input 'Y' must have the shape of input 'X', got "

@@ -504,8 +504,16 @@ def test_wrong_dtype_is_rejected():
     with pytest.raises(Exception) as raised:
         _testing.session(single_node(inputs, case["attributes"]), LIBRARY)
     assert OP_TYPE in str(raised.value), str(raised.value)
-    with pytest.raises(ValueError, match="unsupported input dtypes"):
+    with pytest.raises(ValueError, match="unsupported input dtypes") as eager:
         TORCH_OP(*call_args(inputs), **case["attributes"])
+    # Tracing (torch.export, torch.compile) refuses it too, in the same words.
+    with torch._subclasses.FakeTensorMode() as mode:
+        fakes = {
+            k: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()
+        }
+        with pytest.raises(ValueError) as traced:
+            TORCH_OP(*call_args(fakes), **case["attributes"])
+    assert str(traced.value) == str(eager.value)
 
 
 def test_session_without_library_fails_clearly():

@@ -18,6 +18,7 @@ SCHEMA = "(Tensor X) -> Tensor"
 
 
 def _fake(X: torch.Tensor) -> torch.Tensor:
+    _support.check_dtypes("CustomOpTwo", {"X": X}, ((torch.float32,),), "X: float32")
     Y = torch.empty([*X.shape[:]], dtype=torch.int32, device=X.device)
     return Y
 

@@ -19,6 +19,25 @@ SCHEMA = "(Tensor X, Tensor scale) -> Tensor"
 
 def _fake(X: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
     _support.check_one_device("Dequantize", {"X": X, "scale": scale})
+    _support.check_dtypes(
+        "Dequantize",
+        {"X": X, "scale": scale},
+        (
+            (torch.uint8, torch.float32),
+            (torch.uint8, torch.float16),
+            (torch.int8, torch.float32),
+            (torch.int8, torch.float16),
+            (torch.uint16, torch.float32),
+            (torch.uint16, torch.float16),
+            (torch.int16, torch.float32),
+            (torch.int16, torch.float16),
+            (torch.float8_e4m3fn, torch.float32),
+            (torch.float8_e4m3fn, torch.float16),
+            (torch.float8_e5m2, torch.float32),
+            (torch.float8_e5m2, torch.float16),
+        ),
+        "X: uint8|int8|uint16|int16|float8e4m3fn|float8e5m2; scale: float32|float16",
+    )
     torch._check(
         scale.dim() == 0,
         lambda: "Dequantize: input 'scale' must have exactly rank 0 (shape []), got shape "

@@ -18,6 +18,12 @@ SCHEMA = "(Tensor X) -> Tensor"
 
 
 def _fake(X: torch.Tensor) -> torch.Tensor:
+    _support.check_dtypes(
+        "Inverse",
+        {"X": X},
+        ((torch.float32,), (torch.float64,), (torch.float16,)),
+        "X: float32|float64|float16",
+    )
     torch._check(
         X.dim() >= 2,
         lambda: "Inverse: input 'X' must have at least rank 2 (shape [..., N, N]), got shape "

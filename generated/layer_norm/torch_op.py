@@ -21,6 +21,16 @@ def _fake(
     X: torch.Tensor, Scale: torch.Tensor, B: torch.Tensor | None = None, epsilon: float = 1e-05
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     _support.check_one_device("LayerNorm", {"X": X, "Scale": Scale, "B": B})
+    _support.check_dtypes(
+        "LayerNorm",
+        {"X": X, "Scale": Scale, "B": B},
+        (
+            (torch.float32, torch.float32, torch.float32),
+            (torch.float64, torch.float64, torch.float64),
+            (torch.float16, torch.float16, torch.float16),
+        ),
+        "X: float32|float64|float16; Scale: float32|float64|float16; B: float32|float64|float16",
+    )
     torch._check(
         X.dim() >= 1,
         lambda: "LayerNorm: input 'X' must have at least rank 1 (shape [..., N]), got shape "

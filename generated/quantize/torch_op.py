@@ -21,6 +21,12 @@ def _fake(
     X: torch.Tensor, scale: torch.Tensor, output_dtype: torch.dtype | None = None
 ) -> torch.Tensor:
     _support.check_one_device("Quantize", {"X": X, "scale": scale})
+    _support.check_dtypes(
+        "Quantize",
+        {"X": X, "scale": scale},
+        ((torch.float32, torch.float32), (torch.float16, torch.float16)),
+        "X: float32|float16; scale: float32|float16",
+    )
     output_dtype = _support.onnx_dtype(output_dtype, 2)
     torch._check(
         any(output_dtype == allowed for allowed in [2, 3, 4, 5, 17, 19]),

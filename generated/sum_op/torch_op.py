@@ -19,6 +19,12 @@ SCHEMA = "(Tensor[] X) -> Tensor"
 
 def _fake(X: list[torch.Tensor]) -> torch.Tensor:
     _support.check_one_device("Sum", {"X": X})
+    _support.check_dtypes(
+        "Sum",
+        {"X": X},
+        ((torch.float32,), (torch.float64,), (torch.float16,), (torch.int32,), (torch.int64,)),
+        "X: float32|float64|float16|int32|int64",
+    )
     torch._check(len(X) >= 1, lambda: "Sum: input 'X' takes 1 or more values, got " + str(len(X)))
     Y = torch.empty(
         [

@@ -99,3 +99,8 @@ def compute_params(op: OpDef, binding: dict[str, str] | None = None) -> str:
 
 def relative_include(from_dir: Path, target: Path) -> str:
     return Path(os.path.relpath(target, from_dir)).as_posix()
+
+
+def supported_dtypes(op: OpDef) -> str:
+    """`X: float32|float64; Y: int64`, the end of every kernel's unsupported-dtypes message."""
+    return "; ".join(f"{t.name}: " + "|".join(d.value for d in op.dtypes_of(t)) for t in op.inputs)

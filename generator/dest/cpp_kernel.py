@@ -12,7 +12,7 @@ from generator.api import python as py
 from generator.api.cpp_shapes import OutputStatements
 from generator.api.names import Local
 from generator.dest import common
-from generator.dest.cpp import CppAttribute, concrete_dtype
+from generator.dest.cpp import CppAttribute
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef, TorchApi
@@ -444,18 +444,6 @@ def _dtype_list_expr(op: OpDef) -> str:
     return "opgen::join_present({" + ", ".join(Local.dtype_name(t.name) for t in op.inputs) + "})"
 
 
-def _supported_dtypes(op: OpDef) -> str:
-    """`X: float32|float64; Y: int64`, the end of the unsupported-dtypes message."""
-    return "; ".join(
-        f"{t.name}: "
-        + "|".join(
-            d.value
-            for d in (op.type_var_dtypes[t.type_var] if t.type_var else (concrete_dtype(t),))
-        )
-        for t in op.inputs
-    )
-
-
 def _numpy_type(tensor: TensorParam) -> str:
     """What the pybind11 binding takes for an input."""
     if tensor.variadic:
@@ -495,7 +483,7 @@ def pybind_op_view(op: OpDef) -> PybindOpView:
         run_args=", ".join(Local.array(t.name) for t in op.inputs),
         output_arrays=", ".join(Local.array(t.name) for t in op.outputs),
         dtype_list_expr=_dtype_list_expr(op),
-        supported_dtypes=_supported_dtypes(op),
+        supported_dtypes=common.supported_dtypes(op),
         doc_literal=cpp.string_literal(op.doc),
     )
 
@@ -615,7 +603,7 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         ),
         result_expr=(result[0] if len(result) == 1 else f"std::make_tuple({', '.join(result)})"),
         dtype_list_expr=_dtype_list_expr(op),
-        supported_dtypes=_supported_dtypes(op),
+        supported_dtypes=common.supported_dtypes(op),
     )
 
 

@@ -148,7 +148,9 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         outputs=tuple(output(t, i) for i, t in enumerate(op.outputs)),
         type_constraints=tuple(
             SchemaConstraint(
-                cpp.string_literal(tc.name), _constraint_types(tc.dtypes), cpp.string_literal(tc.doc)
+                cpp.string_literal(tc.name),
+                _constraint_types(tc.dtypes),
+                cpp.string_literal(tc.doc),
             )
             for tc in op.type_constraints
         ),

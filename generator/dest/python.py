@@ -161,6 +161,7 @@ class TorchOpView:
     doc_escaped: str  # the definition's doc, inside a """ string
     checks: tuple[SpelledCheck, ...]
     device_check_args: str | None  # for _support.check_one_device: two tensor inputs or more
+    dtype_check_args: str | None  # for _support.check_dtypes: a kernel op's
     data_dependent_sizes: tuple[str, ...]
     outputs: tuple[TorchOutputView, ...]
     first_input: str
@@ -228,6 +229,7 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
             if len(op.inputs) > 1 or op.variadic_inputs
             else None
         ),
+        dtype_check_args=_dtype_check_args(op),
         data_dependent_sizes=tuple(op.shape_rule.data_dependent_sizes),
         outputs=tuple(
             TorchOutputView(o.name, shape.expr, output_dtype_expr(op, o))
@@ -744,6 +746,29 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
         ),
         symbolic_dtype_conversions=tuple(py.dtype_conversions(op, "onnx_dtype_of_scalar_type")),
         symbolic_statements=tuple(py.symbolic_statements(op, _set_types(op))),
+    )
+
+
+def _dtype_check_args(op: OpDef) -> str | None:
+    """The fake kernel checks the inputs' dtypes as the kernel does (a kernel for each dtype
+    binding), so that tracing refuses what eager refuses, in the same words."""
+    if op.kernel is None:
+        return None
+    bindings = dict.fromkeys(
+        tuple(py.TORCH_DTYPE[t.dtype_in(binding)] for t in op.inputs)
+        for binding in op.instantiations
+    )
+
+    def spelled(items: list[str]) -> str:  # a tuple, without a trailing comma black would keep
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    return (
+        f"{py.literal(op.message_prefix)}, "
+        + "{"
+        + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs)
+        + "}, "
+        + spelled([spelled(list(binding)) for binding in bindings])
+        + f", {py.literal(common.supported_dtypes(op))}"
     )
 
 

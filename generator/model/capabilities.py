@@ -280,12 +280,7 @@ def _dtype_feature(dtype: DType) -> Feature | None:
             return Feature.complex
         case DType.string:
             return Feature.string
-        case (
-            DType.float8e4m3fn
-            | DType.float8e4m3fnuz
-            | DType.float8e5m2
-            | DType.float8e5m2fnuz
-        ):
+        case DType.float8e4m3fn | DType.float8e4m3fnuz | DType.float8e5m2 | DType.float8e5m2fnuz:
             return Feature.float8
         case DType.float8e8m0:
             return Feature.float8e8m0

@@ -56,7 +56,8 @@ TENSOR_PROTO = {
 }
 # Dtypes ONNX Runtime's Python API has no numpy type for (it refuses them as outputs, or
 # returns raw bits): an input crosses as an OrtValue of its bits, an output comes back through
-# a Cast to float32 in a session of its own (exact for these), then to its dtype.
+# a Cast to float32 in a session of its own (exact for these, but that a NaN comes back as
+# PyTorch's NaN encoding, not necessarily the kernel's), then to its dtype.
 FLOAT8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
 # onnxruntime 1.31 refuses the IR version onnx 1.23 stamps by default (14); 10 works.
 IR_VERSION = 10
