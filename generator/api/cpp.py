@@ -19,7 +19,7 @@ from generator.model.tensors import (
     TensorParam,
     VariadicArity,
 )
-from generator.model.types import AttrType, DType
+from generator.model.types import TENSOR_PROTO_NUMBER, AttrType, DType
 
 KERNEL_TYPE = {
     DType.float16: "opgen::float16",
@@ -168,7 +168,12 @@ def ort_characteristic(arity: Arity) -> str:
 
 
 def onnx_proto_enum(dtype: DType) -> str:
-    return f"ONNX_NAMESPACE::TensorProto_DataType_{TENSOR_PROTO[dtype]}"
+    """A TensorProto element type in C++: by its enum name where every ONNX the C++ schemas
+    build against has it, else by number (ONNX 1.12 has no TensorProto_DataType_FLOAT8E4M3FN)."""
+    number = TENSOR_PROTO_NUMBER[dtype]
+    if number <= NEWEST_ONNX_1_12_DTYPE:
+        return f"ONNX_NAMESPACE::TensorProto_DataType_{TENSOR_PROTO[dtype]}"
+    return f"static_cast<ONNX_NAMESPACE::TensorProto_DataType>({number})"
 
 
 def _byte_spelling(byte: int) -> str:

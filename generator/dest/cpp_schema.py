@@ -20,7 +20,7 @@ from generator.generated_file import GeneratedFile
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.tensors import TensorParam, VariadicArity, value_name, value_names
 from generator.model.tests import ErrorCase, RandomCase
-from generator.model.types import TENSOR_PROTO_NUMBER, AttrType, DType
+from generator.model.types import TENSOR_PROTO_NUMBER, AttrType, DType, Instantiation
 from generator.render import render
 from generator.shapes.evaluate import evaluate_output_shapes
 from generator.shapes.spell import SpelledCheck
@@ -238,7 +238,7 @@ def _wrong_type_cases(op: OpDef) -> tuple[WrongTypeCase, ...]:
     if not op.tests.random:
         return ()
     case = op.tests.random[0]
-    given = _explicit_attributes(op, op.case_attributes(case.attributes))
+    given = _explicit_attributes(op, op.case_attributes(case.attributes, _test_binding(op)))
     cases = []
     for name in op.shape_rule.attributes:
         attr = op.attributes_by_name[name]
@@ -311,9 +311,21 @@ def _dims_literal(dims: list[int | str]) -> str:
     return "{" + ", ".join(entries) + "}"
 
 
+def _test_binding(op: OpDef) -> Instantiation:
+    """The dtype binding the C++ test models use: the first whose dtypes every ONNX the C++
+    schemas build against knows (ONNX 1.12 refuses a float8 model: "Invalid tensor data type
+    17"), else the first."""
+    known = (
+        b
+        for b in op.instantiations
+        if all(TENSOR_PROTO_NUMBER[d] <= cpp.NEWEST_ONNX_1_12_DTYPE for _, d in b.bindings)
+    )
+    return next(known, op.instantiations[0])
+
+
 def _testconcrete_dtype(op: OpDef, tensor: TensorParam) -> DType:
-    """The tensor's dtype in the first instantiation (what the C++ test models use)."""
-    return tensor.dtype_in(op.instantiations[0])
+    """The tensor's dtype at the C++ test models' binding."""
+    return tensor.dtype_in(_test_binding(op))
 
 
 def _input_shapes_literal(op: OpDef, shapes: Mapping[str, Sequence[int | str]]) -> str:
@@ -347,7 +359,7 @@ def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:
                 t.name, i, Local.inferred_type(t.name), whole, cpp.string_literal(prefix)
             )
         )
-    attributes = _explicit_attributes(op, op.case_attributes(case.attributes))
+    attributes = _explicit_attributes(op, op.case_attributes(case.attributes, _test_binding(op)))
     return ValidCase(
         attribute_statements=tuple(
             cpp.node_attribute_statements("node", op.attributes_by_name, attributes)
@@ -363,7 +375,9 @@ def _error_case(op: OpDef, index: int, case: ErrorCase) -> ErrorCaseView:
     return ErrorCaseView(
         attribute_statements=tuple(
             cpp.node_attribute_statements(
-                "node", op.attributes_by_name, op.case_attributes(case.attributes)
+                "node",
+                op.attributes_by_name,
+                op.case_attributes(case.attributes, _test_binding(op)),
             )
         ),
         label=f"error case {index} {dict(case.shapes)}".replace('"', "'"),

@@ -279,11 +279,14 @@ class OpDef:
             )
         return tuple(cases)
 
-    def case_attributes(self, attributes: Mapping[str, Any]) -> dict[str, Any]:
-        """A test case's attributes as the tests at the first dtype binding give them: with
-        each attribute that chooses a type variable's dtype set to that binding's (tests that
-        run every binding set it to each), where the case does not set it (an error case)."""
-        first = self.instantiations[0]
+    def case_attributes(
+        self, attributes: Mapping[str, Any], binding: Instantiation | None = None
+    ) -> dict[str, Any]:
+        """A test case's attributes as the tests at a dtype binding (the first unless given)
+        give them: with each attribute that chooses a type variable's dtype set to that
+        binding's (tests that run every binding set it to each), where the case does not set it
+        (an error case)."""
+        first = binding or self.instantiations[0]
         chosen = {
             name: TENSOR_PROTO_NUMBER[first.dtype(tc.name)]
             for name, tc in self.type_choosers.items()
