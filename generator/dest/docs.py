@@ -22,6 +22,7 @@ from generator.model.tensors import (
 )
 from generator.model.types import AttrType, message_value
 from generator.render import GeneratedFile, render
+from generator.runtime._names import input_of
 from generator.view import view
 
 # Every text in a view below is Markdown, ready for the page (table cells already one line
@@ -225,23 +226,46 @@ def _registration(op: OpDef) -> str:
 
 
 def _example(op: OpDef, package: str) -> str:
+    """A runnable example: the first random case's inputs at the first dtype binding (drawn
+    by its samplers, as the tests draw them), the PyTorch call and the ONNX node."""
     if op.is_interface_only:
         names = ([t.name for t in op.inputs], [t.name for t in op.outputs])
         return (
-            f"import onnx\nimport {package}  # registers the ONNX schemas\n\n"
+            f"import onnx\nimport {package}\n\n{package}.register_all()  # the ONNX schemas\n"
             f"node = onnx.helper.make_node({op.op_type!r}, {names[0]!r}, {names[1]!r}, "
             f"domain={op.domain!r})"
         )
     case = op.tests.random[0] if op.tests.random else None
-    lines = ["import torch", f"import {package}  # registers the ops (and their ONNX schemas)", ""]
     shapes = case.shapes if case else {t.name: () for t in op.inputs if not t.optional}
     sizes = case.dynamic if case else {}
-    for name, dims in shapes.items():
-        concrete = [d if isinstance(d, int) else sizes[d][0] for d in dims]
-        lines.append(f"{name} = torch.randn({', '.join(map(str, concrete))})")
-    attributes = dict(case.attributes) if case else {}
-    kwargs = "".join(f", {k}={v!r}" for k, v in attributes.items())
-    args = ", ".join(shapes)
+    samples = case.samples if case else {}
+    binding = op.instantiations[0]
+    attributes = op.case_attributes(case.attributes if case else {})
+    lines = [f"import {package}  # registers the PyTorch ops"]
+    if op.torch is not None:
+        lines = ["import torch", *lines, ""]
+        if any(name in samples for name in shapes):
+            lines.append("gen = torch.Generator().manual_seed(0)")
+        for name, dims in shapes.items():
+            concrete = tuple(d if isinstance(d, int) else sizes[d][0] for d in dims)
+            tensor = next(t for t in op.inputs if t.name == _input_of(op, name))
+            dtype = py_api.TORCH_DTYPE[tensor.dtype_in(binding)]
+            if name in samples:
+                lines.append(f"shape = {concrete!r}")
+                lines.append(f"{name} = ({samples[name]}).to({dtype})")
+            else:
+                cast = "" if dtype == "torch.float32" else f".to({dtype})"
+                lines.append(f"{name} = torch.randn({concrete!r}){cast}")
+    choosers = op.type_choosers
+    kwargs = "".join(
+        f", {k}={py_api.TORCH_DTYPE[binding.dtype(choosers[k].name)] if k in choosers else repr(v)}"
+        for k, v in attributes.items()
+    )
+    args = ", ".join(
+        f"[{', '.join(n for n in shapes if _input_of(op, n) == t.name)}]" if t.variadic else t.name
+        for t in op.inputs
+        if t.variadic or t.name in shapes
+    )
     outputs = ", ".join(t.name for t in op.outputs)
     if op.torch and not op.torch.is_override:
         lines.append(f"{outputs} = torch.ops.{op.torch.namespace}.{op.torch.name}({args}{kwargs})")
@@ -256,10 +280,17 @@ def _example(op: OpDef, package: str) -> str:
             "",
             "# The ONNX node:",
             "import onnx",
+            "",
+            f"{package}.register_all()  # the ONNX schemas (and the TorchScript symbolics)",
             f"node = onnx.helper.make_node({op.op_type!r}, {list(shapes)!r}, "
             f"{[t.name for t in op.outputs]!r}, domain={op.domain!r}{node_kwargs})",
         ]
     return "\n".join(lines)
+
+
+def _input_of(op: OpDef, name: str) -> str:
+    """The input a test case's value belongs to (a variadic input's X_0 is X's)."""
+    return input_of(name, next((t.name for t in op.inputs if t.variadic), None))
 
 
 def op_page_view(op: OpDef, package: str) -> OpPageView:
