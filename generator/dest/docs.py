@@ -20,7 +20,7 @@ from generator.model.tensors import (
     TensorParam,
     VariadicArity,
 )
-from generator.model.types import AttrType, message_value
+from generator.model.types import DTYPE_OF_NUMBER, AttrType, message_value
 from generator.render import GeneratedFile, render
 from generator.runtime._names import input_of
 from generator.view import view
@@ -154,10 +154,22 @@ FLOAT32_NOTE = (
 )
 
 
-def _attribute(attr: Attribute) -> AttributeRowView:
+def _dtype_number(number: int) -> str:
+    """An attribute's dtype number with the dtype's names: `2` (uint8, `torch.uint8`)."""
+    dtype = DTYPE_OF_NUMBER[number]
+    torch_name = f", `{py_api.TORCH_DTYPE[dtype]}`" if dtype.in_torch else ""
+    return f"`{number}` ({dtype.value}{torch_name})"
+
+
+def _attribute(attr: Attribute, chooser: bool) -> AttributeRowView:
+    """`chooser`: the attribute picks a type variable's dtype (TensorProto numbers)."""
     notes = []
     if attr.allowed:
-        notes.append("one of " + ", ".join(f"`{_cell(message_value(v))}`" for v in attr.allowed))
+        spelled = (
+            _dtype_number(v) if chooser and isinstance(v, int) else f"`{_cell(message_value(v))}`"
+            for v in attr.allowed
+        )
+        notes.append("one of " + ", ".join(spelled))
     if attr.minimum is not None:
         notes.append(f"at least `{message_value(attr.minimum)}`")
     if attr.maximum is not None:
@@ -172,10 +184,18 @@ def _attribute(attr: Attribute) -> AttributeRowView:
         default=(
             "required"
             if attr.required
-            else f"`{_cell(repr(attr.default))}`" if attr.has_default else "optional, none"
+            else (
+                (
+                    _dtype_number(attr.default)
+                    if chooser and isinstance(attr.default, int)
+                    else f"`{_cell(repr(attr.default))}`"
+                )
+                if attr.has_default
+                else "optional, none"
+            )
         ),
         doc=_cell(
-            ". ".join([attr.doc.rstrip(".")] + notes) + "."
+            ". ".join([attr.doc.rstrip(".")] + [n[0].upper() + n[1:] for n in notes]) + "."
             if notes and attr.doc
             else attr.doc or "; ".join(notes)
         ),
@@ -304,7 +324,7 @@ def op_page_view(op: OpDef, package: str) -> OpPageView:
             _tensor(t, "not declared" if op.is_interface_only else "through the function body")
             for t in op.outputs
         ),
-        attributes=tuple(_attribute(a) for a in op.attributes),
+        attributes=tuple(_attribute(a, a.name in op.type_choosers) for a in op.attributes),
         type_constraints=tuple(
             TypeConstraintRowView(tc.name, ", ".join(str(t) for t in tc.types), _cell(tc.doc))
             for tc in op.type_constraints
