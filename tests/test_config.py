@@ -70,7 +70,9 @@ def test_configuration_names_the_package_and_its_folders(tmp_path):
     info = (package / "_package.py").read_text()
     assert 'NAME = "myops"' in info and 'VERSION = "2.1.0rc1"' in info
     assert 'BUILD_DIR = "../../out/build"' in info
-    assert "import myops  # registers the ops" in (package / "docs" / "inverse.md").read_text()
+    assert (
+        "import myops  # registers the PyTorch ops" in (package / "docs" / "inverse.md").read_text()
+    )
     assert "import myops\n" in (package / "__init__.py").read_text()
     pyproject = (package / "pyproject.toml").read_text()
     assert 'name = "myops"' in pyproject and 'version = "2.1.0rc1"' in pyproject
