@@ -170,10 +170,14 @@ def ort_characteristic(arity: Arity) -> str:
 def onnx_proto_enum(dtype: DType) -> str:
     """A TensorProto element type in C++: by its enum name where every ONNX the C++ schemas
     build against has it, else by number (ONNX 1.12 has no TensorProto_DataType_FLOAT8E4M3FN)."""
-    number = TENSOR_PROTO_NUMBER[dtype]
-    if number <= NEWEST_ONNX_1_12_DTYPE:
+    if in_every_onnx(dtype):
         return f"ONNX_NAMESPACE::TensorProto_DataType_{TENSOR_PROTO[dtype]}"
-    return f"static_cast<ONNX_NAMESPACE::TensorProto_DataType>({number})"
+    return f"static_cast<ONNX_NAMESPACE::TensorProto_DataType>({TENSOR_PROTO_NUMBER[dtype]})"
+
+
+def in_every_onnx(dtype: DType) -> bool:
+    """Every ONNX the C++ schemas build against has the element type (ONNX 1.12 does)."""
+    return TENSOR_PROTO_NUMBER[dtype] <= NEWEST_ONNX_1_12_DTYPE
 
 
 def _byte_spelling(byte: int) -> str:

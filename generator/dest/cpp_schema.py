@@ -56,7 +56,7 @@ def _constraint_types(dtypes: Sequence[DType]) -> str:
     oldest ONNX the C++ schemas build against (Debian's libonnx-dev, ONNX 1.12) goes through
     opgen::schema::known_types, which leaves out what the linked ONNX does not know."""
     types = "{" + ", ".join(cpp.string_literal(onnx_type_string(d)) for d in dtypes) + "}"
-    if all(TENSOR_PROTO_NUMBER[d] <= cpp.NEWEST_ONNX_1_12_DTYPE for d in dtypes):
+    if all(cpp.in_every_onnx(d) for d in dtypes):
         return types
     return f"opgen::schema::known_types({types})"
 
@@ -315,11 +315,7 @@ def _test_binding(op: OpDef) -> Instantiation:
     """The dtype binding the C++ test models use: the first whose dtypes every ONNX the C++
     schemas build against knows (ONNX 1.12 refuses a float8 model: "Invalid tensor data type
     17"), else the first."""
-    known = (
-        b
-        for b in op.instantiations
-        if all(TENSOR_PROTO_NUMBER[d] <= cpp.NEWEST_ONNX_1_12_DTYPE for _, d in b.bindings)
-    )
+    known = (b for b in op.instantiations if all(cpp.in_every_onnx(d) for _, d in b.bindings))
     return next(known, op.instantiations[0])
 
 
