@@ -391,3 +391,96 @@ def test_float8_and_16_bit_conversions_agree_with_onnx_runtime_and_numpy(tmp_pat
                 f"{values[wrong[:5]].tolist()}: opgen {ours[wrong[:5], column].tolist()}, "
                 f"expected {want[wrong[:5]].tolist()}"
             )
+
+
+_FOUR_BIT = r"""
+#include <cstdio>
+#include <iostream>
+#include <vector>
+#include "opgen/runtime.h"
+template <bool Signed>
+void print(const std::vector<uint8_t>& bytes, int64_t count) {  // unpacked, then packed again
+  std::vector<opgen::int4_of<Signed>> values(static_cast<size_t>(count));
+  opgen::unpack_4bit(bytes.data(), count, values.data());
+  for (const auto& value : values) std::printf("%d ", static_cast<int>(value));
+  std::vector<uint8_t> packed(static_cast<size_t>(opgen::packed_4bit_bytes(count)), 0xaa);
+  opgen::pack_4bit(values.data(), count, packed.data());
+  std::printf("|");
+  for (uint8_t byte : packed) std::printf(" %d", byte);
+  std::printf("\n");
+}
+int main() {  // stdin: the element count, then the packed bytes
+  int64_t count;
+  std::cin >> count;
+  std::vector<uint8_t> bytes;
+  int byte;
+  while (std::cin >> byte) bytes.push_back(static_cast<uint8_t>(byte));
+  print<true>(bytes, count);
+  print<false>(bytes, count);
+  for (int64_t v : {-17, -9, -8, -1, 0, 7, 8, 15, 16, 1000}) {  // wrapping and saturating
+    std::printf("%d %d %d %d\n", static_cast<int>(opgen::int4(v)), static_cast<int>(opgen::uint4(v)),
+                static_cast<int>(opgen::int4::saturated(v)), static_cast<int>(opgen::uint4::saturated(v)));
+  }
+}
+"""
+
+
+def test_4bit_packing_agrees_with_onnx_runtime_and_ml_dtypes(tmp_path):
+    """runtime.h unpacks ONNX's two-per-byte int4 and uint4 tensors as ONNX Runtime reads them
+    (its Cast to int8 and uint8), for odd and even counts, and packs them back into the same
+    bytes with the unused high nibble of an odd count zero; int4(v) keeps v's low four bits, as
+    a conversion to int8_t keeps the low eight, and saturated(v) clamps."""
+    import ml_dtypes
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    if shutil.which("g++") is None:
+        _missing("g++")
+    program = tmp_path / "four_bit"
+    build = subprocess.run(
+        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
+        input=_FOUR_BIT,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-4000:]
+    rng = np.random.default_rng(4)
+    for count in [0, 1, 2, 3, 7, 8, 255, 256, 1001]:
+        packed = rng.integers(0, 256, (count + 1) // 2, dtype=np.uint8)
+        if count % 2:
+            packed[-1] &= 0x0F  # ONNX leaves the unused nibble 0
+        printed = subprocess.run(
+            [str(program)],
+            input=f"{count} " + " ".join(map(str, packed)),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        for line, number, to, np_type in (
+            (printed[0], TensorProto.INT4, TensorProto.INT8, ml_dtypes.int4),
+            (printed[1], TensorProto.UINT4, TensorProto.UINT8, ml_dtypes.uint4),
+        ):
+            values, repacked = line.split("|")
+            graph = helper.make_graph(
+                [helper.make_node("Cast", ["x"], ["y"], to=to)],
+                "cast",
+                [helper.make_tensor_value_info("x", number, [None])],
+                [helper.make_tensor_value_info("y", to, [None])],
+            )
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+            model.ir_version = 10
+            buffer = np.zeros(count, np.uint8)  # ONNX Runtime reads the bytes of this shape
+            buffer[: packed.size] = packed
+            value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(buffer, number)
+            session = ort.InferenceSession(model.SerializeToString())
+            want = session.run_with_ort_values(["y"], {"x": value})[0].numpy()
+            assert [int(v) for v in values.split()] == want.tolist(), (count, number)
+            assert want.astype(np_type).astype(np.int64).tolist() == want.tolist()
+            assert [int(b) for b in repacked.split()] == packed.tolist(), (count, number)
+    wraps = [list(map(int, line.split())) for line in printed[2:]]
+    for v, (int4, uint4, int4_saturated, uint4_saturated) in zip(
+        [-17, -9, -8, -1, 0, 7, 8, 15, 16, 1000], wraps, strict=True
+    ):
+        assert int4 == ((v + 8) % 16) - 8 and uint4 == v % 16, v
+        assert int4_saturated == min(max(v, -8), 7) and uint4_saturated == min(max(v, 0), 15), v

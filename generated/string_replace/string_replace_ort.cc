@@ -31,7 +31,7 @@ struct OrtKernel {
       const opgen::Output<std::string> Y{opgen::ort::output_data<std::string>(Y_value, aligned, shapes.Y), shapes.Y};
       const opgen::ort::ThreadPoolContext pool(context, opgen::elements_touched(X_shape, shapes.Y));
       compute(pool, X, Y, attrs);
-      opgen::ort::store_strings(Y_value, Y);
+      opgen::ort::store_output(Y_value, Y);
     });
   }
 };

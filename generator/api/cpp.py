@@ -39,6 +39,8 @@ KERNEL_TYPE = {
     DType.float8e4m3fnuz: "opgen::float8e4m3fnuz",
     DType.float8e5m2: "opgen::float8e5m2",
     DType.float8e5m2fnuz: "opgen::float8e5m2fnuz",
+    DType.int4: "opgen::int4",  # one per byte; ONNX Runtime only (docs/capabilities.md)
+    DType.uint4: "opgen::uint4",
     DType.string: "std::string",  # ONNX Runtime only (docs/capabilities.md)
 }
 # ONNX 1.12 (Debian's libonnx-dev, which the C++ schemas build against here) knows

@@ -24,7 +24,12 @@ from generator.model.types import TORCH_NAME, TORCHSCRIPT_MISSING_DTYPES, AttrTy
 TORCH_DTYPE = {d: f"torch.{name}" for d, name in TORCH_NAME.items()}
 # How the generated tests spell a dtype: torch's, and a string tensor's (which PyTorch lacks) as
 # a numpy array of str.
-TEST_DTYPE = {**TORCH_DTYPE, DType.string: "_testing.STRING"}
+TEST_DTYPE = {
+    **TORCH_DTYPE,
+    DType.string: "_testing.STRING",
+    DType.int4: "_testing.INT4",
+    DType.uint4: "_testing.UINT4",
+}
 SCHEMA_TYPE = {
     AttrType.bool: "bool",
     AttrType.int: "int",

@@ -75,7 +75,7 @@ class KernelOutput:
     index: int
     cpp_type: str
     kernel_allocated: bool  # a data-dependent size: the kernel allocates it
-    holds_strings: bool  # (ONNX Runtime only) its elements go to the tensor after compute
+    elements_copied: bool  # (ONNX Runtime only) its elements go to the tensor after compute
     optional: bool  # the kernel gets a pointer, null where the runtime leaves the output out
     present: str
     optional_view: str
@@ -91,7 +91,7 @@ class KernelOutput:
             index=index,
             cpp_type=common.tensor_cpp_type(tensor),
             kernel_allocated=tensor.name in op.shape_rule.kernel_allocated,
-            holds_strings=op.holds_strings(tensor),
+            elements_copied=op.elements_copied(tensor),
             optional=tensor.optional,
             present=Local.present(tensor.name),
             optional_view=Local.optional_view(tensor.name),
@@ -363,7 +363,7 @@ class OrtOpView(KernelWrapperView):
     input_characteristics: str
     output_characteristics: str
     # Outputs that may hold strings: their elements go to ONNX Runtime after compute
-    string_outputs: tuple[KernelOutput, ...]
+    copied_outputs: tuple[KernelOutput, ...]
     type_choosers: tuple[TypeChooser, ...]
 
 
@@ -395,7 +395,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
     def output_data(tensor: TensorParam) -> str:
         cpp_type = common.tensor_cpp_type(tensor)
         value = Local.runtime_value(tensor.name)
-        if op.holds_strings(tensor):
+        if op.elements_copied(tensor):
             shape = Local.output_shape_member(tensor.name)
             return f"opgen::ort::output_data<{cpp_type}>({value}, aligned, {shape})"
         return f"opgen::ort::mutable_data<{cpp_type}>({value})"
@@ -427,7 +427,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         ),
         input_characteristics=_characteristics(op.inputs),
         output_characteristics=_characteristics(op.outputs),
-        string_outputs=tuple(view for view in wrapper.outputs if view.holds_strings),
+        copied_outputs=tuple(view for view in wrapper.outputs if view.elements_copied),
         type_choosers=tuple(TypeChooser(name, tc.name) for name, tc in op.type_choosers.items()),
     )
 

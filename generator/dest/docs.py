@@ -280,6 +280,7 @@ def _example(op: OpDef, package: str) -> str:
     kwargs = "".join(
         f", {k}={py_api.TORCH_DTYPE[binding.dtype(choosers[k].name)] if k in choosers else repr(v)}"
         for k, v in attributes.items()
+        if op.torch
     )
     args = ", ".join(
         f"[{', '.join(n for n in shapes if _input_of(op, n) == t.name)}]" if t.variadic else t.name

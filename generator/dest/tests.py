@@ -12,6 +12,7 @@ from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.api.names import Local
 from generator.dest import common
+from generator.dest.cpp_schema import test_types_not_in_every_onnx
 from generator.dest.emission import Emission
 from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.capabilities import Target, targets_of
@@ -151,6 +152,9 @@ class ParityTestView:
     new_torch_op: bool
     has_cpp_schema: bool
     schema_tests: str  # the domain's schema test executable (when has_cpp_schema)
+    # The C++ schema test may find its models' types unknown to the linked ONNX (int4 in 1.12)
+    # and check the registration alone (cpp_schema.test_types_not_in_every_onnx).
+    cpp_models_may_not_run: bool
     # Module constants
     defaults: str
     type_combinations: str
@@ -243,6 +247,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         new_torch_op=op.new_torch_op,
         has_cpp_schema=op.has_cpp_schema,
         schema_tests=common.schema_tests_name(op.domain_ident) if op.has_cpp_schema else "",
+        cpp_models_may_not_run=op.has_cpp_schema and bool(test_types_not_in_every_onnx(op)),
         defaults=_attributes_literal(
             op, {a.name: a.default for a in op.attributes if not a.required}
         ),

@@ -81,6 +81,8 @@ class Carried:
 class NotYet:
     """opgen could generate it for this target and does not yet."""
 
+    why: str = ""  # what the runtime offers, where that is not obvious
+
 
 @dataclass(frozen=True)
 class Never:
@@ -108,6 +110,11 @@ _ORT_NO_COMPLEX = Never("ONNX Runtime 1.31 has no complex tensors (no model with
 _EXPORT_NO_COMPLEX = Never(
     "neither exporter exports a custom op on complex tensors (torch 2.13: the dynamo exporter "
     "has no complex translations for custom ops, the TorchScript exporter no complex tensors)"
+)
+
+_TORCH_INT4 = NotYet(
+    "torch.int4 and torch.uint4 are shell dtypes (one per byte, no kernels, only .view() to "
+    "int8 or uint8), which an op could take"
 )
 
 
@@ -175,7 +182,25 @@ TABLE: dict[Feature, dict[Target, Support]] = {
     Feature.float8e8m0: _only_schemas(
         ort_library=Never("ONNX Runtime 1.31's C++ API has no float8e8m0 type")
     ),
-    Feature.int4: _only_schemas(),
+    Feature.int4: _only_schemas(
+        cpp_schema=Carried(
+            "registered where the ONNX it is built against has them (1.16 on; against Debian's "
+            "1.12 a type constraint leaves them out)"
+        ),
+        ort_library=Carried(
+            "the kernel gets opgen::int4 and opgen::uint4 one per byte: ONNX Runtime's two per "
+            "byte are unpacked before it runs and packed after (a copy each way)"
+        ),
+        pybind=_TORCH_INT4,
+        torch_native=_TORCH_INT4,
+        torch_python=_TORCH_INT4,
+        exporters=_TORCH_INT4,
+        parity_tests=Carried(
+            "numpy arrays of ml_dtypes.int4 and uint4, which cross into ONNX Runtime packed "
+            "and come back through a Cast to int8 or uint8; the reference sees torch int8 or "
+            "uint8 tensors"
+        ),
+    ),
     Feature.sub_byte: _only_schemas(),
     Feature.float6: _only_schemas(
         ort_library=_NO_FLOAT6,
@@ -398,8 +423,8 @@ def refusals(op: OpDef) -> list[tuple[str, str]]:
         reasons = []
         for target, support in refusing:
             match support:
-                case NotYet():
-                    reasons.append(f"{target.value} (not yet)")
+                case NotYet(why):
+                    reasons.append(f"{target.value} (not yet{': ' + why if why else ''})")
                 case Never(reason):
                     reasons.append(f"{target.value} ({reason})")
                 case Carried() | NotApplicable():
@@ -421,8 +446,8 @@ def _cell(support: Support) -> str:
     match support:
         case Carried(note):
             return f"yes: {note}" if note else "yes"
-        case NotYet():
-            return "not yet"
+        case NotYet(why):
+            return f"not yet: {why}" if why else "not yet"
         case Never(reason):
             return f"no: {reason}"
         case NotApplicable(reason):

@@ -338,8 +338,11 @@ class OpDef:
             return self.type_var_dtypes[tensor.type_var]
         return () if tensor.dtype is None else (tensor.dtype,)
 
-    def holds_strings(self, tensor: TensorParam) -> bool:
-        return DType.string in self.dtypes_of(tensor)
+    def elements_copied(self, tensor: TensorParam) -> bool:
+        """ONNX Runtime does not hold the tensor's elements as the kernel sees them (strings
+        are its own objects; 4-bit integers two per byte), so a kernel gets a copy of such an
+        input and writes such an output into one that goes to the tensor after it returns."""
+        return any(d.is_copied_by_ort for d in self.dtypes_of(tensor))
 
     def dtype_source(self, output: TensorParam) -> DTypeSource:
         """Where an output's dtype comes from: its concrete dtype, the attribute that chooses

@@ -54,6 +54,12 @@ class DType(Enum):
         )
 
     @property
+    def is_copied_by_ort(self) -> builtins.bool:
+        """ONNX Runtime holds its elements otherwise than a kernel sees them: strings as its own
+        objects, 4-bit integers two per byte (see op.elements_copied)."""
+        return self in (DType.string, DType.int4, DType.uint4)
+
+    @property
     def is_kernel_dtype(self) -> builtins.bool:
         """One of the ten dtypes every kernel target carries."""
         return self in KERNEL_DTYPES

@@ -3,6 +3,7 @@
 import math
 import re
 
+import ml_dtypes
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -33,9 +34,17 @@ def value_order(inputs: dict, order: list, variadic: str) -> list:
 # The tests' dtype of a string tensor, which PyTorch lacks: a string tensor is a numpy array of
 # Python str (numpy's object dtype), as ONNX Runtime's Python API takes and returns them.
 STRING = np.dtype(object)
+# The tests' dtypes of 4-bit integers, which PyTorch computes nothing on: numpy arrays of
+# ml_dtypes' int4 and uint4 (one per byte). ONNX Runtime's Python API has no numpy type for
+# them: an input crosses packed (ort_value), an output comes back through a Cast to 8 bits.
+INT4 = np.dtype(ml_dtypes.int4)
+UINT4 = np.dtype(ml_dtypes.uint4)
+FOUR_BIT = {INT4: (torch.int8, -8, 7), UINT4: (torch.uint8, 0, 15)}  # unpacked as, range
 
 TENSOR_PROTO = {
     STRING: TensorProto.STRING,
+    INT4: TensorProto.INT4,
+    UINT4: TensorProto.UINT4,
     torch.float16: TensorProto.FLOAT16,
     torch.bfloat16: TensorProto.BFLOAT16,
     torch.float32: TensorProto.FLOAT,
@@ -170,16 +179,27 @@ def is_strings(value) -> bool:
     return isinstance(value, np.ndarray) and value.dtype == STRING
 
 
+def is_4bit(value) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype in FOUR_BIT
+
+
 def tensor(value, dtype):
-    """torch.tensor(value, dtype=dtype), or for STRING a numpy array of str."""
+    """torch.tensor(value, dtype=dtype), or for STRING a numpy array of str, for INT4 and UINT4
+    one of them (a value out of their range is an error, not wrapped)."""
     if dtype is STRING:
         return cast(np.array(value, dtype=object), STRING, "a known value")
+    if dtype in FOUR_BIT:
+        return cast(torch.tensor(value, dtype=torch.float64), dtype, "a known value")
     return torch.tensor(value, dtype=dtype)
 
 
 def ones(shape, dtype):
     """A tensor of shape and dtype with every element 1 ("1" for strings)."""
-    return np.full(shape, "1", dtype=object) if dtype is STRING else torch.ones(shape, dtype=dtype)
+    if dtype is STRING:
+        return np.full(shape, "1", dtype=object)
+    if dtype in FOUR_BIT:
+        return np.ones(shape, dtype=dtype)
+    return torch.ones(shape, dtype=dtype)
 
 
 def cast(value, dtype, what: str):
@@ -199,6 +219,10 @@ def cast(value, dtype, what: str):
         if wrong:
             raise AssertionError(f"{what}: a string tensor holds a {wrong[0]}, not a str")
         return array
+    if dtype in FOUR_BIT:
+        return _cast_4bit(value, dtype, what)
+    if is_4bit(value):
+        value = upcast(value)
     if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
         found = [type(v).__name__ for v in value.flat if isinstance(v, str | bytes)]
         if found or value.dtype.kind != "O":
@@ -209,25 +233,60 @@ def cast(value, dtype, what: str):
     return torch.as_tensor(value).to(dtype)
 
 
+def _cast_4bit(value, dtype, what: str) -> np.ndarray:
+    """Integers within the 4-bit type's range, exactly: a fraction, NaN or a value out of range
+    is an error naming `what` (a conversion would wrap or round in silence)."""
+    if is_4bit(value):
+        value = upcast(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
+        raise AssertionError(f"{what}: strings ({value.dtype}) for a {dtype_name(dtype)} tensor")
+    values = torch.as_tensor(value).to(torch.float64)
+    _, low, high = FOUR_BIT[dtype]
+    bad = ~((values == values.round()) & (values >= low) & (values <= high))
+    if bad.any():
+        index = [int(i) for i in torch.nonzero(bad)[0]] if values.ndim else []
+        raise AssertionError(
+            f"{what}: {values[tuple(index)].item()} at {index} is no {dtype_name(dtype)} value "
+            f"(an integer from {low} to {high})"
+        )
+    return values.to(torch.int64).numpy().astype(np.int8).astype(dtype)
+
+
 def retyped(value, dtype):
     """A test input in another dtype (the wrong-dtype tests): a string array as zeros, a
     tensor as a string array of its values."""
     if dtype is STRING:
         return np.full(tuple(value.shape), "0", dtype=object)
-    if is_strings(value):
+    if dtype in FOUR_BIT:
+        return np.zeros(tuple(value.shape), dtype=dtype)
+    if is_strings(value) or is_4bit(value):
         return torch.zeros(value.shape, dtype=dtype)
     return value.to(dtype)
 
 
+def computable(value):
+    """What the reference gets: 4-bit integers as torch int8 or uint8 tensors (PyTorch computes
+    nothing on its own 4-bit dtypes), anything else as it is."""
+    if is_4bit(value):
+        return torch.from_numpy(value.astype(np.int8 if value.dtype == INT4 else np.uint8))
+    return value
+
+
 def upcast(value):
-    """What the reference gets with reference_upcast: floating tensors in float64."""
+    """What the reference gets with reference_upcast: floating tensors in float64, and what
+    computable() gives."""
+    value = computable(value)
     if isinstance(value, torch.Tensor) and value.is_floating_point():
         return value.to(torch.float64)
     return value
 
 
 def dtype_name(dtype) -> str:
-    return "string" if dtype is STRING else str(dtype).removeprefix("torch.")
+    if dtype is STRING:
+        return "string"
+    if dtype in FOUR_BIT:
+        return dtype.name
+    return str(dtype).removeprefix("torch.")
 
 
 # What random string inputs are drawn from: ASCII, the empty string, NUL, multi-byte UTF-8 (two,
@@ -253,6 +312,9 @@ def sample(shape, gen, dtype):
     the input's dtype), random strings for STRING."""
     if dtype is STRING:
         return random_strings(shape, gen)
+    if dtype in FOUR_BIT:  # every value of the type
+        _, low, high = FOUR_BIT[dtype]
+        return torch.randint(low, high + 1, shape, generator=gen, dtype=torch.float64)
     return torch.randn(shape, generator=gen, dtype=torch.float64)
 
 
@@ -262,6 +324,11 @@ def assert_close(actual, expected, tolerances: dict, what: str) -> None:
     their dtypes agree."""
     if is_strings(expected):
         _assert_strings_equal(actual, expected, what)
+        return
+    if is_4bit(expected) or is_4bit(actual):
+        if not (is_4bit(actual) and actual.dtype == expected.dtype):
+            raise AssertionError(f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
+        torch.testing.assert_close(upcast(actual), upcast(expected), msg=lambda m: f"{what}: {m}")
         return
     actual = torch.as_tensor(actual) if not isinstance(actual, torch.Tensor) else actual
     rtol, atol = tolerances.get(expected.dtype, (0.0, 0.0))
@@ -338,7 +405,15 @@ def _bits(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.detach().contiguous().reshape(-1).view(torch.uint8)
 
 
-def ort_value(tensor: torch.Tensor) -> ort.OrtValue:
+def ort_value(tensor) -> ort.OrtValue:
+    if is_4bit(tensor):
+        # ONNX Runtime reads the packed bytes from the start of a buffer of the logical shape.
+        nibbles = tensor.reshape(-1).astype(np.int8).view(np.uint8) & 0xF
+        packed = np.zeros(tensor.shape, dtype=np.uint8)
+        flat = packed.reshape(-1)
+        flat[: (nibbles.size + 1) // 2] = nibbles[0::2]
+        flat[: nibbles.size // 2] |= nibbles[1::2] << 4
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(packed, TENSOR_PROTO[tensor.dtype])
     if tensor.dtype == torch.bfloat16:
         return ort.OrtValue.from_dlpack(tensor.detach().contiguous())
     if tensor.dtype in FLOAT8:
@@ -348,7 +423,22 @@ def ort_value(tensor: torch.Tensor) -> ort.OrtValue:
 
 
 _BY_ORT_TYPE = {ort_type(dtype): dtype for dtype in TENSOR_PROTO if dtype is not STRING}
-_FLOAT32_SESSIONS: dict = {}  # ONNX's number of a float8 type: a session casting it to float32
+# ONNX's number of a float8 or 4-bit type: a session casting it to float32 or 8 bits.
+_CAST_SESSIONS: dict = {}
+
+
+def _cast_session(number: int, to: int) -> ort.InferenceSession:
+    if number not in _CAST_SESSIONS:
+        graph = helper.make_graph(
+            [helper.make_node("Cast", ["x"], ["y"], to=to)],
+            "cast",
+            [helper.make_tensor_value_info("x", number, None)],
+            [helper.make_tensor_value_info("y", to, None)],
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        model.ir_version = IR_VERSION
+        _CAST_SESSIONS[number] = session(model)
+    return _CAST_SESSIONS[number]
 
 
 def from_ort_value(value: ort.OrtValue):
@@ -356,20 +446,16 @@ def from_ort_value(value: ort.OrtValue):
     if data_type == "tensor(bfloat16)":
         return torch.from_dlpack(value).clone()
     dtype = _BY_ORT_TYPE.get(data_type)
+    if dtype in FOUR_BIT:
+        to = TensorProto.INT8 if dtype == INT4 else TensorProto.UINT8
+        (as_bytes,) = _cast_session(TENSOR_PROTO[dtype], to).run_with_ort_values(
+            ["y"], {"x": value}
+        )
+        return as_bytes.numpy().astype(dtype)
     if dtype not in FLOAT8:
         return _from_numpy(value.numpy())
-    number = TENSOR_PROTO[dtype]
-    if number not in _FLOAT32_SESSIONS:
-        graph = helper.make_graph(
-            [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
-            "to_float32",
-            [helper.make_tensor_value_info("x", number, None)],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-        model.ir_version = IR_VERSION
-        _FLOAT32_SESSIONS[number] = session(model)
-    (as_float32,) = _FLOAT32_SESSIONS[number].run_with_ort_values(["y"], {"x": value})
+    cast_session = _cast_session(TENSOR_PROTO[dtype], TensorProto.FLOAT)
+    (as_float32,) = cast_session.run_with_ort_values(["y"], {"x": value})
     return torch.from_numpy(as_float32.numpy()).to(dtype)
 
 

@@ -59,6 +59,10 @@ template <typename T>
 constexpr ONNXTensorElementDataType element_type() {
   if constexpr (std::is_same_v<T, std::string>) {
     return ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING;
+  } else if constexpr (std::is_same_v<T, opgen::int4>) {  // the C++ API has no type for them
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_INT4;
+  } else if constexpr (std::is_same_v<T, opgen::uint4>) {
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT4;
   } else {
     return Ort::TypeToTensorType<typename OrtTypeOf<T>::type>::type;
   }
@@ -95,6 +99,11 @@ template <typename T>
 const T* data(const Ort::ConstValue& value, opgen::AlignedCopies& aligned) {
   if constexpr (std::is_same_v<T, std::string>) {
     return strings_of(value, aligned);
+  } else if constexpr (opgen::is_4bit<T>) {  // unpacked, one per byte
+    const int64_t count = opgen::element_count(shape_of(value));
+    T* values = aligned.scratch<T>(static_cast<size_t>(count));
+    opgen::unpack_4bit(static_cast<const uint8_t*>(value.GetTensorRawData()), count, values);
+    return values;
   } else {
     const T* data = reinterpret_cast<const T*>(value.GetTensorData<typename OrtTypeOf<T>::type>());
     return aligned(data, [&] { return value.GetTensorTypeAndShapeInfo().GetElementCount(); });
@@ -103,24 +112,27 @@ const T* data(const Ort::ConstValue& value, opgen::AlignedCopies& aligned) {
 
 template <typename T>
 T* mutable_data(Ort::UnownedValue& value) {
+  static_assert(!opgen::is_4bit<T> && !std::is_same_v<T, std::string>, "see output_data");
   return reinterpret_cast<T*>(value.GetTensorMutableData<typename OrtTypeOf<T>::type>());
 }
 
-// Where the kernel writes an output: in the tensor, or for strings in `copies` until
-// store_strings hands them to ONNX Runtime.
+// Where the kernel writes an output: in the tensor, or for strings and 4-bit integers in
+// `copies` until store_output hands them to ONNX Runtime.
 template <typename T>
 T* output_data(Ort::UnownedValue& value, opgen::AlignedCopies& copies, const opgen::Shape& shape) {
   if constexpr (std::is_same_v<T, std::string>) {
     return copies.strings(static_cast<size_t>(opgen::element_count(shape)));
+  } else if constexpr (opgen::is_4bit<T>) {
+    return copies.scratch<T>(static_cast<size_t>(opgen::element_count(shape)));
   } else {
     return mutable_data<T>(value);
   }
 }
 
 // Writes a string output's elements into its tensor, byte for byte (FillStringTensor would cut
-// each at its first NUL). A no-op for other types.
+// each at its first NUL), and a 4-bit output's packed, two per byte. A no-op for other types.
 template <typename T>
-void store_strings(Ort::UnownedValue& value, const opgen::TensorView<T>& view) {
+void store_output(Ort::UnownedValue& value, const opgen::TensorView<T>& view) {
   if constexpr (std::is_same_v<T, std::string>) {
     const int64_t count = opgen::element_count(view.shape);
     for (int64_t i = 0; i < count; ++i) {
@@ -129,6 +141,8 @@ void store_strings(Ort::UnownedValue& value, const opgen::TensorView<T>& view) {
       Ort::ThrowOnError(Ort::GetApi().GetResizedStringTensorElementBuffer(value, static_cast<size_t>(i), text.size(), &buffer));
       if (!text.empty()) std::memcpy(buffer, text.data(), text.size());
     }
+  } else if constexpr (opgen::is_4bit<T>) {
+    opgen::pack_4bit(view.data, opgen::element_count(view.shape), static_cast<uint8_t*>(value.GetTensorMutableRawData()));
   } else {
     (void)value;
     (void)view;

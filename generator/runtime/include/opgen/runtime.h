@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -408,7 +409,60 @@ using float8e4m3fnuz = float8<Float8Format::e4m3fnuz>;
 using float8e5m2 = float8<Float8Format::e5m2>;
 using float8e5m2fnuz = float8<Float8Format::e5m2fnuz>;
 
-// The type a kernel should accumulate in: float for the 16- and 8-bit floats, T otherwise.
+// A 4-bit integer (ONNX's int4, and uint4 unsigned), one per byte in a kernel's view: ONNX
+// stores two per byte, and the runtime unpacks inputs before the kernel and packs outputs after
+// (unpack_4bit, pack_4bit), so a kernel indexes them as any other type and its parallel_for
+// ranges may split anywhere. It converts to int implicitly, as int8_t does; from an integer it
+// keeps the low four bits (as a conversion to int8_t keeps the low eight), or use saturated().
+template <bool Signed>
+struct int4_of {
+  using Storage = std::conditional_t<Signed, int8_t, uint8_t>;
+  static constexpr int kMin = Signed ? -8 : 0;
+  static constexpr int kMax = Signed ? 7 : 15;
+
+  Storage value = 0;
+  int4_of() = default;
+  explicit int4_of(int64_t v) : value(from_nibble(static_cast<uint8_t>(v & 0xf))) {}
+  operator int() const { return value; }
+
+  // v clamped to [kMin, kMax].
+  static int4_of saturated(int64_t v) { return int4_of(std::clamp<int64_t>(v, kMin, kMax)); }
+
+  uint8_t nibble() const { return static_cast<uint8_t>(value) & 0xfu; }
+  static Storage from_nibble(uint8_t nibble) {
+    return static_cast<Storage>(Signed && nibble >= 8 ? static_cast<int>(nibble) - 16 : nibble);
+  }
+};
+using int4 = int4_of<true>;
+using uint4 = int4_of<false>;
+static_assert(sizeof(int4) == 1 && sizeof(uint4) == 1, "one 4-bit value per byte");
+
+template <typename T>
+constexpr bool is_4bit = false;
+template <bool Signed>
+constexpr bool is_4bit<int4_of<Signed>> = true;
+
+// ONNX's layout of 4-bit tensors: element 2k in the low nibble of byte k, element 2k + 1 in
+// its high nibble; an odd count leaves the last byte's high nibble 0. `count` elements take
+// packed_4bit_bytes(count) bytes.
+inline int64_t packed_4bit_bytes(int64_t count) { return count / 2 + count % 2; }
+template <bool Signed>
+void unpack_4bit(const uint8_t* bytes, int64_t count, int4_of<Signed>* values) {
+  for (int64_t i = 0; i < count; ++i) {
+    const uint8_t byte = bytes[i / 2];
+    values[i].value = int4_of<Signed>::from_nibble(i % 2 ? byte >> 4 : byte & 0xfu);
+  }
+}
+template <bool Signed>
+void pack_4bit(const int4_of<Signed>* values, int64_t count, uint8_t* bytes) {
+  for (int64_t i = 0; i + 1 < count; i += 2) {
+    bytes[i / 2] = static_cast<uint8_t>(values[i].nibble() | (values[i + 1].nibble() << 4));
+  }
+  if (count % 2) bytes[count / 2] = values[count - 1].nibble();
+}
+
+// The type a kernel should accumulate in: float for the 16- and 8-bit floats, int for the 4-bit
+// integers, T otherwise.
 template <typename T>
 struct compute_type_of {
   using type = T;
@@ -424,6 +478,10 @@ struct compute_type_of<bfloat16> {
 template <Float8Format Format>
 struct compute_type_of<float8<Format>> {
   using type = float;
+};
+template <bool Signed>
+struct compute_type_of<int4_of<Signed>> {
+  using type = int;
 };
 template <typename T>
 using compute_type = typename compute_type_of<T>::type;
@@ -443,6 +501,16 @@ class AlignedCopies {
     copies_.emplace_back((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
     std::memcpy(copies_.back().data(), data, bytes);
     return reinterpret_cast<const T*>(copies_.back().data());
+  }
+
+  // Room for `count` elements of T (a valid pointer also for none), kept here until the kernel
+  // returns: where 4-bit inputs are unpacked for the kernel and its 4-bit outputs written.
+  template <typename T>
+  T* scratch(size_t count) {
+    static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= alignof(std::max_align_t));
+    const size_t bytes = std::max<size_t>(1, count * sizeof(T));
+    copies_.emplace_back((bytes + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t));
+    return reinterpret_cast<T*>(copies_.back().data());
   }
 
   // `count` strings, kept here until the kernel returns: ONNX Runtime hands string tensors over
