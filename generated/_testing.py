@@ -60,6 +60,8 @@ TENSOR_PROTO = {
     torch.uint16: TensorProto.UINT16,
     torch.uint32: TensorProto.UINT32,
     torch.uint64: TensorProto.UINT64,
+    torch.complex64: TensorProto.COMPLEX64,
+    torch.complex128: TensorProto.COMPLEX128,
     torch.float8_e4m3fn: TensorProto.FLOAT8E4M3FN,
     torch.float8_e4m3fnuz: TensorProto.FLOAT8E4M3FNUZ,
     torch.float8_e5m2: TensorProto.FLOAT8E5M2,
@@ -69,6 +71,7 @@ TENSOR_PROTO = {
 # returns raw bits): an input crosses as an OrtValue of its bits, an output comes back through
 # a Cast to float32 in a session of its own (exact for these, but that a NaN comes back as
 # PyTorch's NaN encoding, not necessarily the kernel's), then to its dtype.
+COMPLEX = (torch.complex64, torch.complex128)
 FLOAT8 = (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
 # onnxruntime 1.31 refuses the IR version onnx 1.23 stamps by default (14); 10 works.
 IR_VERSION = 10
@@ -111,12 +114,14 @@ def single_node_model(
     static_shapes: dict[str, tuple[int, ...]] | None = None,
     attribute_types: dict[str, int] | None = None,
     input_order: list[str] | None = None,
+    standard_opset: int = 18,
 ) -> onnx.ModelProto:
     """One node of the op. Input dims are symbolic (so the kernel, not ONNX Runtime, checks
     shapes) unless `static_shapes` gives them (for ONNX shape inference). `attribute_types`
     spell the type of an empty list, which its value does not tell. An output named "" is one
     the node leaves out. `input_order`: the op's inputs, of which those not in `inputs` are
-    left out (named "" before a present one, as ONNX spells it)."""
+    left out (named "" before a present one, as ONNX spells it). `standard_opset`: the
+    standard domain's version (a function op's body may need a newer one)."""
     names = [name if name in inputs else "" for name in input_order or list(inputs)]
     while names and names[-1] == "":
         names.pop()
@@ -140,9 +145,9 @@ def single_node_model(
         ],
         [helper.make_value_info(name, onnx.TypeProto()) for name in outputs if name],
     )
-    opsets = [helper.make_opsetid("", 18), helper.make_opsetid(domain, version)]
+    opsets = [helper.make_opsetid("", standard_opset), helper.make_opsetid(domain, version)]
     if not domain:  # a standard op: one import of the standard domain
-        opsets = [helper.make_opsetid("", max(18, version))]
+        opsets = [helper.make_opsetid("", max(standard_opset, version))]
     return helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION)
 
 
@@ -192,7 +197,15 @@ def tensor(value, dtype):
         return cast(np.array(value, dtype=object), STRING, "a known value")
     if dtype in FOUR_BIT:
         return cast(torch.tensor(value, dtype=torch.float64), dtype, "a known value")
+    if dtype in COMPLEX:  # numbers, or strings complex() reads ("1-2j", "nan+1j")
+        return torch.tensor(_complex_values(value), dtype=dtype)
     return torch.tensor(value, dtype=dtype)
+
+
+def _complex_values(value):
+    if isinstance(value, list):
+        return [_complex_values(v) for v in value]
+    return complex(value)
 
 
 def ones(shape, dtype):
@@ -263,7 +276,22 @@ def retyped(value, dtype):
         return np.zeros(tuple(value.shape), dtype=dtype)
     if is_strings(value) or is_4bit(value):
         return torch.zeros(value.shape, dtype=dtype)
+    if value.is_complex() and not dtype.is_complex:
+        value = value.real
     return value.to(dtype)
+
+
+def differentiable(value) -> bool:
+    """A tensor a gradient can flow through: floating or complex."""
+    return isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex())
+
+
+def real_sum(tensor: torch.Tensor) -> torch.Tensor:
+    """A real scalar of every element (backward starts from one): both parts of a complex
+    tensor; float8, which PyTorch sums not, in float32."""
+    if tensor.is_complex():
+        return torch.view_as_real(tensor).sum()
+    return tensor.float().sum()
 
 
 def computable(value):
@@ -317,6 +345,8 @@ def sample(shape, gen, dtype):
     if dtype in FOUR_BIT:  # every value of the type
         _, low, high = FOUR_BIT[dtype]
         return torch.randint(low, high + 1, shape, generator=gen, dtype=torch.float64)
+    if dtype in COMPLEX:  # both parts normal
+        return torch.randn(shape, generator=gen, dtype=torch.complex128)
     return torch.randn(shape, generator=gen, dtype=torch.float64)
 
 

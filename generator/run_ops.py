@@ -23,7 +23,10 @@ if TYPE_CHECKING:  # imported by run() only: `python -m generator` itself import
 
 def _distance(a: torch.Tensor, b: torch.Tensor) -> float:
     """The largest absolute difference (0 for empty tensors)."""
-    return float((a.double() - b.double()).abs().max()) if a.numel() else 0.0
+    import torch
+
+    wide = torch.complex128 if a.is_complex() or b.is_complex() else torch.float64
+    return float((a.to(wide) - b.to(wide)).abs().max()) if a.numel() else 0.0
 
 
 def _compare(
@@ -78,6 +81,24 @@ def _typed(tests: ModuleType, case: dict[str, Any], types: dict[str, Any]) -> di
     return {**case, "attributes": tests.typed(case["attributes"], types)}
 
 
+def _compare_pytorch_alone(
+    tests: ModuleType, case: dict[str, Any], types: dict[str, Any], inputs: dict[str, Any]
+) -> int:
+    """A kernel op that runs in PyTorch alone (complex tensors): the PyTorch op against the
+    reference; prints one row, returns 1 on a mismatch."""
+    ref = tests.expected_outputs(inputs, case["attributes"], types)
+    got = tests.run_torch(inputs, case["attributes"])
+    bad = 0
+    for name, g, r in zip(tests.OUTPUTS, got, ref, strict=True):
+        try:
+            tests._testing.assert_close(g, r, tests.TOLERANCES, name)
+        except AssertionError:
+            bad = 1
+    d_ref = max(_distance(g, r) for g, r in zip(got, ref, strict=True))
+    _row(tests, case, types, "PyTorch", inputs, f"{d_ref:12.3g} {'-':>12}", bool(bad))
+    return bad
+
+
 def _compare_one_node(
     tests: ModuleType, case: dict[str, Any], types: dict[str, Any], inputs: dict[str, Any]
 ) -> int:
@@ -109,7 +130,8 @@ def run(output_dir: Path) -> int:
         f"{'|torch-ref|':>12} {'|ort-torch|':>12}"
     )
     print(
-        "(an op without a PyTorch side runs its one-node model: ONNX Runtime against the reference)"
+        "(an op without a PyTorch side runs its one-node model: ONNX Runtime against the "
+        "reference; one for PyTorch alone, the PyTorch op against it)"
     )
     with tempfile.TemporaryDirectory() as temp:
         for op in package.OPS:
@@ -121,8 +143,14 @@ def run(output_dir: Path) -> int:
                         for size_index in range(tests.sizes(case)):
                             inputs = tests.make_inputs(case, size_index, types, seed=size_index + 1)
                             failures += _compare_one_node(tests, case, types, inputs)
+            if op.translation is None and tests.LIBRARY is None and hasattr(tests, "run_torch"):
+                for case in tests.RANDOM_CASES:  # a kernel op for PyTorch only
+                    for types in tests.TYPES:
+                        for size_index in range(tests.sizes(case)):
+                            inputs = tests.make_inputs(case, size_index, types, seed=size_index + 1)
+                            failures += _compare_pytorch_alone(tests, case, types, inputs)
             if op.translation is None:
-                continue  # no PyTorch side: nothing to export
+                continue  # not exported
             for case in tests.RANDOM_CASES:
                 for types, exporters in zip(tests.TYPES, tests.TYPE_EXPORTERS, strict=True):
                     for exporter in exporters:

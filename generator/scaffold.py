@@ -100,7 +100,7 @@ def parser() -> argparse.ArgumentParser:
         "--no-torch",
         action="store_true",
         help="no PyTorch op: the op runs in ONNX Runtime only (schemas, library, tests); "
-        "implied by --dtypes string",
+        "implied by --dtypes string, int4 or uint4 (PyTorch computes on none of them)",
     )
     parser.add_argument(
         "--inputs",
@@ -304,9 +304,13 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     dtypes = _dtypes(args.dtypes)
     chooser = _chooser(args.dtype_attribute, taken | {"T"})
     strings = dtypes == [DType.string]
-    if strings and args.torch_name:
+    # Element types PyTorch has none of (or computes nothing on): ONNX Runtime alone.
+    chosen = chooser.dtypes if chooser else []
+    not_in_torch = [d.value for d in dtypes + chosen if not d.in_torch]
+    if not_in_torch and args.torch_name:
         raise ScaffoldError(
-            "--dtypes string: PyTorch has no string tensors; leave out --torch-name"
+            f"--dtypes {not_in_torch[0]}: PyTorch computes nothing on {not_in_torch[0]} "
+            "tensors; leave out --torch-name"
         )
     first = inputs[0]
     # The identity copies the first input (its first value, where it is the variadic one); a
@@ -316,7 +320,9 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     output_types = ["T"] * len(outputs)
     all_dtypes = dtypes
     if chooser is not None:  # the last output: the copy in the type the attribute names
-        copies[-1] = f"{source}.to({chooser.type_var})"
+        # (A 4-bit type is no torch dtype: the tests cast the reference's copy to it.)
+        to_torch = all(d.in_torch for d in chooser.dtypes)
+        copies[-1] = f"{source}.to({chooser.type_var})" if to_torch else f"{source}.clone()"
         output_types[-1] = chooser.type_var
         all_dtypes = dtypes + [d for d in chooser.dtypes if d not in dtypes]
     values = _known_values(all_dtypes)
@@ -333,7 +339,12 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
         return ", shape: [...]" if name == first else ""
 
     required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
-    without_torch = args.no_torch or strings
+    without_torch = args.no_torch or bool(not_in_torch)
+    if without_torch and any(d in (DType.complex64, DType.complex128) for d in all_dtypes):
+        raise ScaffoldError(
+            "--dtypes complex64/complex128: ONNX Runtime has no complex tensors, so such an op "
+            "runs in PyTorch alone; leave out --no-torch (and strings, int4, uint4)"
+        )
     torch_name = (
         None if without_torch else args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
     )
@@ -346,6 +357,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             op_id=op_id,
             domain_literal=_yaml(args.domain),
             torch_name=torch_name,
+            pytorch_alone=any(d in (DType.complex64, DType.complex128) for d in all_dtypes),
             torch_name_literal=_yaml(torch_name) if torch_name else None,
             dtypes=[d.value for d in dtypes],
             floating_dtypes=[d.value for d in all_dtypes if d.is_floating],
@@ -413,6 +425,7 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
         .render(
             op_type=op.op_type,
             op_id=op.op_id,
+            with_pybind=op.torch is not None,
             package_dir=package_dir,
             definition_file=definition_file,
             template_decl=common.template_decl(op),

@@ -4,10 +4,10 @@
 // generated/quantize_int4/quantize_int4_op.h; the shapes are already checked there.
 //
 // Y is written one value per byte (opgen::int4, opgen::uint4); the library packs it after.
-// std::nearbyint rounds half to even under the default rounding mode; the quotient is clamped
-// first, so the conversion to an integer is always defined.
-#include <algorithm>
-#include <cmath>
+// As in Quantize (opdefs/quantize_kernel.h): the float32 quotient is clamped to Q's range, then
+// rounded half to even by adding and subtracting 1.5 * 2^23 (exact here, under the default
+// rounding mode), without a branch or a libm call, so the loop vectorises; a NaN is zeroed
+// before the conversion and reported after the loop, naming the first one of the range.
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -22,14 +22,31 @@ void compute(const opgen::Context& ctx, const opgen::Input<T>& X, const opgen::I
   if (!(step > 0.0f && step <= std::numeric_limits<float>::max())) {  // NaN fails both
     opgen::fail("QuantizeInt4: scale must be positive and finite");
   }
+  constexpr float lowest = static_cast<float>(Q::kMin);
+  constexpr float highest = static_cast<float>(Q::kMax);
+  constexpr float round_even = 12582912.0f;  // 1.5 * 2^23
+  using Storage = typename Q::Storage;
   ctx.parallel_for(Y.numel(), [&](int64_t begin, int64_t end) {
+    // Locals, not the views' members: Q is a char-sized type, whose stores could alias them.
+    const T* __restrict x = X.data;
+    Q* __restrict y = Y.data;
+    const float divisor = step;
+    int nan_found = 0;
     for (int64_t i = begin; i < end; ++i) {
-      const float quotient = static_cast<float>(X.data[i]) / step;
-      if (std::isnan(quotient)) {
+      const float quotient = static_cast<float>(x[i]) / divisor;
+      const int is_nan = quotient != quotient;
+      nan_found |= is_nan;
+      float clamped = is_nan ? 0.0f : quotient;
+      clamped = clamped < lowest ? lowest : clamped;
+      clamped = clamped > highest ? highest : clamped;
+      y[i].value = static_cast<Storage>(static_cast<int>((clamped + round_even) - round_even));
+    }
+    if (!nan_found) return;
+    for (int64_t i = begin; i < end; ++i) {  // rare: find the first NaN for the message
+      const float quotient = static_cast<float>(x[i]) / divisor;
+      if (quotient != quotient) {
         opgen::fail("QuantizeInt4: X[" + std::to_string(i) + "] is NaN, which no integer represents");
       }
-      const float clamped = std::clamp(quotient, float(Q::kMin), float(Q::kMax));
-      Y.data[i] = Q(static_cast<int64_t>(std::nearbyint(clamped)));
     }
   });
 }

@@ -3,6 +3,7 @@ every target, and docs/capabilities.md is the table."""
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,11 @@ def _interface(**changes: object) -> dict:
 def _with_kernel(op: dict) -> dict:
     variadic = any(t.get("variadic") for t in op["inputs"])  # X: its values broadcast
     tests: dict = {"random": [{"shapes": {"X": [[2], [2]] if variadic else [2]}}]}
-    floating = [t for t in op["type_constraints"]["T"] if t in ("float32", "float8e5m2fnuz")]
+    floating = [
+        t
+        for t in op["type_constraints"]["T"]
+        if t in ("float32", "float8e5m2fnuz", "complex64", "complex128")
+    ]
     if floating:
         tests["tolerances"] = {t: {"rtol": 0.001, "atol": 0.001} for t in floating}
     shaped = {
@@ -409,3 +414,34 @@ def test_an_export_cannot_call_an_op_that_declares_its_interface_only(tmp_path):
 def test_one_onnx_op_is_one_definition_whatever_the_versions(tmp_path):
     errors = _project_errors(tmp_path, {"probe": _interface(), "probe3": _interface(version=3)})
     assert len(errors) == 1 and "ONNX op (domain, type) probe.ops, Probe" in errors[0], errors
+
+
+@pytest.mark.parametrize(
+    "feature, torch, hint",
+    [
+        (Feature.int4, True, "without 'torch' the op runs in ONNX Runtime alone"),
+        (Feature.complex, True, "with 'kernel: {onnxruntime: false}' the op runs in PyTorch alone"),
+        (Feature.string, True, "without 'torch' the op runs in ONNX Runtime alone"),
+        (Feature.sub_byte, True, "gets the ONNX schema alone"),
+    ],
+    ids=lambda v: getattr(v, "name", None),
+)
+def test_a_refusal_says_what_to_drop_and_each_reason_once(tmp_path, feature, torch, hint):
+    """The refusal names what the definition can leave out to keep the feature, and targets
+    refusing for one reason share it (the PyTorch targets' int4 reason is said once)."""
+    op_dict, _ = EXAMPLES[feature]
+    with pytest.raises(DefinitionErrors) as raised:
+        _parse(tmp_path, _with_kernel(op_dict))
+    (refusal,) = [e for e in raised.value.errors if e.message.startswith(feature.value + ":")]
+    assert refusal.message.endswith(hint + " (docs/capabilities.md)"), refusal.message
+    reasons = re.findall(r"\(([^()]*(?:\([^()]*\)[^()]*)*)\)", refusal.message)
+    assert len(reasons) == len(set(reasons)), refusal.message
+
+
+def test_a_complex_kernel_op_for_pytorch_alone_is_carried(tmp_path):
+    op_dict, _ = EXAMPLES[Feature.complex]
+    kernel_op = _with_kernel(op_dict)
+    kernel_op["kernel"] = {**kernel_op["kernel"], "onnxruntime": False}
+    op = _parse(tmp_path, kernel_op)
+    assert Target.ort_library not in targets_of(op) and Target.exporters not in targets_of(op)
+    assert Target.torch_native in targets_of(op) and Target.cpp_schema in targets_of(op)

@@ -950,6 +950,8 @@ def test_export_node_refuses_an_attribute_that_may_be_absent_where_one_is_needed
         ("-1", "-1 is no uint16 value (integers from 0 to 65535)"),
         ("65536", "65536 is no uint16 value (integers from 0 to 65535)"),
         ("1.5", "1.5 is no uint16 value"),
+        (".inf", "inf is no uint16 value"),
+        (".nan", "nan is no uint16 value"),
     ],
 )
 def test_known_value_the_dtype_cannot_hold_is_refused(tmp_path, run_generator, value, message):
@@ -966,4 +968,53 @@ def test_known_value_the_dtype_cannot_hold_is_refused(tmp_path, run_generator, v
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(
         rf"select_above\.yaml:\d+:\d+: .*{re.escape(message)}", result.stderr
+    ), result.stderr
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("8", "8 is no int4 value (integers from -8 to 7)"),
+        ("-9", "-9 is no int4 value (integers from -8 to 7)"),
+        ("0.5", "0.5 is no int4 value"),
+        ('"1+2j"', "'1+2j' is a string, no int4 value"),
+    ],
+)
+def test_known_4bit_value_out_of_range_is_refused(tmp_path, run_generator, value, message):
+    """int4 known values are checked as the wider integers are (the tests would refuse them
+    only when they run, naming no field)."""
+    text = (ROOT / "opdefs" / "dequantize_int4.yaml").read_text()
+    old = "    - inputs: {X: [-8, -1, 0, 7, 3], scale: 0.5}"
+    assert old in text
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "dequantize_int4.yaml").write_text(
+        text.replace(old, f"    - inputs: {{X: [-8, -1, {value}, 7, 3], scale: 0.5}}")
+    )
+    (tmp_path / "opdefs" / "dequantize_int4_kernel.h").write_text(
+        (ROOT / "opdefs" / "dequantize_int4_kernel.h").read_text()
+    )
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(
+        rf"dequantize_int4\.yaml:\d+:\d+: .*{re.escape(message)}", result.stderr
+    ), result.stderr
+
+
+def test_complex_known_value_that_complex_cannot_read_is_refused(tmp_path, run_generator):
+    text = (ROOT / "opdefs" / "complex_rotate.yaml").read_text()
+    old = '    - inputs: {X: ["1+0j", "0+1j", "1-2j", "-3.5+0.25j"]}'
+    assert old in text
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "complex_rotate.yaml").write_text(
+        text.replace(old, '    - inputs: {X: ["1+0j", "1 + 2i", "1-2j", "-3.5+0.25j"]}')
+    )
+    (tmp_path / "opdefs" / "complex_rotate_kernel.h").write_text(
+        (ROOT / "opdefs" / "complex_rotate_kernel.h").read_text()
+    )
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(
+        r"complex_rotate\.yaml:\d+:\d+: .*'1 \+ 2i' is no complex64 value \(a number, or a "
+        r"string Python's complex\(\) reads",
+        result.stderr,
     ), result.stderr

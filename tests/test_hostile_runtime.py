@@ -339,3 +339,32 @@ def test_python_registration_names_the_op_and_the_value_numpy_cannot_hold():
         "Sum: input 'X[1]' has shape [1, 0, 9223372036854775807], whose size in bytes overflows "
         "int64"
     )
+
+
+def test_an_error_in_several_parallel_ranges_names_the_first_one_every_time():
+    """Quantize's NaNs in many ranges of a parallel_for: every run, in ONNX Runtime (eight
+    intra-op threads) and in PyTorch, reports the first one, not whichever range failed first."""
+    import generated  # noqa: F401 (registers the PyTorch ops)
+
+    x = torch.full((100_000,), float("nan"))  # every range fails
+    scale = torch.tensor(1.0)
+    quantize = helper.make_node("Quantize", ["X", "scale"], ["Y"], domain="ai.opgen")
+    model = _model(
+        [quantize],
+        [
+            helper.make_tensor_value_info("X", TensorProto.FLOAT, [None]),
+            helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
+        ],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8, [None])],
+        "ai.opgen",
+    )
+    session = _testing.session(model, "ai_opgen", threads=8)
+    messages = set()
+    for _ in range(200):
+        with pytest.raises(Exception) as raised:
+            _testing.run_ort(session, {"X": x, "scale": scale})
+        messages.add(str(raised.value).split("Status Message: ")[-1])
+        with pytest.raises(ValueError) as raised:
+            torch.ops.opgen.quantize(x, scale)
+        messages.add(str(raised.value))
+    assert messages == {"Quantize: X[0] is NaN, which no integer represents"}, messages

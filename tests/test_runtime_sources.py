@@ -417,6 +417,10 @@ int main() {  // stdin: the element count, then the packed bytes
   while (std::cin >> byte) bytes.push_back(static_cast<uint8_t>(byte));
   print<true>(bytes, count);
   print<false>(bytes, count);
+  using S = std::numeric_limits<opgen::int4>;
+  using U = std::numeric_limits<opgen::uint4>;
+  std::printf("%d %d %d %d %d %d %d\n", int(S::lowest()), int(S::max()), int(U::lowest()), int(U::max()),
+              S::is_signed && S::is_integer, !U::is_signed && U::is_integer, S::digits * 10 + U::digits);
   for (int64_t v : {-17, -9, -8, -1, 0, 7, 8, 15, 16, 1000}) {  // wrapping and saturating
     std::printf("%d %d %d %d\n", static_cast<int>(opgen::int4(v)), static_cast<int>(opgen::uint4(v)),
                 static_cast<int>(opgen::int4::saturated(v)), static_cast<int>(opgen::uint4::saturated(v)));
@@ -429,7 +433,8 @@ def test_4bit_packing_agrees_with_onnx_runtime_and_ml_dtypes(tmp_path):
     """runtime.h unpacks ONNX's two-per-byte int4 and uint4 tensors as ONNX Runtime reads them
     (its Cast to int8 and uint8), for odd and even counts, and packs them back into the same
     bytes with the unused high nibble of an odd count zero; int4(v) keeps v's low four bits, as
-    a conversion to int8_t keeps the low eight, and saturated(v) clamps."""
+    a conversion to int8_t keeps the low eight, and saturated(v) clamps; numeric_limits gives
+    their ranges, as a kernel written for any integer type reads them."""
     import ml_dtypes
     import numpy as np
     import onnxruntime as ort
@@ -478,7 +483,8 @@ def test_4bit_packing_agrees_with_onnx_runtime_and_ml_dtypes(tmp_path):
             assert [int(v) for v in values.split()] == want.tolist(), (count, number)
             assert want.astype(np_type).astype(np.int64).tolist() == want.tolist()
             assert [int(b) for b in repacked.split()] == packed.tolist(), (count, number)
-    wraps = [list(map(int, line.split())) for line in printed[2:]]
+    assert printed[2].split() == ["-8", "7", "0", "15", "1", "1", "34"]  # numeric_limits
+    wraps = [list(map(int, line.split())) for line in printed[3:]]
     for v, (int4, uint4, int4_saturated, uint4_saturated) in zip(
         [-17, -9, -8, -1, 0, 7, 8, 15, 16, 1000], wraps, strict=True
     ):

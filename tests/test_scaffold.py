@@ -176,3 +176,48 @@ def test_new_op_on_float8_builds_and_passes_its_generated_tests(tmp_path):
     tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated/narrow")
     assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
     assert " passed" in tests.stdout and "skipped" not in tests.stdout
+
+
+def test_new_op_on_int4_runs_in_onnx_runtime_and_passes_its_generated_tests(tmp_path):
+    """int4 and uint4 make an op for ONNX Runtime alone (PyTorch computes nothing on them), whose
+    kernel sees them one per byte; the chosen output may be 4-bit too. The C++ schema test,
+    whose ONNX (Debian's 1.12) has no int4, checks the registration only."""
+    refused = _run(
+        tmp_path, "-m", "generator", "new", "Nib", "-q", "--package", "generated",
+        "--dtypes", "int4", "--torch-name", "generated::nib",
+    )  # fmt: skip
+    assert refused.returncode == 2 and "PyTorch computes nothing on int4" in refused.stderr
+    new = _run(
+        tmp_path, "-m", "generator", "new", "Nib", "-q", "--package", "generated",
+        "--dtypes", "int4,uint4", "--dtype-attribute", "to=uint4,int8",
+    )  # fmt: skip
+    assert new.returncode == 0, new.stdout + new.stderr
+    text = (tmp_path / "opdefs" / "nib.yaml").read_text()
+    assert "torch:" not in text and 'reference: "X.clone()"' in text
+    build = _run(tmp_path, "-m", "generator", "build", "-q")
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated/nib")
+    assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
+    assert " passed" in tests.stdout and "skipped" not in tests.stdout
+
+
+def test_new_op_on_complex_runs_in_pytorch_alone_and_passes_its_generated_tests(tmp_path):
+    """complex64 and complex128 make an op for PyTorch alone (kernel: {onnxruntime: false}),
+    whose identity kernel copies std::complex values."""
+    refused = _run(
+        tmp_path, "-m", "generator", "new", "Spin", "-q", "--package", "generated",
+        "--dtypes", "complex64", "--no-torch",
+    )  # fmt: skip
+    assert refused.returncode == 2 and "runs in PyTorch alone" in refused.stderr
+    new = _run(
+        tmp_path, "-m", "generator", "new", "Spin", "-q", "--package", "generated",
+        "--dtypes", "complex64,complex128",
+    )  # fmt: skip
+    assert new.returncode == 0, new.stdout + new.stderr
+    text = (tmp_path / "opdefs" / "spin.yaml").read_text()
+    assert "onnxruntime: false" in text and "complex128: {rtol:" in text
+    build = _run(tmp_path, "-m", "generator", "build", "-q")
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated/spin")
+    assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
+    assert " passed" in tests.stdout and "skipped" not in tests.stdout

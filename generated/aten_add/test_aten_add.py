@@ -100,6 +100,11 @@ def call_args(inputs: dict) -> tuple:
 run_ort = _testing.run_ort
 
 
+def run_torch(inputs: dict, attributes: dict) -> tuple:
+    result = TORCH_OP(*call_args(inputs), **attributes)
+    return result if isinstance(result, tuple) else (result,)
+
+
 class Model(torch.nn.Module):
     """A model that calls the PyTorch op, as a user would write it."""
 
@@ -110,11 +115,6 @@ class Model(torch.nn.Module):
     # `module`, not `self`: an input may be called self (as in ATen's schemas).
     def forward(module, X, Y):
         return TORCH_OP(X, Y, **module.attributes)
-
-
-def run_torch(inputs: dict, attributes: dict) -> tuple:
-    result = TORCH_OP(*call_args(inputs), **attributes)
-    return result if isinstance(result, tuple) else (result,)
 
 
 def expected_nodes(attributes: dict) -> list:

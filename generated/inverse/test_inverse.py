@@ -101,6 +101,11 @@ def call_args(inputs: dict) -> tuple:
 run_ort = _testing.run_ort
 
 
+def run_torch(inputs: dict, attributes: dict) -> tuple:
+    result = TORCH_OP(*call_args(inputs), **attributes)
+    return result if isinstance(result, tuple) else (result,)
+
+
 class Model(torch.nn.Module):
     """A model that calls the PyTorch op, as a user would write it."""
 
@@ -111,11 +116,6 @@ class Model(torch.nn.Module):
     # `module`, not `self`: an input may be called self (as in ATen's schemas).
     def forward(module, X):
         return TORCH_OP(X, **module.attributes)
-
-
-def run_torch(inputs: dict, attributes: dict) -> tuple:
-    result = TORCH_OP(*call_args(inputs), **attributes)
-    return result if isinstance(result, tuple) else (result,)
 
 
 def expected_nodes(attributes: dict) -> list:
@@ -615,13 +615,10 @@ def test_forward_mode_ad_raises_naming_the_op():
     types = next(
         t
         for t in TYPES
-        if any(
-            v is not None and v.is_floating_point()
-            for v in make_inputs(case, 0, t, seed=5).values()
-        )
+        if any(_testing.differentiable(v) for v in make_inputs(case, 0, t, seed=5).values())
     )
     inputs = make_inputs(case, 0, types, seed=5)
-    name = next(n for n, v in inputs.items() if v is not None and v.is_floating_point())
+    name = next(n for n, v in inputs.items() if _testing.differentiable(v))
 
     def op(tensor):
         return run_torch({**inputs, name: tensor}, case["attributes"])

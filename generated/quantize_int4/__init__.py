@@ -9,6 +9,7 @@ DOMAIN = "ai.opgen"
 VERSION = 1
 register_schema = onnx_schema.register_schema
 function_proto = None
-TORCH_NAME = OVERLOAD = translation = symbolic = None  # no PyTorch side
+TORCH_NAME = OVERLOAD = None  # no PyTorch side
 IS_OVERRIDE = False
+translation = symbolic = None  # no PyTorch side
 EXPORT_OPSETS = {}

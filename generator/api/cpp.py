@@ -39,6 +39,8 @@ KERNEL_TYPE = {
     DType.float8e4m3fnuz: "opgen::float8e4m3fnuz",
     DType.float8e5m2: "opgen::float8e5m2",
     DType.float8e5m2fnuz: "opgen::float8e5m2fnuz",
+    DType.complex64: "std::complex<float>",  # PyTorch only (docs/capabilities.md)
+    DType.complex128: "std::complex<double>",
     DType.int4: "opgen::int4",  # one per byte; ONNX Runtime only (docs/capabilities.md)
     DType.uint4: "opgen::uint4",
     DType.string: "std::string",  # ONNX Runtime only (docs/capabilities.md)

@@ -619,8 +619,12 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
         [
             render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
             render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
-            render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)),
         ]
+        + (
+            [render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op))]
+            if op.has_ort_kernel
+            else []
+        )
         + (
             [render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op))]
             if op.has_pybind_binding

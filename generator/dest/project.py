@@ -26,6 +26,7 @@ class DomainView:
     ident: str  # the domain as an identifier: names its directory and targets
     has_kernels: bool  # it gets a custom-op library and a pybind11 module
     kernel_op_ids: tuple[str, ...]
+    ort_op_ids: tuple[str, ...]  # kernel ops its ONNX Runtime library serves
     pybind_op_ids: tuple[str, ...]  # kernel ops its pybind11 module binds
     schema_op_ids: tuple[str, ...]  # every op of the domain
     library_name: str
@@ -118,6 +119,7 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
             ident=ident,
             has_kernels=bool(kernel_op_ids),
             kernel_op_ids=kernel_op_ids,
+            ort_op_ids=tuple(op.op_id for op in members if op.has_ort_kernel),
             pybind_op_ids=tuple(op.op_id for op in members if op.has_pybind_binding),
             schema_op_ids=tuple(op.op_id for op in members),
             library_name=common.library_name(ident),

@@ -71,6 +71,7 @@ class OpInitView:
     version: int | None
     has_function: bool
     has_export: bool
+    has_torch: bool
     torch_qualified_name: str | None
     is_override: bool
     overload_expr: str | None
@@ -95,6 +96,7 @@ def op_init_view(op: OpDef) -> OpInitView:
         version=op.version,
         has_function=op.function is not None,
         has_export=bool(op.export),
+        has_torch=op.torch is not None,
         torch_qualified_name=op.torch.qualified_name if op.torch else None,
         is_override=bool(op.torch and op.torch.is_override),
         overload_expr=torch_overload_expr(op) if op.torch else None,

@@ -33,7 +33,6 @@ from generator.view import view
 class ExportFactsView:
     """What the export must produce: nodes per rule, the libraries and functions they need."""
 
-    torch_op: str  # the PyTorch overload the model calls
     overrides: str  # the override definitions the export asks for
     libraries: str
     rules: str  # [(attribute values, [(domain, op type), ...]), ...]
@@ -147,7 +146,9 @@ class ParityTestView:
     library: str | None  # the custom-op library serving the op (None: none needed)
     export: ExportFactsView | None  # None: the op has no export rules
     defines_onnx_op: bool
-    has_kernel: bool
+    has_ort_kernel: bool  # the domain's ONNX Runtime library serves the op
+    runs_in_onnxruntime: bool
+    torch_op: str | None  # the PyTorch overload the tests call
     is_function: bool
     new_torch_op: bool
     has_cpp_schema: bool
@@ -155,6 +156,9 @@ class ParityTestView:
     # The C++ schema test may find its models' types unknown to the linked ONNX (int4 in 1.12)
     # and check the registration alone (cpp_schema.test_types_not_in_every_onnx).
     cpp_models_may_not_run: bool
+    # The standard opset of the one-node models where the default (18) is too old: a function
+    # op's body opset (None: the default).
+    standard_opset: int | None
     # Module constants
     defaults: str
     type_combinations: str
@@ -226,7 +230,7 @@ def _attributes_literal(op: OpDef, attributes: Mapping[str, Any]) -> str:
 
 def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ParityTestView:
     tests = op.tests
-    has_kernel = op.kernel is not None
+    has_kernel = op.has_ort_kernel
     unsupported_inputs = _unsupported_inputs(op)
     random_cases = [_random_case(op, i, case) for i, case in enumerate(tests.random)]
     return ParityTestView(
@@ -242,12 +246,17 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         library=op.domain_ident if has_kernel else None,
         export=_export_facts(op, index) if op.export else None,
         defines_onnx_op=op.defines_onnx_op,
-        has_kernel=has_kernel,
+        has_ort_kernel=has_kernel,
+        runs_in_onnxruntime=op.runs_in_onnxruntime,
+        torch_op=torch_overload_expr(op) if op.torch is not None else None,
         is_function=op.function is not None,
         new_torch_op=op.new_torch_op,
         has_cpp_schema=op.has_cpp_schema,
         schema_tests=common.schema_tests_name(op.domain_ident) if op.has_cpp_schema else "",
         cpp_models_may_not_run=op.has_cpp_schema and bool(test_types_not_in_every_onnx(op)),
+        standard_opset=(
+            op.function.opset if op.function is not None and op.function.opset > 18 else None
+        ),
         defaults=_attributes_literal(
             op, {a.name: a.default for a in op.attributes if not a.required}
         ),
@@ -351,10 +360,14 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         unsupported_inputs=py.literal(unsupported_inputs),
         unsupported_input_names=", ".join(unsupported_inputs),
         wrong_dtype_also_fails=(
-            ("" if op.function else ", ONNX Runtime refuses the model")
-            + (", the PyTorch op raises" if has_kernel and op.new_torch_op else "")
+            (
+                ""
+                if op.function or not op.runs_in_onnxruntime
+                else ", ONNX Runtime refuses the model"
+            )
+            + (", the PyTorch op raises" if op.kernel is not None and op.new_torch_op else "")
         ),
-        torch_op_checks_dtype=has_kernel and op.new_torch_op,
+        torch_op_checks_dtype=op.kernel is not None and op.new_torch_op,
         required_attributes=py.literal([a.name for a in op.attributes if a.required]),
         missing_attribute_also_fails=(
             (" and ONNX Runtime's session" if has_kernel else "")
@@ -381,24 +394,26 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
 def _parts(op: OpDef) -> tuple[str, ...]:
     """The parts of generator/templates/python/test_parity/ that the op's test module has, in file order:
     each is a test (or the data and helpers of some) that an op has or lacks as a whole."""
-    has_kernel = op.kernel is not None
+    has_kernel = op.has_ort_kernel
     shape_errors = any(case.values is None for case in op.error_cases)
     value_errors = any(case.values is not None for case in op.error_cases)
     wanted = (
+        ("torch_helpers", op.torch is not None),
         ("export_helpers", bool(op.export)),
         ("single_node", op.defines_onnx_op),
         ("known_cases", True),
         ("test_known_values", bool(op.tests.known)),
         ("random_cases", True),
         ("test_export_and_parity", bool(op.export)),
+        ("test_pytorch_parity", op.torch is not None and not op.export),
         ("test_torchscript_export_refuses_dtypes_it_lacks", _torchscript_refuses_dtypes(op)),
-        ("test_single_node_parity", op.defines_onnx_op),
+        ("test_single_node_parity", op.runs_in_onnxruntime),
         ("test_onnxruntime_infers_output_types_and_shapes", has_kernel),
         (
             "test_onnxruntime_leaves_out_optional_outputs",
             has_kernel and _output_omissions(op) != [],
         ),
-        ("test_earlier_version_runs", bool(op.earlier_versions)),
+        ("test_earlier_version_runs", bool(op.earlier_versions) and op.runs_in_onnxruntime),
         ("test_opcheck", op.new_torch_op),
         ("test_native_registration", _native_tests(op) is not None),
         ("test_inputs_on_two_devices_raise", op.new_torch_op and _present_inputs(op) > 1),
@@ -423,7 +438,7 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         ),
         ("test_session_without_library_fails_clearly", has_kernel),
         ("test_cpp_schema_with_onnx_library", op.has_cpp_schema),
-        ("test_matches_builtin", bool(op.tests.builtin_equivalents)),
+        ("test_matches_builtin", bool(op.tests.builtin_equivalents) and op.runs_in_onnxruntime),
     )
     return tuple(f"python/test_parity/{name}.py.j2" for name, present in wanted if present)
 
@@ -503,7 +518,6 @@ def _export_facts(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ExportFa
     }
     rules = [(dict(rule.when), [(n.domain, n.op_type) for n in rule.nodes]) for rule in op.export]
     return ExportFactsView(
-        torch_op=torch_overload_expr(op),
         overrides=py.literal([op.op_id] if py.torch_binding(op).is_override else []),
         libraries=py.literal(libraries),
         rules="[" + ", ".join(f"({py.literal_dict(w)}, {n!r})" for w, n in rules) + "]",

@@ -164,9 +164,23 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         exporters="the dynamo exporter; the TorchScript exporter has no such tensors, and an "
         "op's TorchScript export of them raises, naming the op and the tensor"
     ),
-    Feature.complex: _only_schemas(
-        ort_library=_ORT_NO_COMPLEX, pybind=_ORT_NO_COMPLEX, exporters=_EXPORT_NO_COMPLEX
-    ),
+    Feature.complex: {
+        Target.onnx_schema: Carried(),
+        Target.cpp_schema: Carried(),
+        Target.ort_library: _ORT_NO_COMPLEX,
+        Target.pybind: Carried("numpy's complex64 and complex128"),
+        Target.torch_native: Carried(
+            "torch.complex64, torch.complex128; the kernel gets std::complex<float>, "
+            "std::complex<double>; a kernel op on them runs in PyTorch alone "
+            "(kernel: {onnxruntime: false})"
+        ),
+        Target.torch_python: Carried("torch.complex64, torch.complex128"),
+        Target.exporters: _EXPORT_NO_COMPLEX,
+        Target.parity_tests: Carried(
+            'test values written as numbers or strings Python\'s complex() reads ("1-2j", '
+            '"nan+1j"); random values complex normal'
+        ),
+    },
     Feature.float8: _everywhere(
         cpp_schema="registered where the ONNX it is built against has them (1.14 on; against "
         "Debian's 1.12 a type constraint leaves them out)",
@@ -240,7 +254,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         Target.exporters: Carried("the node gets the torch.dtype's ONNX number"),
         Target.parity_tests: Carried(
             "every dtype the attribute may name; the reference sees the variable as a torch "
-            "dtype"
+            "dtype (int4 and uint4: numpy dtypes, whose .name says which)"
         ),
     },
     Feature.optional_attribute_without_default: _everywhere(),
@@ -267,8 +281,10 @@ def targets_of(op: OpDef) -> tuple[Target, ...]:
     if op.defines_onnx_op:
         targets.append(Target.onnx_schema)
     match op.implementation:
-        case Kernel():
-            targets += [Target.cpp_schema, Target.ort_library]
+        case Kernel(in_onnxruntime=in_onnxruntime):
+            targets.append(Target.cpp_schema)
+            if in_onnxruntime:
+                targets.append(Target.ort_library)
             if op.has_pybind_binding:
                 targets.append(Target.pybind)
         case Function():
@@ -281,7 +297,8 @@ def targets_of(op: OpDef) -> tuple[Target, ...]:
         if op.new_torch_op:
             native = op.torch.api is TorchApi.native
             targets.append(Target.torch_native if native else Target.torch_python)
-        targets.append(Target.exporters)
+        if op.export:  # none for a kernel that runs in PyTorch alone, unless given
+            targets.append(Target.exporters)
     if not op.is_interface_only:
         targets.append(Target.parity_tests)
     return tuple(targets)
@@ -420,26 +437,53 @@ def refusals(op: OpDef) -> list[tuple[str, str]]:
         refusing = [(t, row[t]) for t in targets if not isinstance(row[t], Carried | NotApplicable)]
         if not refusing:
             continue
-        reasons = []
+        # Targets refusing for one reason are named together, the reason once.
+        by_reason: dict[str, list[str]] = {}
         for target, support in refusing:
             match support:
                 case NotYet(why):
-                    reasons.append(f"{target.value} (not yet{': ' + why if why else ''})")
+                    reason = f"not yet{': ' + why if why else ''}"
                 case Never(reason):
-                    reasons.append(f"{target.value} ({reason})")
-                case Carried() | NotApplicable():
                     pass
+                case Carried() | NotApplicable():
+                    continue
                 case _:
                     assert_never(support)
+            by_reason.setdefault(reason, []).append(target.value)
+        reasons = "; ".join(f"{', '.join(names)} ({reason})" for reason, names in by_reason.items())
         problems.append(
             (
                 use.field_path,
-                f"{use.feature.value}: not carried by " + ", ".join(reasons) + "; an op "
-                "with only op, domain, version and its interface (no kernel, function, "
-                "provided_by or torch) gets the ONNX schema alone (docs/capabilities.md)",
+                f"{use.feature.value}: not carried by {reasons}; {_way_out(op, row, targets)}",
             )
         )
     return problems
+
+
+_PYTORCH_TARGETS = (Target.pybind, Target.torch_native, Target.torch_python, Target.exporters)
+
+
+def _way_out(op: OpDef, row: dict[Target, Support], targets: tuple[Target, ...]) -> str:
+    """What the definition can drop to keep the feature: its PyTorch side, its ONNX Runtime
+    kernel, or all but the interface."""
+    refused = {t for t in targets if not isinstance(row[t], Carried | NotApplicable)}
+    if op.kernel is not None and refused <= set(_PYTORCH_TARGETS):
+        return "without 'torch' the op runs in ONNX Runtime alone (docs/capabilities.md)"
+    in_onnxruntime = {Target.ort_library, Target.exporters}  # no export without a kernel there
+    if (
+        op.kernel is not None
+        and op.torch is not None
+        and Target.ort_library in refused
+        and refused <= in_onnxruntime
+    ):
+        return (
+            "with 'kernel: {onnxruntime: false}' the op runs in PyTorch alone "
+            "(docs/capabilities.md)"
+        )
+    return (
+        "an op with only op, domain, version and its interface (no kernel, function, "
+        "provided_by or torch) gets the ONNX schema alone (docs/capabilities.md)"
+    )
 
 
 def _cell(support: Support) -> str:
@@ -479,9 +523,11 @@ def matrix_markdown() -> str:
         "(`global`, `class`, `shape`, ...) are accepted in interface-only ops, whose names "
         "only the schemas spell.\n\n"
         "Which targets an op gets: every op defining an ONNX op, the Python schema; a kernel, "
-        "the C++ schema and the ONNX Runtime library, and with a `torch` side the pybind11 "
+        "the C++ schema and the ONNX Runtime library (not with `onnxruntime: false`: an op for "
+        "PyTorch alone), and with a `torch` side the pybind11 "
         "module; a function, the C++ "
-        "schema; a `torch` side, its PyTorch registration and the exporters; every op but an "
+        "schema; a `torch` side, its PyTorch registration and, unless its kernel is for "
+        "PyTorch alone, the exporters; every op but an "
         "interface-only one (only `op`, `domain`, `version`, type constraints, inputs, outputs "
         "and attributes, as `opgen import` writes), parity tests.\n\n"
     )

@@ -56,6 +56,9 @@ class Kernel:
 
     source_file: Path | None  # a file beside the definition holding the full definition
     body: str | None  # or the body of `compute`, inline
+    # Compiled into the domain's ONNX Runtime library; false (`onnxruntime: false`) for an op
+    # that runs in PyTorch alone (complex tensors, which ONNX Runtime lacks).
+    in_onnxruntime: bool = True
 
 
 class Runtime(Enum):
@@ -215,6 +218,16 @@ class OpDef:
         call it (and the kernel fuzzer and benchmarks do); an op without a PyTorch side runs in
         ONNX Runtime only."""
         return self.kernel is not None and self.torch is not None
+
+    @property
+    def has_ort_kernel(self) -> bool:
+        """The domain's ONNX Runtime library serves the op with its kernel."""
+        return self.kernel is not None and self.kernel.in_onnxruntime
+
+    @property
+    def runs_in_onnxruntime(self) -> bool:
+        """ONNX Runtime runs a node of the op: through our library, as a function, or its own."""
+        return self.defines_onnx_op and (self.kernel is None or self.kernel.in_onnxruntime)
 
     @property
     def has_cpp_schema(self) -> bool:

@@ -47,10 +47,10 @@ class DType(Enum):
 
     @property
     def is_floating(self) -> builtins.bool:
-        """A floating dtype PyTorch has (a gradient may flow through it; its outputs are
-        compared within a tolerance)."""
+        """A floating dtype PyTorch has, complex included (a gradient may flow through it; its
+        outputs are compared within a tolerance)."""
         return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64) or (
-            self in FLOAT8_DTYPES
+            self in FLOAT8_DTYPES or self in (DType.complex64, DType.complex128)
         )
 
     @property

@@ -58,12 +58,18 @@ def _parse_versions(node: Node) -> tuple[int, ...]:
     return versions
 
 
-def _parse_kernel(node: Node, definition_dir: Path) -> Kernel:
-    fields = read.mapping(node, {"source", "body"}, set())
+def _parse_kernel(node: Node, definition_dir: Path, has_torch: bool) -> Kernel:
+    fields = read.mapping(node, {"source", "body", "onnxruntime"}, set())
     if ("source" in fields) == ("body" in fields):
         raise node.error("give exactly one of 'source' (a file beside the definition) or 'body'")
+    in_onnxruntime = read.boolean(fields["onnxruntime"]) if "onnxruntime" in fields else True
+    if not in_onnxruntime and not has_torch:
+        raise fields["onnxruntime"].error(
+            "a kernel for no runtime: 'onnxruntime: false' is for an op with a PyTorch side "
+            "('torch') that runs in PyTorch alone"
+        )
     if "body" in fields:
-        return Kernel(None, read.string(fields["body"]))
+        return Kernel(None, read.string(fields["body"]), in_onnxruntime)
     relative = read.string(fields["source"])
     if Path(relative).is_absolute() or ".." in Path(relative).parts:
         raise fields["source"].error("must be a file name beside the definition (no '..')")
@@ -74,7 +80,7 @@ def _parse_kernel(node: Node, definition_dir: Path) -> Kernel:
         raise fields["source"].error(f"kernel file: {exc.strerror}") from None
     if not found:
         raise fields["source"].error(f"kernel file '{relative}' not found beside the definition")
-    return Kernel(path, None)
+    return Kernel(path, None, in_onnxruntime)
 
 
 TOP_LEVEL = {
@@ -206,7 +212,7 @@ def parse_opdef(
     _check_legacy_defaults(d, signature, torch_binding)
     implementation = _read_implementation(d, signature)
     _check_function_attributes(d, signature, implementation)
-    export = _read_export(d, signature, torch_binding, op_type, domain)
+    export = _read_export(d, signature, torch_binding, op_type, domain, implementation)
     tests = d.get(
         "tests",
         parse_tests,
@@ -819,6 +825,19 @@ def _read_gradients(
                 "'library' or 'custom_op' api"
             )
         )
+    complex_types = {DType.complex64, DType.complex128}
+    if gradients and any(
+        isinstance(t, TensorType) and t.dtype in complex_types
+        for tc in signature.constraints
+        for t in tc.types
+    ):
+        d.errors.add(
+            d["gradients"].error(
+                "gradient formulas on complex tensors: not yet (PyTorch takes conjugate "
+                "Wirtinger derivatives there, which the generated gradient tests do not check); "
+                "without formulas, backward through the op raises naming it"
+            )
+        )
     return gradients
 
 
@@ -867,7 +886,7 @@ def _check_function_attributes(
 
 
 def _read_implementation(d: _Definition, signature: _Signature) -> Implementation | None:
-    kernel = d.get("kernel", _parse_kernel, d.path.parent)
+    kernel = d.get("kernel", _parse_kernel, d.path.parent, "torch" in d)
     function = d.get(
         "function", parse_function, signature.inputs, signature.outputs, signature.attrs_by_name
     )
@@ -888,6 +907,7 @@ def _read_export(
     torch_binding: TorchBinding | None,
     op_type: str | None,
     domain: str | None,
+    implementation: Implementation | None,
 ) -> tuple[ExportRule, ...]:
     if "export" in d:
         return (
@@ -900,7 +920,17 @@ def _read_export(
             )
             or ()
         )
-    if torch_binding is not None and op_type is not None and domain is not None:
+    # By default a PyTorch op exports to its own node, which ONNX Runtime runs through the
+    # library: not for a kernel that runs in PyTorch alone (nothing would run the node).
+    runs_in_onnxruntime = not (
+        isinstance(implementation, Kernel) and not implementation.in_onnxruntime
+    )
+    if (
+        torch_binding is not None
+        and op_type is not None
+        and domain is not None
+        and runs_in_onnxruntime
+    ):
         return default_export(
             op_type,
             domain,

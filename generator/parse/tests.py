@@ -229,13 +229,21 @@ def _parse_tolerances(
 
 def _integer_range(dtype: DType) -> tuple[int, int] | None:
     """The values an integer dtype holds (None: not an integer dtype)."""
-    bits = {"8": 8, "16": 16, "32": 32, "64": 64}
+    bits = {"4": 4, "8": 8, "16": 16, "32": 32, "64": 64}
     for prefix, signed in (("int", True), ("uint", False)):
         width = dtype.value.removeprefix(prefix)
         if dtype.value.startswith(prefix) and width in bits:
             n = bits[width]
             return (-(2 ** (n - 1)), 2 ** (n - 1) - 1) if signed else (0, 2**n - 1)
     return None
+
+
+def _is_complex_text(text: str) -> bool:
+    try:
+        complex(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> None:
@@ -246,6 +254,13 @@ def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> No
             _check_known_values(node, v, dtypes)
         return
     for dtype in dtypes:
+        if dtype in (DType.complex64, DType.complex128):
+            if isinstance(value, str) and not _is_complex_text(value):
+                raise node.error(
+                    f"{value!r} is no {dtype.value} value (a number, or a string Python's "
+                    'complex() reads, such as "1-2j" or "nan+1j")'
+                )
+            continue
         if (dtype is DType.string) != isinstance(value, str):
             kind = "a string" if isinstance(value, str) else "a number"
             raise node.error(f"{value!r} is {kind}, no {dtype.value} value")
@@ -254,7 +269,8 @@ def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> No
         limits = _integer_range(dtype)
         if dtype is DType.bool and value not in (0, 1):
             raise node.error(f"{value!r} is no {dtype.value} value (true, false, 0 or 1)")
-        if limits is not None and (value != int(value) or not limits[0] <= value <= limits[1]):
+        integral = math.isfinite(value) and value == int(value)
+        if limits is not None and (not integral or not limits[0] <= value <= limits[1]):
             raise node.error(
                 f"{value!r} is no {dtype.value} value (integers from {limits[0]} to {limits[1]})"
             )

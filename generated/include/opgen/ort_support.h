@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <initializer_list>
 #include <map>
@@ -483,7 +484,7 @@ class ThreadPoolContext final : public opgen::Context {
       fn(0, total);
       return;
     }
-    Job job{&fn, total, chunks, nullptr, {}};
+    Job job{&fn, total, chunks, nullptr, SIZE_MAX, {}};
     context_.ParallelFor(&run_chunk, static_cast<size_t>(chunks), 0, &job);
     if (job.error) std::rethrow_exception(job.error);
   }
@@ -494,7 +495,8 @@ class ThreadPoolContext final : public opgen::Context {
     const RangeFn* fn;
     int64_t total;
     int64_t chunks;
-    std::exception_ptr error;
+    std::exception_ptr error;  // of the earliest chunk that failed: the same every run
+    size_t error_index;
     std::mutex mutex;
   };
 
@@ -505,7 +507,10 @@ class ThreadPoolContext final : public opgen::Context {
       (*job.fn)(job.total * i / job.chunks, job.total * (i + 1) / job.chunks);
     } catch (...) {
       std::lock_guard<std::mutex> lock(job.mutex);
-      if (!job.error) job.error = std::current_exception();
+      if (index < job.error_index) {
+        job.error = std::current_exception();
+        job.error_index = index;
+      }
     }
   }
 

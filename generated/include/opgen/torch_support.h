@@ -81,6 +81,10 @@ constexpr ScalarType scalar_type_of<uint32_t>() { return ScalarType::UInt32; }
 template <>
 constexpr ScalarType scalar_type_of<uint64_t>() { return ScalarType::UInt64; }
 template <>
+constexpr ScalarType scalar_type_of<std::complex<float>>() { return ScalarType::ComplexFloat; }
+template <>
+constexpr ScalarType scalar_type_of<std::complex<double>>() { return ScalarType::ComplexDouble; }
+template <>
 constexpr ScalarType scalar_type_of<opgen::float8e4m3fn>() { return ScalarType::Float8_e4m3fn; }
 template <>
 constexpr ScalarType scalar_type_of<opgen::float8e4m3fnuz>() { return ScalarType::Float8_e4m3fnuz; }
@@ -279,6 +283,8 @@ inline Tensor empty(const opgen::Shape& shape, ScalarType dtype, const char* op,
     case ScalarType::UInt16: dtype_code = aoti_torch_dtype_uint16(); element_size = 2; break;
     case ScalarType::UInt32: dtype_code = aoti_torch_dtype_uint32(); element_size = 4; break;
     case ScalarType::UInt64: dtype_code = aoti_torch_dtype_uint64(); element_size = 8; break;
+    case ScalarType::ComplexFloat: dtype_code = aoti_torch_dtype_complex64(); element_size = 8; break;
+    case ScalarType::ComplexDouble: dtype_code = aoti_torch_dtype_complex128(); element_size = 16; break;
     case ScalarType::Float8_e4m3fn: dtype_code = aoti_torch_dtype_float8_e4m3fn(); element_size = 1; break;
     case ScalarType::Float8_e4m3fnuz: dtype_code = aoti_torch_dtype_float8_e4m3fnuz(); element_size = 1; break;
     case ScalarType::Float8_e5m2: dtype_code = aoti_torch_dtype_float8_e5m2(); element_size = 1; break;
@@ -335,15 +341,20 @@ class ParallelContext final : public opgen::Context {
       fn(0, total);
       return;
     }
-    // The callback crosses PyTorch's C ABI: an exception must not, so it is kept and rethrown.
+    // The callback crosses PyTorch's C ABI: an exception must not, so it is kept and rethrown:
+    // the one of the earliest range, so that a call fails with the same message every time.
     std::exception_ptr error;
+    int64_t error_begin = INT64_MAX;
     std::mutex mutex;
     torch::stable::parallel_for(0, total, grain, [&](int64_t begin, int64_t end) {
       try {
         fn(begin, end);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
-        if (!error) error = std::current_exception();
+        if (begin < error_begin) {
+          error = std::current_exception();
+          error_begin = begin;
+        }
       }
     });
     if (error) std::rethrow_exception(error);

@@ -58,6 +58,10 @@ template <>
 inline const char* numpy_name<uint32_t>() { return "uint32"; }
 template <>
 inline const char* numpy_name<uint64_t>() { return "uint64"; }
+template <>
+inline const char* numpy_name<std::complex<float>>() { return "complex64"; }
+template <>
+inline const char* numpy_name<std::complex<double>>() { return "complex128"; }
 
 inline std::string dtype_name(const py::array& array) {
   return py::str(array.dtype()).cast<std::string>();

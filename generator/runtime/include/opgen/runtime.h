@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -436,6 +437,31 @@ struct int4_of {
 using int4 = int4_of<true>;
 using uint4 = int4_of<false>;
 static_assert(sizeof(int4) == 1 && sizeof(uint4) == 1, "one 4-bit value per byte");
+
+}  // namespace opgen
+
+// A kernel written for every integer type reads the range through numeric_limits, as for int8_t.
+namespace std {
+template <bool Signed>
+class numeric_limits<opgen::int4_of<Signed>> {
+  using T = opgen::int4_of<Signed>;
+
+ public:
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = Signed;
+  static constexpr bool is_integer = true;
+  static constexpr bool is_exact = true;
+  static constexpr bool is_bounded = true;
+  static constexpr bool is_modulo = false;
+  static constexpr int digits = Signed ? 3 : 4;
+  static constexpr int radix = 2;
+  static T min() { return T(T::kMin); }
+  static T lowest() { return T(T::kMin); }
+  static T max() { return T(T::kMax); }
+};
+}  // namespace std
+
+namespace opgen {
 
 template <typename T>
 constexpr bool is_4bit = false;
