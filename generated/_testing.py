@@ -238,6 +238,11 @@ def cast(value, dtype, what: str):
         return _cast_4bit(value, dtype, what)
     if is_4bit(value):
         value = upcast(value)
+    if isinstance(value, torch.Tensor) and value.is_complex() and not dtype.is_complex:
+        raise AssertionError(
+            f"{what}: complex values for a {dtype_name(dtype)} tensor (a conversion would drop "
+            "the imaginary parts); take .real, .imag or .abs() in the reference"
+        )
     if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
         found = [type(v).__name__ for v in value.flat if isinstance(v, str | bytes)]
         if found or value.dtype.kind != "O":
@@ -368,6 +373,9 @@ def assert_close(actual, expected, tolerances: dict, what: str) -> None:
         if actual.dtype != expected.dtype:
             raise AssertionError(f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
         actual, expected = actual.float(), expected.float()
+    if expected.dtype in COMPLEX and actual.dtype == expected.dtype:
+        # Part by part: equal_nan alone takes any value with a NaN part for any other.
+        actual, expected = torch.view_as_real(actual), torch.view_as_real(expected)
     torch.testing.assert_close(
         actual, expected, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{what}: {m}"
     )

@@ -426,6 +426,7 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
             op_type=op.op_type,
             op_id=op.op_id,
             with_pybind=op.torch is not None,
+            with_ort=op.has_ort_kernel,
             package_dir=package_dir,
             definition_file=definition_file,
             template_decl=common.template_decl(op),

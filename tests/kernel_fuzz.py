@@ -52,7 +52,13 @@ DTYPES = {
     "float8e4m3fnuz": torch.float8_e4m3fnuz,
     "float8e5m2": torch.float8_e5m2,
     "float8e5m2fnuz": torch.float8_e5m2fnuz,
+    "complex64": torch.complex64,  # PyTorch only (an op on them runs in PyTorch alone)
+    "complex128": torch.complex128,
     "string": _testing.STRING,  # numpy arrays of str (ONNX Runtime only: PyTorch has none)
+    # numpy arrays of ml_dtypes' int4 / uint4, one per byte (ONNX Runtime only, packed two per
+    # byte as it crosses: _testing.ort_value; PyTorch computes nothing on them)
+    "int4": _testing.INT4,
+    "uint4": _testing.UINT4,
 }
 NAMES = {dtype: name for name, dtype in DTYPES.items()}
 SIZES = [0, 0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 33, 64]
@@ -66,6 +72,13 @@ MAX_ELEMENTS = 1 << 15  # keeps one input fast under ASan
 # A variadic op's calls with many values: how many, and the elements all of them may have.
 MANY_VALUES = [64, 1000, 3000]
 MANY_ELEMENTS = 1 << 16
+# ONNX's numbers of the element types the tests know: what an attribute choosing one may get.
+ELEMENT_TYPES = sorted(set(_testing.TENSOR_PROTO.values()))
+# Element types ONNX Runtime's ConstantOfShape makes no tensor of (ONNX numbers): a float32
+# one, cast (opset 21's Cast makes them all).
+NO_CONSTANT_OF_SHAPE = {
+    _testing.TENSOR_PROTO[dtype] for dtype in (*_testing.FLOAT8, *_testing.FOUR_BIT)
+}
 
 
 def spec(op: str):
@@ -204,6 +217,9 @@ def make_case(op: str, seed: int, index: int) -> dict:
             attribute = rng.choice(t.ATTRIBUTES + ["not_an_attribute"])
             if rng.random() < 0.25:
                 attributes.pop(attribute, None)  # missing: the default, or an error if required
+            elif attribute in getattr(t, "TYPE_CHOOSERS", {}) and rng.random() < 0.5:
+                # Another element type's number (int4 for uint4, float32 for int4, ...).
+                attributes[attribute] = ["INT", rng.choice(ELEMENT_TYPES)]
             else:
                 onnx_type = t.ATTRIBUTE_TYPES.get(attribute, onnx.AttributeProto.INT)
                 attributes[attribute] = _attribute_value(rng, onnx_type, t.DEFAULTS.get(attribute))
@@ -251,10 +267,18 @@ def _strings(case: dict, name: str, gen: torch.Generator) -> np.ndarray | None:
 
 
 def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tensor | None:
-    """The input tensor; None if PyTorch cannot hold its shape (ONNX Runtime still can)."""
+    """The input tensor; None if PyTorch cannot hold its shape (ONNX Runtime still can). A
+    4-bit input is a numpy array of ml_dtypes' int4 / uint4 (None if numpy cannot hold its
+    shape): its values drawn as a float tensor's, then rounded and clamped to the type's range
+    as other integers are; without a sampler (and for "randn") every value of the type."""
     shape, dtype = case["shapes"][name], DTYPES[case["dtypes"][name]]
     if dtype is _testing.STRING:
         return _strings(case, name, gen)  # type: ignore[return-value]
+    four_bit = dtype in _testing.FOUR_BIT
+    if four_bit and not _numpy_holds(shape, dtype):
+        return None
+    if four_bit and 0 in shape:
+        return np.empty(shape, dtype=dtype)  # type: ignore[return-value]
     if 0 in shape:
         try:
             return torch.empty(shape, dtype=dtype)
@@ -272,13 +296,23 @@ def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tenso
             data = torch.randn(shape, generator=gen, dtype=torch.float64)
         if list(data.shape) != shape:  # a constant sampler (num_groups: torch.tensor(3))
             data = torch.full(shape, data.reshape(-1)[0].item(), dtype=torch.float64)
+    elif four_bit:  # each of the 16 nibbles
+        data = _testing.sample(shape, gen, dtype)
     else:
         data = torch.randn(shape, generator=gen, dtype=torch.float64)
     if values == "special":
-        flat = data.reshape(-1)
-        picks = torch.randint(0, len(SPECIAL), (flat.numel(),), generator=gen)
-        mask = torch.rand(flat.numel(), generator=gen) < 0.3
-        flat[mask] = torch.tensor(SPECIAL, dtype=torch.float64)[picks][mask]
+        _special(data, gen)
+    if dtype in _testing.COMPLEX:  # the imaginary parts drawn as the real ones
+        imaginary = torch.randn(shape, generator=gen, dtype=torch.float64)
+        if values == "special":
+            _special(imaginary, gen)
+        elif values == "zeros":
+            imaginary.zero_()
+        return torch.complex(data, imaginary).to(dtype)
+    if four_bit:
+        _, low, high = _testing.FOUR_BIT[dtype]
+        data = data.nan_to_num(0.0, high, low).clamp(low, high).round()
+        return data.to(torch.int8).numpy().astype(dtype)  # type: ignore[return-value]
     if dtype == torch.bool:
         return data > 0
     if not dtype.is_floating_point:
@@ -292,6 +326,14 @@ def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tenso
     return data.to(dtype)
 
 
+def _special(data: torch.Tensor, gen: torch.Generator) -> None:
+    """About 30% of the values replaced by SPECIAL ones, in place."""
+    flat = data.reshape(-1)
+    picks = torch.randint(0, len(SPECIAL), (flat.numel(),), generator=gen)
+    mask = torch.rand(flat.numel(), generator=gen) < 0.3
+    flat[mask] = torch.tensor(SPECIAL, dtype=torch.float64)[picks][mask]
+
+
 def _exact_int64(data: torch.Tensor, case: dict, name: str) -> torch.Tensor:
     """int64 values beyond float64's 53 bits (2**63 - 1) set exactly."""
     if name in case["ints"]:
@@ -299,28 +341,30 @@ def _exact_int64(data: torch.Tensor, case: dict, name: str) -> torch.Tensor:
     return data.to(torch.int64)
 
 
-def _inputs(case: dict, t) -> dict[str, torch.Tensor | None]:
+def _inputs(case: dict, t) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The inputs as the runtimes get them, and as the reference does: aligned (PyTorch's own
+    complex128 kernels crash on misaligned data, torch 2.13)."""
     gen = torch.Generator().manual_seed(case["seed"])
     samplers = t.RANDOM_CASES[case["random_case"]]["samplers"]
     inputs = {name: _tensor(case, name, gen, samplers.get(name)) for name in case["shapes"]}
     if case.get("misaligned"):
-        inputs = {name: _misaligned(tensor) for name, tensor in inputs.items()}
-    return inputs
+        return {name: _misaligned(tensor) for name, tensor in inputs.items()}, inputs
+    return inputs, inputs
 
 
 def _misaligned(tensor: torch.Tensor | None) -> torch.Tensor | None:
     """The tensor's values in memory starting one byte past an aligned address (as
     torch.frombuffer with an offset gives; numpy views of it and ONNX Runtime values made from
     those start there too)."""
-    if tensor is None or _testing.is_strings(tensor):
-        return tensor
+    if tensor is None or _testing.is_strings(tensor) or _testing.is_4bit(tensor):
+        return tensor  # a 4-bit input reaches ONNX Runtime as a packed copy
     if tensor.numel() == 0 or tensor.element_size() == 1:
         return tensor
-    raw = bytearray(tensor.numel() * tensor.element_size() + 1)
+    # The bytes are copied by Python, not by PyTorch's copy_ (which crashes writing complex128
+    # to a misaligned address, torch 2.13).
+    raw = bytearray(1) + bytearray(tensor.contiguous().reshape(-1).view(torch.uint8).numpy())
     moved = torch.frombuffer(raw, dtype=tensor.dtype, offset=1, count=tensor.numel())
-    moved = moved.reshape(tensor.shape)
-    moved.copy_(tensor)
-    return moved
+    return moved.reshape(tensor.shape)
 
 
 def _python_attribute(t, name: str, kind: str, value):
@@ -373,6 +417,8 @@ def run_torch(case: dict, t, inputs: dict) -> tuple[str, Any]:
         return "skip", "no PyTorch side (an op for ONNX Runtime only)"
     if any(_testing.is_strings(tensor) for tensor in inputs.values()):
         return "skip", "PyTorch has no string tensors"
+    if any(_testing.is_4bit(tensor) for tensor in inputs.values()):
+        return "skip", "PyTorch computes nothing on 4-bit integers"
     if any(tensor is None for tensor in inputs.values()):
         return "skip", "a shape PyTorch cannot hold"
     if _python_call_differs(case, t):
@@ -418,15 +464,15 @@ def _model(case: dict, t) -> tuple[onnx.ModelProto, dict]:
             graph_inputs.append(
                 helper.make_tensor_value_info(f"{name}_shape", TensorProto.INT64, [len(shape)])
             )
-            # ONNX Runtime's ConstantOfShape makes no float8 tensor: a float32 one, cast.
-            float8 = DTYPES[case["dtypes"][name]] in _testing.FLOAT8
-            zero_elem = TensorProto.FLOAT if float8 else elem
+            # ONNX Runtime's ConstantOfShape makes no float8 or 4-bit tensor: a float32 one, cast.
+            cast = elem in NO_CONSTANT_OF_SHAPE
+            zero_elem = TensorProto.FLOAT if cast else elem
             zero = helper.make_tensor(
                 "zero", zero_elem, [1], [0] if elem != TensorProto.BOOL else [False]
             )
-            made = f"{name}_float32" if float8 else name
+            made = f"{name}_float32" if cast else name
             nodes.append(helper.make_node("ConstantOfShape", [f"{name}_shape"], [made], value=zero))
-            if float8:
+            if cast:
                 nodes.append(helper.make_node("Cast", [made], [name], to=elem))
             feeds[f"{name}_shape"] = np.array(shape, dtype=np.int64)
         else:
@@ -481,11 +527,17 @@ def _run_on_numpy(session, t, inputs: dict, feeds: dict) -> list:
 
 
 def run_ort(case: dict, t, inputs: dict) -> tuple[str, Any]:
+    if t.LIBRARY is None:
+        return "skip", "the op runs in PyTorch alone"
     string_inputs = [name for name, dtype in case["dtypes"].items() if dtype == "string"]
     if any(inputs[name] is None for name in string_inputs):
         return "skip", "a string tensor numpy cannot hold"
-    if string_inputs and any(d == "bfloat16" or "float8" in d for d in case["dtypes"].values()):
-        return "skip", "bfloat16 or float8 beside strings (numpy, which strings need, lacks them)"
+    if string_inputs and any(
+        d == "bfloat16" or "float8" in d or d in ("int4", "uint4") for d in case["dtypes"].values()
+    ):
+        # numpy, which strings need, lacks bfloat16 and float8; ONNX Runtime takes 4-bit
+        # tensors from numpy only packed (an OrtValue).
+        return "skip", "bfloat16, float8 or 4-bit beside strings (run on numpy arrays)"
     model, feeds = _model(case, t)
     try:
         session = _testing.session(model, t.LIBRARY, threads=case["threads"])
@@ -522,8 +574,12 @@ def _same(a, b) -> str | None:
         return None if a_shape == b_shape else f"shapes {a_shape} and {b_shape}"
     if a.dtype != b.dtype or a.shape != b.shape:
         return f"{a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)}"
+    if _testing.is_4bit(a):  # numpy arrays: compared as the 8-bit integers they hold
+        a, b = _testing.computable(a), _testing.computable(b)
     if a.dtype in _testing.FLOAT8:  # PyTorch compares no float8; float32 holds each exactly
         a, b = a.float(), b.float()
+    if a.is_complex():  # part by part
+        a, b = torch.view_as_real(a), torch.view_as_real(b)
     if a.is_floating_point():
         same = (a == b) | (a.isnan() & b.isnan())
     else:
@@ -547,7 +603,9 @@ def judge(case: dict, t, inputs: dict, torch_outcome, ort_outcome) -> list[str]:
         ):
             if status == "error":
                 problems.append(f"{runtime} rejected a valid input: {detail[:500]}")
-        if torch_outcome[0] == "skip" or any(v is None for v in inputs.values()):
+        # The reference needs every input; an op for ONNX Runtime only (no PyTorch side) and
+        # inputs PyTorch has no tensors of (strings, 4-bit) are still checked against it.
+        if any(v is None for v in inputs.values()):
             return problems
         types = _types_of(case, t)
         expected = t.expected_outputs(inputs, _attribute_values(case), types)
@@ -582,8 +640,13 @@ def judge(case: dict, t, inputs: dict, torch_outcome, ort_outcome) -> list[str]:
 
 def _numpy_holds(shape: list[int], dtype) -> bool:
     """numpy refuses arrays of more than 2**63 - 1 bytes, even empty ones (the PyTorch op then
-    fails, naming the op; ONNX Runtime may run it). A string is an object pointer."""
-    size = 8 if dtype is _testing.STRING else torch.empty((), dtype=dtype).element_size()
+    fails, naming the op; ONNX Runtime may run it). A string is an object pointer, a 4-bit
+    integer one byte (ml_dtypes)."""
+    size = (
+        dtype.itemsize
+        if isinstance(dtype, np.dtype)
+        else torch.empty((), dtype=dtype).element_size()
+    )
     return _nonzero_product(shape) * size < 2**63
 
 
@@ -648,7 +711,7 @@ def _chosen_type_of_unknown_rank(case: dict, ort_outcome) -> bool:
 
 def run_case(case: dict) -> dict:
     t = spec(case["op"])
-    inputs = _inputs(case, t)
+    inputs, aligned = _inputs(case, t)
     torch_outcome = run_torch(case, t, inputs)
     if _beyond_sanitizer_allocation(torch_outcome):
         ort_outcome = ("skip", "an output beyond the sanitizer's allocation limit")
@@ -656,7 +719,7 @@ def run_case(case: dict) -> dict:
         ort_outcome = run_ort(case, t, inputs)
     if _chosen_type_of_unknown_rank(case, ort_outcome):
         ort_outcome = ("skip", ort_outcome[1])
-    problems = judge(case, t, inputs, torch_outcome, ort_outcome)
+    problems = judge(case, t, aligned, torch_outcome, ort_outcome)
     return {
         "index": case["index"],
         "torch": (

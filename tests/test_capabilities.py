@@ -445,3 +445,72 @@ def test_a_complex_kernel_op_for_pytorch_alone_is_carried(tmp_path):
     op = _parse(tmp_path, kernel_op)
     assert Target.ort_library not in targets_of(op) and Target.exporters not in targets_of(op)
     assert Target.torch_native in targets_of(op) and Target.cpp_schema in targets_of(op)
+
+
+def _complex_kernel_op(**changes: object) -> dict:
+    op_dict, _ = EXAMPLES[Feature.complex]
+    kernel_op = _with_kernel(op_dict)
+    kernel_op["kernel"] = {**kernel_op["kernel"], "onnxruntime": False}
+    kernel_op.update(changes)
+    return kernel_op
+
+
+@pytest.mark.parametrize(
+    "changes, field, message",
+    [
+        (
+            {"export": [{"nodes": ["Y = Identity(X)"]}]},
+            "export",
+            "an op whose kernel runs in PyTorch alone (kernel: {onnxruntime: false}) is not "
+            "exported",
+        ),
+        (
+            {"gradients": {"X": "grad_Y"}},
+            "gradients",
+            "gradient formulas on complex tensors: not yet",
+        ),
+    ],
+    ids=["export", "gradients"],
+)
+def test_what_an_op_for_pytorch_alone_cannot_have_is_refused_at_its_field(
+    tmp_path, changes, field, message
+):
+    with pytest.raises(DefinitionErrors) as raised:
+        _parse(tmp_path, _complex_kernel_op(**changes))
+    assert any(e.field == field and e.message.startswith(message) for e in raised.value.errors), [
+        str(e) for e in raised.value.errors
+    ]
+
+
+def test_builtin_equivalent_of_an_op_for_pytorch_alone_is_refused(tmp_path):
+    op = _complex_kernel_op()
+    op["tests"] = {
+        **op["tests"],
+        "builtin_equivalents": [{"domain": "", "op": "Identity", "version": 21}],
+    }
+    with pytest.raises(DefinitionErrors) as raised:
+        _parse(tmp_path, op)
+    (error,) = raised.value.errors
+    assert error.field == "tests.builtin_equivalents" and "not run in ONNX Runtime" in error.message
+
+
+@pytest.mark.parametrize("implementation", ["function", "provided_by"])
+def test_onnx_runtime_running_an_op_on_complex_itself_is_refused(tmp_path, implementation):
+    """A function or ONNX Runtime's own op on complex tensors would run in ONNX Runtime, which
+    has none: refused as its custom-op library is."""
+    op_dict, field = EXAMPLES[Feature.complex]
+    op = {**op_dict, "outputs": [{"name": "Y", "type": "T", "same_shape_as": "X"}]}
+    op["inputs"] = [{"name": "X", "type": "T", "shape": ["..."]}]
+    op["reference"] = "X"
+    op["tests"] = {
+        "tolerances": {"complex128": {"rtol": 0.0, "atol": 0.0}},
+        "random": [{"shapes": {"X": [2]}}],
+    }
+    if implementation == "function":
+        op["function"] = {"opset": 18, "nodes": ["Y = Identity(X)"]}
+    else:
+        op["provided_by"] = "onnxruntime"
+    with pytest.raises(DefinitionErrors) as raised:
+        _parse(tmp_path, op)
+    (error,) = raised.value.errors
+    assert error.field == field and "ONNX Runtime 1.31 has no complex tensors" in error.message

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNEL_OPS = sorted(path.parent.name for path in (ROOT / "generated").glob("*/*_ort.cc"))
+KERNEL_OPS = sorted(path.parent.name for path in (ROOT / "generated").glob("*/*_kernel.cc"))
 INPUTS = int(os.environ.get("OPGEN_KERNEL_FUZZ_INPUTS", "800"))
 SEED = int(os.environ.get("OPGEN_KERNEL_FUZZ_SEED", "0"))
 BATCH = int(os.environ.get("OPGEN_KERNEL_FUZZ_BATCH", "400"))
@@ -108,6 +108,51 @@ REGRESSIONS = [
         {"X": "float8e5m2", "scale": "float32"},
         kind="valid",
         values="zeros",
+    ),
+    # 4-bit tensors of an odd element count (ONNX packs two per byte, element 2k in the low
+    # nibble: the last byte is half used), unpacked for the kernel (DequantizeInt4's X: 35
+    # elements holding all 16 values at seed 0; a 0-d one) and packed from it (QuantizeInt4's
+    # Y, uint4 chosen).
+    _case(
+        "dequantize_int4",
+        {"X": [5, 7], "scale": []},
+        {"X": "int4", "scale": "float32"},
+        kind="valid",
+        threads=2,
+    ),
+    _case(
+        "dequantize_int4",
+        {"X": [], "scale": []},
+        {"X": "uint4", "scale": "float16"},
+        kind="valid",
+        seed=1,
+    ),
+    _case(
+        "quantize_int4",
+        {"X": [3, 3], "scale": []},
+        {"X": "float32", "scale": "float32"},
+        kind="valid",
+        attributes={"output_dtype": ["INT", 21]},  # TensorProto.UINT4
+    ),
+    # An empty 4-bit tensor of huge dims: ONNX Runtime's ConstantOfShape makes none either.
+    _case(
+        "dequantize_int4",
+        {"X": [3, 2**40, 0], "scale": []},
+        {"X": "uint4", "scale": "float32"},
+        kind="valid",
+        values="zeros",
+    ),
+    # A misaligned complex128 input (PyTorch's own copy_ and * crash on one, torch 2.13: the
+    # fuzzer makes it byte by byte and computes the reference on an aligned copy), with NaN and
+    # infinite parts, in an op for PyTorch alone.
+    _case(
+        "complex_rotate",
+        {"X": [7, 3]},
+        {"X": "complex128"},
+        kind="valid",
+        values="special",
+        misaligned=True,
+        attributes={"angle": ["FLOAT", 0.75]},
     ),
 ]
 

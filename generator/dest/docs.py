@@ -211,6 +211,8 @@ def _facts(op: OpDef) -> list[tuple[str, str]]:
         facts.append(("runs in", "nothing yet: the definition declares the ONNX interface only"))
     elif op.provided_by:
         facts.append(("runs in", "ONNX Runtime's own kernel (no library of ours)"))
+    elif op.kernel and not op.kernel.in_onnxruntime:
+        facts.append(("runs in", "PyTorch alone (`kernel: {onnxruntime: false}`); not exported"))
     elif op.kernel:
         facts.append(("runs in", f"the custom-op library `{common.library_file(op.domain_ident)}`"))
     elif op.function:

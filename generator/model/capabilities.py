@@ -89,6 +89,9 @@ class Never:
     """The runtime itself cannot hold it."""
 
     reason: str
+    # Nothing in the runtime holds it (not only its custom-op API): ONNX Runtime cannot run an
+    # ONNX function or its own op on it either.
+    whole_runtime: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,8 +108,10 @@ _ORT_VALUES = Never("ONNX Runtime's custom-op API takes tensors only")
 _TORCH_VALUES = Never("a PyTorch op takes tensors, lists of tensors and scalars only")
 _ORT_NO_ATTRIBUTE = Never("ONNX Runtime's custom-op API reads no graph attribute")
 _NO_TYPE_ATTRIBUTE = Never("the runtime has no type values")
-_NO_FLOAT6 = Never("the runtime has no float6 element type")
-_ORT_NO_COMPLEX = Never("ONNX Runtime 1.31 has no complex tensors (no model with one loads)")
+_NO_FLOAT6 = Never("the runtime has no float6 element type", whole_runtime=True)
+_ORT_NO_COMPLEX = Never(
+    "ONNX Runtime 1.31 has no complex tensors (no model with one loads)", whole_runtime=True
+)
 _EXPORT_NO_COMPLEX = Never(
     "neither exporter exports a custom op on complex tensors (torch 2.13: the dynamo exporter "
     "has no complex translations for custom ops, the TorchScript exporter no complex tensors)"
@@ -435,6 +440,10 @@ def refusals(op: OpDef) -> list[tuple[str, str]]:
     for use in uses_of(op):
         row = TABLE[use.feature]
         refusing = [(t, row[t]) for t in targets if not isinstance(row[t], Carried | NotApplicable)]
+        ort = row[Target.ort_library]
+        if op.runs_in_onnxruntime and not op.has_ort_kernel:  # a function, or ONNX Runtime's op
+            if isinstance(ort, Never) and ort.whole_runtime:
+                refusing.append((Target.ort_library, ort))
         if not refusing:
             continue
         # Targets refusing for one reason are named together, the reason once.
@@ -443,7 +452,7 @@ def refusals(op: OpDef) -> list[tuple[str, str]]:
             match support:
                 case NotYet(why):
                     reason = f"not yet{': ' + why if why else ''}"
-                case Never(reason):
+                case Never(reason=reason):
                     pass
                 case Carried() | NotApplicable():
                     continue

@@ -227,7 +227,9 @@ class OpDef:
     @property
     def runs_in_onnxruntime(self) -> bool:
         """ONNX Runtime runs a node of the op: through our library, as a function, or its own."""
-        return self.defines_onnx_op and (self.kernel is None or self.kernel.in_onnxruntime)
+        if not self.defines_onnx_op or self.implementation is None:
+            return False  # an export-only or interface-only definition: nothing to run
+        return self.kernel is None or self.kernel.in_onnxruntime
 
     @property
     def has_cpp_schema(self) -> bool:
@@ -408,7 +410,7 @@ class OpDef:
 
     def exporters_at(self, binding: Instantiation) -> tuple[str, ...]:
         """The exporters that can export the op where the type variables are bound so."""
-        if self.torch is None:
+        if self.torch is None or not self.export:
             return ()
         if self.torchscript_traces and self.torchscript_exports(binding):
             return ("dynamo", "torchscript")

@@ -254,7 +254,8 @@ def parse_opdef(
         versions=versions,
         locations=read.field_locations(d.fields),
     )
-    for field_path, message in refusals(op) + _variadic_problems(op) + _string_problems(op):
+    problems = refusals(op) + _variadic_problems(op) + _string_problems(op)
+    for field_path, message in problems + _pytorch_alone_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
     errors.raise_if_any()
     # The emitters apply the shape rule to every random case: what it cannot apply to (a
@@ -806,6 +807,20 @@ def _read_gradients(
 ) -> dict[str, str]:
     if "gradients" not in d:
         return {}
+    complex_types = {DType.complex64, DType.complex128}
+    if any(
+        isinstance(t, TensorType) and t.dtype in complex_types
+        for tc in signature.constraints
+        for t in tc.types
+    ):  # before the formulas are read: their checks assume real dtypes
+        d.errors.add(
+            d["gradients"].error(
+                "gradient formulas on complex tensors: not yet (PyTorch takes conjugate "
+                "Wirtinger derivatives there, which the generated gradient tests do not check); "
+                "without formulas, backward through the op raises naming it"
+            )
+        )
+        return {}
     gradients = (
         d.get(
             "gradients",
@@ -823,19 +838,6 @@ def _read_gradients(
             d["gradients"].error(
                 "gradients need a new PyTorch op (torch.name) registered with the "
                 "'library' or 'custom_op' api"
-            )
-        )
-    complex_types = {DType.complex64, DType.complex128}
-    if gradients and any(
-        isinstance(t, TensorType) and t.dtype in complex_types
-        for tc in signature.constraints
-        for t in tc.types
-    ):
-        d.errors.add(
-            d["gradients"].error(
-                "gradient formulas on complex tensors: not yet (PyTorch takes conjugate "
-                "Wirtinger derivatives there, which the generated gradient tests do not check); "
-                "without formulas, backward through the op raises naming it"
             )
         )
     return gradients
@@ -883,6 +885,31 @@ def _check_function_attributes(
                     "op defined as an ONNX function does not take one yet; give it a default"
                 )
             )
+
+
+def _pytorch_alone_problems(op: OpDef) -> list[tuple[str, str]]:
+    """A kernel for PyTorch alone: nothing runs the op's ONNX node, so no export and no
+    comparison with an ONNX Runtime op."""
+    if op.kernel is None or op.kernel.in_onnxruntime:
+        return []
+    problems = []
+    if "export" in op.locations:
+        problems.append(
+            (
+                "export",
+                "an op whose kernel runs in PyTorch alone (kernel: {onnxruntime: false}) is "
+                "not exported: nothing would run its ONNX nodes in the tests",
+            )
+        )
+    if op.tests.builtin_equivalents:
+        problems.append(
+            (
+                "tests.builtin_equivalents",
+                "an op whose kernel runs in PyTorch alone (kernel: {onnxruntime: false}) is "
+                "not run in ONNX Runtime, so nothing compares it with a built-in op there",
+            )
+        )
+    return problems
 
 
 def _read_implementation(d: _Definition, signature: _Signature) -> Implementation | None:
