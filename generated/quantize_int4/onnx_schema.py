@@ -62,7 +62,7 @@ def _schema(version: int) -> _Schema:
         "QuantizeInt4",
         "ai.opgen",
         version,
-        "Y = saturate(round(X / scale)) in the 4-bit type `output_dtype` names: the quotient in\nfloat32, rounded to nearest even, clamped to the type's range (-8 to 7, or 0 to 15;\ninfinities too), as ONNX's QuantizeLinear with no zero point. A NaN has no integer: it is an\nerror naming the element. A scale that is not positive and finite is an error.",
+        "Y = saturate(round(X / scale)) in the 4-bit type `output_dtype` names: the quotient in\nfloat32, rounded to nearest even, clamped to the type's range (-8 to 7, or 0 to 15;\ninfinities too), as ONNX's QuantizeLinear with no zero point (but for a float16 infinity,\nwhich ONNX Runtime 1.31's QuantizeLinear and onnx.reference turn into -8 or 0). A NaN has no\ninteger: it is an error naming the element. A scale that is not positive and finite is an\nerror.",
         inputs=[
             _Schema.FormalParameter("X", "T", "The values, any shape."),
             _Schema.FormalParameter(

@@ -18,8 +18,10 @@ constexpr const char kOpType[] = "QuantizeInt4";
 
 // Y = saturate(round(X / scale)) in the 4-bit type `output_dtype` names: the quotient in
 // float32, rounded to nearest even, clamped to the type's range (-8 to 7, or 0 to 15;
-// infinities too), as ONNX's QuantizeLinear with no zero point. A NaN has no integer: it is an
-// error naming the element. A scale that is not positive and finite is an error.
+// infinities too), as ONNX's QuantizeLinear with no zero point (but for a float16 infinity,
+// which ONNX Runtime 1.31's QuantizeLinear and onnx.reference turn into -8 or 0). A NaN has no
+// integer: it is an error naming the element. A scale that is not positive and finite is an
+// error.
 struct Attributes {
   int64_t output_dtype = int64_t{22};  // Y's element type (TensorProto's number), as QuantizeLinear's.
 };

@@ -49,7 +49,7 @@ void RegisterSchema() {
   ONNX_CONTRIB_OPERATOR_SCHEMA(QuantizeInt4)
       .SetDomain("ai.opgen")
       .SinceVersion(1)
-      .SetDoc("Y = saturate(round(X / scale)) in the 4-bit type `output_dtype` names: the quotient in\012float32, rounded to nearest even, clamped to the type's range (-8 to 7, or 0 to 15;\012infinities too), as ONNX's QuantizeLinear with no zero point. A NaN has no integer: it is an\012error naming the element. A scale that is not positive and finite is an error.")
+      .SetDoc("Y = saturate(round(X / scale)) in the 4-bit type `output_dtype` names: the quotient in\012float32, rounded to nearest even, clamped to the type's range (-8 to 7, or 0 to 15;\012infinities too), as ONNX's QuantizeLinear with no zero point (but for a float16 infinity,\012which ONNX Runtime 1.31's QuantizeLinear and onnx.reference turn into -8 or 0). A NaN has no\012integer: it is an error naming the element. A scale that is not positive and finite is an\012error.")
       .Attr("output_dtype", "Y's element type (TensorProto's number), as QuantizeLinear's.", AttributeProto::INT, int64_t{22})
       .Input(0, "X", "The values, any shape.", "T")
       .Input(1, "scale", "The step between two quantized values: positive.", "T")
