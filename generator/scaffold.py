@@ -253,6 +253,12 @@ def _chooser(specs: list[str], taken: set[str]) -> _Chooser | None:
     chosen = _dtypes(dtypes, f"--dtype-attribute {name}")
     if DType.string in chosen:  # its known values would be numbers
         raise ScaffoldError(f"--dtype-attribute {name}: string is not scaffolded; write it in")
+    four_bit = [d.value for d in chosen if d in (DType.int4, DType.uint4)]
+    if four_bit:  # the identity's copy would not fit (-1 as uint4): the conversion is the op's
+        raise ScaffoldError(
+            f"--dtype-attribute {name}: {four_bit[0]} is not scaffolded (a copy of the input "
+            "may not fit it); write it in"
+        )
     return _Chooser(name, type_var, chosen)
 
 
@@ -320,9 +326,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     output_types = ["T"] * len(outputs)
     all_dtypes = dtypes
     if chooser is not None:  # the last output: the copy in the type the attribute names
-        # (A 4-bit type is no torch dtype: the tests cast the reference's copy to it.)
-        to_torch = all(d.in_torch for d in chooser.dtypes)
-        copies[-1] = f"{source}.to({chooser.type_var})" if to_torch else f"{source}.clone()"
+        copies[-1] = f"{source}.to({chooser.type_var})"
         output_types[-1] = chooser.type_var
         all_dtypes = dtypes + [d for d in chooser.dtypes if d not in dtypes]
     values = _known_values(all_dtypes)
