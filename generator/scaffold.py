@@ -314,9 +314,10 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     chosen = chooser.dtypes if chooser else []
     not_in_torch = [d.value for d in dtypes + chosen if not d.in_torch]
     if not_in_torch and args.torch_name:
+        lacks = "has no" if not_in_torch[0] == "string" else "computes nothing on"
         raise ScaffoldError(
-            f"--dtypes {not_in_torch[0]}: PyTorch computes nothing on {not_in_torch[0]} "
-            "tensors; leave out --torch-name"
+            f"--dtypes {not_in_torch[0]}: PyTorch {lacks} {not_in_torch[0]} tensors; leave out "
+            "--torch-name"
         )
     first = inputs[0]
     # The identity copies the first input (its first value, where it is the variadic one); a
