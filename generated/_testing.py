@@ -41,7 +41,7 @@ STRING = np.dtype(object)
 # them: an input crosses packed (ort_value), an output comes back through a Cast to 8 bits.
 INT4 = np.dtype(ml_dtypes.int4)
 UINT4 = np.dtype(ml_dtypes.uint4)
-FOUR_BIT = {INT4: (torch.int8, -8, 7), UINT4: (torch.uint8, 0, 15)}  # unpacked as, range
+FOUR_BIT = {INT4: (np.int8, -8, 7), UINT4: (np.uint8, 0, 15)}  # unpacked as, range
 
 TENSOR_PROTO = {
     STRING: TensorProto.STRING,
@@ -234,15 +234,14 @@ def cast(value, dtype, what: str):
         if wrong:
             raise AssertionError(f"{what}: a string tensor holds a {wrong[0]}, not a str")
         return array
-    if dtype in FOUR_BIT:
-        return _cast_4bit(value, dtype, what)
-    if is_4bit(value):
-        value = upcast(value)
-    if isinstance(value, torch.Tensor) and value.is_complex() and not dtype.is_complex:
+    value = computable(value)
+    if isinstance(value, torch.Tensor) and value.is_complex() and dtype not in COMPLEX:
         raise AssertionError(
             f"{what}: complex values for a {dtype_name(dtype)} tensor (a conversion would drop "
             "the imaginary parts); take .real, .imag or .abs() in the reference"
         )
+    if dtype in FOUR_BIT:
+        return _cast_4bit(value, dtype, what)
     if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
         found = [type(v).__name__ for v in value.flat if isinstance(v, str | bytes)]
         if found or value.dtype.kind != "O":
@@ -256,8 +255,7 @@ def cast(value, dtype, what: str):
 def _cast_4bit(value, dtype, what: str) -> np.ndarray:
     """Integers within the 4-bit type's range, exactly: a fraction, NaN or a value out of range
     is an error naming `what` (a conversion would wrap or round in silence)."""
-    if is_4bit(value):
-        value = upcast(value)
+    value = computable(value)
     if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
         raise AssertionError(f"{what}: strings ({value.dtype}) for a {dtype_name(dtype)} tensor")
     values = torch.as_tensor(value).to(torch.float64)
@@ -303,7 +301,7 @@ def computable(value):
     """What the reference gets: 4-bit integers as torch int8 or uint8 tensors (PyTorch computes
     nothing on its own 4-bit dtypes), anything else as it is."""
     if is_4bit(value):
-        return torch.from_numpy(value.astype(np.int8 if value.dtype == INT4 else np.uint8))
+        return torch.from_numpy(value.astype(FOUR_BIT[value.dtype][0]))
     return value
 
 
@@ -365,7 +363,9 @@ def assert_close(actual, expected, tolerances: dict, what: str) -> None:
     if is_4bit(expected) or is_4bit(actual):
         if not (is_4bit(actual) and actual.dtype == expected.dtype):
             raise AssertionError(f"{what}: dtype {actual.dtype}, expected {expected.dtype}")
-        torch.testing.assert_close(upcast(actual), upcast(expected), msg=lambda m: f"{what}: {m}")
+        torch.testing.assert_close(
+            computable(actual), computable(expected), msg=lambda m: f"{what}: {m}"
+        )
         return
     actual = torch.as_tensor(actual) if not isinstance(actual, torch.Tensor) else actual
     rtol, atol = tolerances.get(expected.dtype, (0.0, 0.0))

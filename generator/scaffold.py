@@ -345,7 +345,8 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
 
     required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
     without_torch = args.no_torch or bool(not_in_torch)
-    if without_torch and any(d in (DType.complex64, DType.complex128) for d in all_dtypes):
+    pytorch_alone = any(d.is_complex for d in all_dtypes)
+    if without_torch and pytorch_alone:
         raise ScaffoldError(
             "--dtypes complex64/complex128: ONNX Runtime has no complex tensors, so such an op "
             "runs in PyTorch alone; leave out --no-torch (and strings, int4, uint4)"
@@ -362,7 +363,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             op_id=op_id,
             domain_literal=_yaml(args.domain),
             torch_name=torch_name,
-            pytorch_alone=any(d in (DType.complex64, DType.complex128) for d in all_dtypes),
+            pytorch_alone=pytorch_alone,
             torch_name_literal=_yaml(torch_name) if torch_name else None,
             dtypes=[d.value for d in dtypes],
             floating_dtypes=[d.value for d in all_dtypes if d.is_floating],

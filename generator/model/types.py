@@ -50,8 +50,12 @@ class DType(Enum):
         """A floating dtype PyTorch has, complex included (a gradient may flow through it; its
         outputs are compared within a tolerance)."""
         return self in (DType.float16, DType.bfloat16, DType.float32, DType.float64) or (
-            self in FLOAT8_DTYPES or self in (DType.complex64, DType.complex128)
+            self in FLOAT8_DTYPES or self.is_complex
         )
+
+    @property
+    def is_complex(self) -> builtins.bool:
+        return self in (DType.complex64, DType.complex128)
 
     @property
     def is_copied_by_ort(self) -> builtins.bool:

@@ -807,9 +807,8 @@ def _read_gradients(
 ) -> dict[str, str]:
     if "gradients" not in d:
         return {}
-    complex_types = {DType.complex64, DType.complex128}
     if any(
-        isinstance(t, TensorType) and t.dtype in complex_types
+        isinstance(t, TensorType) and t.dtype.is_complex
         for tc in signature.constraints
         for t in tc.types
     ):  # before the formulas are read: their checks assume real dtypes

@@ -254,7 +254,7 @@ def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> No
             _check_known_values(node, v, dtypes)
         return
     for dtype in dtypes:
-        if dtype in (DType.complex64, DType.complex128):
+        if dtype.is_complex:
             if isinstance(value, str) and not _is_complex_text(value):
                 raise node.error(
                     f"{value!r} is no {dtype.value} value (a number, or a string Python's "
