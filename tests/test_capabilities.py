@@ -71,7 +71,11 @@ def _with_kernel(op: dict) -> dict:
             for t in op["inputs"]
         ],
         "outputs": [
-            {"shape": "broadcast(X)", **t} if variadic else {"same_shape_as": "X", **t}
+            (
+                {"same_shape_as": "X", **t}  # a variadic output pairs with X
+                if not variadic or t.get("variadic")
+                else {"shape": "broadcast(X)", **t}
+            )
             for t in op["outputs"]
         ],
     }
@@ -101,7 +105,9 @@ EXAMPLES: dict[Feature, tuple[dict, str]] = {
         "inputs[0].variadic",
     ),
     Feature.variadic_output: (
-        _interface(outputs=[{**Y_T, "variadic": {"min": 2}}]),
+        _interface(
+            inputs=[{**X_T, "variadic": {"min": 2}}], outputs=[{**Y_T, "variadic": {"min": 2}}]
+        ),
         "outputs[0].variadic",
     ),
     Feature.optional_output: (

@@ -704,6 +704,32 @@ NOT_YET = [
         r"here; found 1",
     ),
     (
+        "opdefs/clip_by_global_norm.yaml",  # a variadic output with a shape of its own
+        "variadic: true, same_shape_as: X, doc",
+        "variadic: true, shape: [N], doc",
+        r"outputs\[1\]: output 'Y': a variadic output takes 'same_shape_as: <the variadic "
+        r"input>'",
+    ),
+    (
+        "opdefs/clip_by_global_norm.yaml",  # a minimum that is not its paired input's
+        "variadic: true, same_shape_as: X, doc",
+        "variadic: {min: 2}, same_shape_as: X, doc",
+        r"outputs\[1\]: output 'Y': its minimum \(2\) must be that of input 'X' \(1\)",
+    ),
+    (
+        "opdefs/clip_by_global_norm.yaml",  # a known case with a value of Y too many
+        "outputs: {norm: 5, Y: [[3], [[4]], 0]}",
+        "outputs: {norm: 5, Y: [[3], [[4]], 0, 1]}",
+        r"tests\.known\[1\]\.outputs\.Y: variadic output 'Y' is a list of its values, one per "
+        r"value of input 'X' \(3 here\); found 4",
+    ),
+    (
+        "opdefs/clip_by_global_norm.yaml",  # a name the tests give one of Y's values
+        "  - name: max_norm",
+        "  - {name: Y_1, type: int, default: 0, doc: x}\n  - name: max_norm",
+        r"attributes\[0\]\.name: 'Y_1' is the name of a value of variadic output 'Y'",
+    ),
+    (
         "tests/opdefs/string_repeat.yaml",  # strings and bfloat16 in one call (the tests' numpy)
         "  - {name: Times, type: int64,",
         "  - {name: Times, type: bfloat16,",
@@ -884,6 +910,9 @@ def test_case_attribute_every_runtime_refuses_is_a_definition_error(
     assert old in text
     (tmp_path / "opdefs").mkdir()
     (tmp_path / "opdefs" / Path(source).name).write_text(text.replace(old, new))
+    kernel = (ROOT / source).with_name(f"{Path(source).stem}_kernel.h")
+    if kernel.is_file():  # (so that its absence is not the only error)
+        (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
     result = run_generator(cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(rf"{Path(source).stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
@@ -911,6 +940,9 @@ def test_kind_not_carried_there_yet_is_refused(tmp_path, run_generator, source, 
     assert old in text
     (tmp_path / "opdefs").mkdir()
     (tmp_path / "opdefs" / Path(source).name).write_text(text.replace(old, new))
+    kernel = (ROOT / source).with_name(f"{Path(source).stem}_kernel.h")
+    if kernel.is_file():  # (so that its absence is not the only error)
+        (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
     result = run_generator(cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(rf"{Path(source).stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr

@@ -200,6 +200,9 @@ class OutputStatements:
     target: str  # what they build
     statements: tuple[str, ...]
     optional: bool  # an optional output: ONNX inference builds it only when the node has it
+    # A variadic output paired with a variadic input: that input's shapes (a vector, one per
+    # value), which its values take one for one; "" for other outputs
+    values_of: str
 
 
 def _output_statements(
@@ -211,8 +214,13 @@ def _output_statements(
             out.output,
             index[out.output],
             target(out.output),
-            tuple(spell_parts(out, spelling(target(out.output)))),
+            (
+                (f"{target(out.output)} = {Local.shape(out.values_of)};",)
+                if out.values_of is not None
+                else tuple(spell_parts(out, spelling(target(out.output))))
+            ),
             op.outputs[index[out.output]].optional,
+            Local.shape(out.values_of) if out.values_of is not None else "",
         )
         for out in op.shape_rule.outputs
     )

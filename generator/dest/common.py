@@ -87,7 +87,11 @@ def compute_params(op: OpDef, binding: dict[str, str] | None = None) -> str:
         (
             f"opgen::AllocatedOutput<{spell(t)}>& {t.name}"
             if t.name in allocated
-            else f"const opgen::Output<{spell(t)}>{'*' if t.optional else '&'} {t.name}"
+            else (
+                f"const opgen::Outputs<{spell(t)}>& {t.name}"
+                if t.variadic
+                else f"const opgen::Output<{spell(t)}>{'*' if t.optional else '&'} {t.name}"
+            )
         )
         for t in op.outputs
     ]

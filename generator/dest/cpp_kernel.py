@@ -77,6 +77,14 @@ class KernelOutput:
     kernel_allocated: bool  # a data-dependent size: the kernel allocates it
     elements_copied: bool  # (ONNX Runtime only) its elements go to the tensor after compute
     optional: bool  # the kernel gets a pointer, null where the runtime leaves the output out
+    # Variadic: one value per value of the variadic input `paired_shape` is the shapes of (a
+    # vector of views); a node with another count fails with `count_message` (then "<outputs>
+    # for <inputs>")
+    variadic: bool
+    min_arity: int  # variadic: the fewest values (its paired input's)
+    paired_shape: str
+    count_message: str
+    value_index: str  # variadic: the loop index over its values
     present: str
     optional_view: str
     runtime_value: str
@@ -93,6 +101,13 @@ class KernelOutput:
             kernel_allocated=tensor.name in op.shape_rule.kernel_allocated,
             elements_copied=op.elements_copied(tensor),
             optional=tensor.optional,
+            variadic=tensor.variadic,
+            min_arity=tensor.arity.min_arity if isinstance(tensor.arity, VariadicArity) else 1,
+            paired_shape=Local.shape(tensor.same_shape_as or "") if tensor.variadic else "",
+            count_message=(
+                cpp.string_literal(op.paired_count_message(tensor)) if tensor.variadic else ""
+            ),
+            value_index=Local.value_index(tensor.name),
             present=Local.present(tensor.name),
             optional_view=Local.optional_view(tensor.name),
             runtime_value=Local.runtime_value(tensor.name),
@@ -286,6 +301,7 @@ class RuleAttribute:
 class InferredOutput:
     name: str
     index: int
+    variadic: bool  # its values are the outputs from index on, `shape` a vector of theirs
     element_type: str  # how ONNX Runtime's shape inference gets its element type
     shape: str
     setter: str  # set_output, or set_optional_output (the node may leave it out)
@@ -395,6 +411,12 @@ def ort_op_view(op: OpDef) -> OrtOpView:
     def output_data(tensor: TensorParam) -> str:
         cpp_type = common.tensor_cpp_type(tensor)
         value = Local.runtime_value(tensor.name)
+        if tensor.variadic:
+            index = Local.value_index(tensor.name)
+            shape = f"{Local.output_shape_member(tensor.name)}[{index}]"
+            return (
+                f"opgen::ort::variadic_output_data<{cpp_type}>({value}[{index}], aligned, {shape})"
+            )
         if op.elements_copied(tensor):
             shape = Local.output_shape_member(tensor.name)
             return f"opgen::ort::output_data<{cpp_type}>({value}, aligned, {shape})"
@@ -419,6 +441,7 @@ def ort_op_view(op: OpDef) -> OrtOpView:
             InferredOutput(
                 t.name,
                 i,
+                t.variadic,
                 element_type(t),
                 Local.output_shape_member(t.name),
                 "set_optional_output" if t.optional else "set_output",

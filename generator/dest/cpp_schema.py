@@ -42,6 +42,10 @@ class SchemaTensor:
 class SchemaOutput(SchemaTensor):
     dtype_from_input: int | None  # the input whose element type it has, if any
     elem_type: str | None  # else its TensorProto type, as a C++ expression
+    # A variadic output: the index of the variadic input whose values its values pair with,
+    # and what a node with another count of them fails with (then "<outputs> for <inputs>")
+    paired_index: int | None
+    count_message: str
 
 
 @view
@@ -124,18 +128,25 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         )
 
     def output(t: TensorParam, i: int) -> SchemaOutput:
+        dtype_from_input: int | None = None
+        elem_type: str | None = None
         match op.dtype_source(t):
             case FromInput(name):
-                return SchemaOutput(
-                    **vars(tensor(t, i)), dtype_from_input=input_names.index(name), elem_type=None
-                )
+                dtype_from_input = input_names.index(name)
             case FromAttribute(name):  # read, and checked against the allowed dtypes, above
                 elem_type = f"static_cast<int32_t>({Local.schema_attribute(name)})"
             case FixedDType(dtype):
                 elem_type = cpp.onnx_proto_enum(dtype)
             case source:
                 assert_never(source)
-        return SchemaOutput(**vars(tensor(t, i)), dtype_from_input=None, elem_type=elem_type)
+        paired = t.same_shape_as if t.variadic else None
+        return SchemaOutput(
+            **vars(tensor(t, i)),
+            dtype_from_input=dtype_from_input,
+            elem_type=elem_type,
+            paired_index=input_names.index(paired) if paired is not None else None,
+            count_message=cpp.string_literal(op.paired_count_message(t)) if paired else "",
+        )
 
     function = op.function
     return OnnxSchemaView(
@@ -182,8 +193,9 @@ class TestTensor:
     name_literal: str
     dtype_expr: str  # its TensorProto type in the test's models (the first instantiation)
     value_info: str
-    variadic: bool  # its values are the model's inputs from index on
+    variadic: bool  # its values are the model's inputs (outputs) from index on
     value_name_prefix_literal: str  # variadic: its values' names but their numbers
+    paired_index: int | None  # a variadic output: one value per value of the input at this index
 
 
 @view
@@ -356,17 +368,19 @@ def _input_shapes_literal(op: OpDef, shapes: Mapping[str, Sequence[int | str]]) 
 def _valid_case(op: OpDef, index: int, case: RandomCase) -> ValidCase:
     named = {name: list(dims) for name, dims in case.shapes.items()}
     expected = evaluate_output_shapes(op, named, case.attributes)  # outputs with a rule
-    outputs = []
-    for i, t in enumerate(op.outputs):
+    outputs: list[ExpectedOutput] = []
+    for t in op.outputs:
         prefix = f"{TENSOR_PROTO_NUMBER[_testconcrete_dtype(op, t)]} ["
-        whole = None
-        if t.name in expected:
-            whole = cpp.string_literal(prefix + ", ".join(str(d) for d in expected[t.name]) + "]")
-        outputs.append(
-            ExpectedOutput(
-                t.name, i, Local.inferred_type(t.name), whole, cpp.string_literal(prefix)
+        # A variadic output by its values, one per value of its paired input.
+        for name in value_names(t.name, expected) if t.variadic else [t.name]:
+            whole = None
+            if name in expected:
+                whole = cpp.string_literal(prefix + ", ".join(str(d) for d in expected[name]) + "]")
+            outputs.append(
+                ExpectedOutput(
+                    name, len(outputs), Local.inferred_type(name), whole, cpp.string_literal(prefix)
+                )
             )
-        )
     attributes = _explicit_attributes(op, op.case_attributes(case.attributes, _test_binding(op)))
     return ValidCase(
         attribute_statements=tuple(
@@ -406,6 +420,11 @@ def schema_test_view(op: OpDef) -> SchemaTestView:
             Local.value_info(t.name),
             t.variadic,
             cpp.string_literal(value_name(t.name, 0).removesuffix("0")),
+            (
+                [u.name for u in op.inputs].index(t.same_shape_as)
+                if t.variadic and t.same_shape_as
+                else None
+            ),
         )
 
     return SchemaTestView(

@@ -405,6 +405,10 @@ class SchemaOutputView:
     type_variable: str  # its TypeProto in the inference function
     elem_type_expr: str | None  # None: an interface-only op, which infers nothing
     optional: bool  # a node may leave it out (then inference must not set it)
+    # A variadic output (type_variable is a list of its values' TypeProtos): the index of the
+    # variadic input whose values its values pair with, and what another count raises
+    paired_index: int | None = None
+    count_message: str = ""
 
 
 @view
@@ -435,6 +439,9 @@ class ShapedInputView:
 class InferredShapeView:
     type_variable: str  # the output's TypeProto
     expr: str  # its dims, over the inputs' dims
+    # A variadic output: the dims variable of the input it pairs with (type_variable is a list,
+    # value i takes that input's value i's dims); "" for others
+    values_of: str = ""
 
 
 @view
@@ -525,6 +532,12 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
                 type_variable=Local.onnx_type(t.name),
                 elem_type_expr=None if op.is_interface_only else _elem_type(op, t),
                 optional=t.optional,
+                paired_index=(
+                    [u.name for u in op.inputs].index(t.same_shape_as)
+                    if t.variadic and t.same_shape_as
+                    else None
+                ),
+                count_message=py.literal(op.paired_count_message(t)) if t.variadic else "",
             )
             for i, t in enumerate(op.outputs)
         ),
@@ -597,8 +610,14 @@ def _schema_inference(op: OpDef) -> _SchemaInference:
         ),
         checks=tuple(python_shapes.onnx_checks(op)),
         output_shapes=tuple(
-            InferredShapeView(Local.onnx_type(shape.output), shape.expr)
-            for shape in python_shapes.onnx_output_shapes(op)
+            InferredShapeView(
+                Local.onnx_type(shape.output),
+                shape.expr,
+                Local.onnx_dims(rule.values_of) if rule.values_of is not None else "",
+            )
+            for shape, rule in zip(
+                python_shapes.onnx_output_shapes(op), op.shape_rule.outputs, strict=True
+            )
         ),
     )
 

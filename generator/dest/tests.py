@@ -169,6 +169,7 @@ class ParityTestView:
     output_omissions: str  # [[optional output, ...], ...]
     input_names: str
     variadic_input: str | None  # its values are named as value_name does in the tests
+    variadic_output: str | None  # likewise; one value per value of the variadic input
     attribute_names: str
     attribute_types: str
     input_types: str
@@ -271,6 +272,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         output_omissions=py.literal(_output_omissions(op)),
         input_names=py.literal([t.name for t in op.inputs]),
         variadic_input=next((t.name for t in op.inputs if t.variadic), None),
+        variadic_output=next((t.name for t in op.outputs if t.variadic), None),
         attribute_names=py.literal([a.name for a in op.attributes]),
         attribute_types=_attribute_types(op),
         input_types=_declared_types(op.inputs),
@@ -545,7 +547,13 @@ def _random_case(
         dynamic=py.literal_dict({k: tuple(v) for k, v in case.dynamic.items()}),
         samplers="{ " + by_input + " }",
         attributes=_attributes_literal(op, op.case_attributes(case.attributes)),
-        output_dims=py.literal([shapes.get(o.name) for o in op.outputs]),
+        output_dims=py.literal(
+            [
+                shapes.get(name)
+                for o in op.outputs
+                for name in (value_names(o.name, shapes) if o.variadic else [o.name])
+            ]
+        ),
     )
     return view, samplers
 

@@ -207,6 +207,14 @@ class OpDef:
         minimum = tensor.arity.min_arity
         return f"{self.message_prefix}: input '{tensor.name}' takes {minimum} or more values, got "
 
+    def paired_count_message(self, output: TensorParam) -> str:
+        """What every runtime says of a node whose variadic output has not one value per value
+        of the input it pairs with, followed by "<outputs> for <inputs>"."""
+        return (
+            f"{self.message_prefix}: output '{output.name}' takes one value per value of input "
+            f"'{output.same_shape_as}', got "
+        )
+
     def absent_value_message(self, tensor: TensorParam) -> str:
         """What ONNX inference says of a variadic input's value that a node names "" (absent),
         followed by its position among the node's inputs."""

@@ -193,6 +193,9 @@ def part_expressions(part: ShapePart) -> tuple[DimExpr, ...]:
 class OutputShape:
     output: str
     parts: tuple[ShapePart, ...]
+    # A variadic output's values pair with a variadic input's (`same_shape_as` it): one value
+    # per value of that input, each with its value's shape; no parts.
+    values_of: str | None = None
 
     @property
     def data_dependent(self) -> tuple[str, ...]:
@@ -333,6 +336,7 @@ class ShapeRule:
         used |= {c.input for c in self.axis_checks}
         used |= {name for c in self.expr_checks for name in c.inputs_read}
         used |= {name for out in self.outputs for p in out.parts for name in part_inputs(p)}
+        used |= {out.values_of for out in self.outputs if out.values_of is not None}
         return frozenset(used)
 
     @property

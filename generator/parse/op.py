@@ -327,7 +327,7 @@ def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:
                     "'library'",
                 )
             )
-        problems += _value_name_clashes(op, tensor.name)
+        problems += _value_name_clashes(op, tensor.name, "input")
         own_inputs = tuple(t.name for t in op.inputs)
         for rule_index, rule in enumerate(op.export):
             for node_index, node in enumerate(rule.nodes):
@@ -350,12 +350,28 @@ def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:
                             "spreads its values into another op)",
                         )
                     )
+    for index, tensor in enumerate(op.outputs):
+        if not tensor.variadic:
+            continue
+        where = f"outputs[{index}].variadic"
+        if op.kernel is None:
+            problems.append((where, "a variadic output needs a kernel (not yet: a function body)"))
+        elif op.elements_copied(tensor):
+            problems.append(
+                (
+                    where,
+                    "a variadic output of strings or 4-bit integers is not carried yet (ONNX "
+                    "Runtime takes those by copy, which the values of a variadic output do not "
+                    "get yet)",
+                )
+            )
+        problems += _value_name_clashes(op, tensor.name, "output")
     return problems
 
 
-def _value_name_clashes(op: OpDef, variadic: str) -> list[tuple[str, str]]:
-    """The values of a variadic input X are named X_0, X_1, ... in test cases and test models:
-    no other name of the op may be one of them."""
+def _value_name_clashes(op: OpDef, variadic: str, kind: str) -> list[tuple[str, str]]:
+    """The values of a variadic input (`kind`: or output) X are named X_0, X_1, ... in test
+    cases and test models: no other name of the op may be one of them."""
     problems = []
     names = {
         "inputs": [t.name for t in op.inputs],
@@ -368,7 +384,7 @@ def _value_name_clashes(op: OpDef, variadic: str) -> list[tuple[str, str]]:
                 problems.append(
                     (
                         f"{key}[{index}].name",
-                        f"'{name}' is the name of a value of variadic input '{variadic}' "
+                        f"'{name}' is the name of a value of variadic {kind} '{variadic}' "
                         f"({value_name(variadic, 0)}, {value_name(variadic, 1)}, ... in the "
                         "tests); choose another name",
                     )

@@ -147,6 +147,32 @@ class _Signature:
             values.update((value_name(name, i), item) for i, item in enumerate(items))
         return values
 
+    def output_values(self, node: Node, input_values: dict[str, Node]) -> dict[str, Node]:
+        """The outputs' values by name: a variadic output Y is a list of its values, Y_0, Y_1,
+        ..., one per value of the variadic input it pairs with."""
+        values: dict[str, Node] = {}
+        for name, child in self.tensor_map(node, self.output_names).items():
+            tensor = next(t for t in self.outputs if t.name == name)
+            paired = tensor.same_shape_as or ""
+            if not tensor.variadic or paired not in {t.name for t in self.inputs if t.variadic}:
+                values[name] = child  # (no variadic input to pair with: the shape rule says so)
+                continue
+            items = read.sequence(child)
+            count = sum(1 for value in input_values if input_of(value, paired) == paired)
+            if len(items) != count:
+                raise child.error(
+                    f"variadic output '{name}' is a list of its values, one per value of input "
+                    f"'{paired}' ({count} here); found {len(items)}"
+                )
+            values.update((value_name(name, i), item) for i, item in enumerate(items))
+        return values
+
+    def output_of(self, value: str) -> TensorParam:
+        """The output a value of output_values belongs to."""
+        variadic = next((t.name for t in self.outputs if t.variadic), None)
+        name = input_of(value, variadic)
+        return next(t for t in self.outputs if t.name == name)
+
     def input_of(self, value: str) -> TensorParam:
         """The input a value of value_map belongs to."""
         variadic = next((t.name for t in self.inputs if t.variadic), None)
@@ -302,13 +328,11 @@ def _parse_known(item: Node, signature: _Signature) -> KnownCase:
         _check_known_values(node, value, signature.dtypes_of(tensor, only))
         return value
 
-    ins = {
-        k: literal(signature.input_of(k), v) for k, v in signature.value_map(kf["inputs"]).items()
-    }
-    outputs = {t.name: t for t in signature.outputs}
+    input_values = signature.value_map(kf["inputs"])
+    ins = {k: literal(signature.input_of(k), v) for k, v in input_values.items()}
     outs = {
-        k: literal(outputs[k], v)
-        for k, v in signature.tensor_map(kf["outputs"], signature.output_names).items()
+        k: literal(signature.output_of(k), v)
+        for k, v in signature.output_values(kf["outputs"], input_values).items()
     }
     return KnownCase(ins, outs, _parse_case_attributes(kf, signature, item), only)
 

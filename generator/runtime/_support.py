@@ -828,6 +828,18 @@ def variadic_types(ctx, first: int, minimum: int, too_few: str, absent: str) -> 
     return types
 
 
+def paired_output_types(ctx, first: int, paired_first: int, message: str) -> list:
+    """ONNX inference: new TypeProtos for a variadic output's values (node output `first` on),
+    one per value of the variadic input it pairs with (node input `paired_first` on)."""
+    import onnx
+
+    outputs = max(ctx.get_num_outputs() - first, 0)
+    inputs = max(ctx.get_num_inputs() - paired_first, 0)
+    if outputs != inputs:
+        raise onnx.shape_inference.InferenceError(f"{message}{outputs} for {inputs}")
+    return [onnx.TypeProto() for _ in range(outputs)]
+
+
 # An attribute that picks an output's element type holds ONNX's number for it (TensorProto's
 # DataType; Cast's `to`); the PyTorch op takes a torch.dtype there (a ScalarType argument).
 # Each dtype PyTorch and ONNX share, by its torch name: ONNX's number and c10's ScalarType

@@ -31,6 +31,33 @@ def value_order(inputs: dict, order: list, variadic: str) -> list:
     ]
 
 
+def paired_output_names(outputs: list, variadic: str, inputs: dict, paired: str) -> list:
+    """The op's outputs in order, the variadic one as its values (Y_0, Y_1, ...): one per value
+    of the variadic input `paired` among `inputs`."""
+    count = len(_names.value_names(paired, inputs))
+    return [
+        value
+        for name in outputs
+        for value in (
+            [_names.value_name(variadic, i) for i in range(count)] if name == variadic else [name]
+        )
+    ]
+
+
+def spread(result: tuple, outputs: list, variadic: str, names: list) -> tuple:
+    """A reference's result with the variadic output's list of values in place of the list."""
+    position = outputs.index(variadic)
+    values = result[position] if position < len(result) else None
+    count = len(names) - len(outputs) + 1
+    if not isinstance(values, list | tuple) or len(values) != count:
+        raise AssertionError(
+            f"the reference's output {variadic} must be a list of {count} values (one per value "
+            f"of the variadic input), got {type(values).__name__}"
+            + (f" of {len(values)}" if isinstance(values, list | tuple) else "")
+        )
+    return (*result[:position], *values, *result[position + 1 :])
+
+
 # The tests' dtype of a string tensor, which PyTorch lacks: a string tensor is a numpy array of
 # Python str (numpy's object dtype), as ONNX Runtime's Python API takes and returns them.
 STRING = np.dtype(object)

@@ -43,6 +43,7 @@ from generator.model.tensors import (
     ShapePattern,
     SymbolDim,
     TensorParam,
+    VariadicArity,
 )
 from generator.model.types import AttrType, TypeConstraint, message_value, message_values
 from generator.parse import read
@@ -100,6 +101,11 @@ def compile_shape_rule(
     shapes = []
     for position, output in enumerate(outputs):
         where = output_nodes[position] if position < len(output_nodes) else node
+        if output.variadic:
+            ruled = output.same_shape_as or output.shape or output.shape_function
+            if ruled:  # (none: an interface-only op's, or the caller says it needs one)
+                shapes.append(_paired_values(output, inputs, where))
+            continue
         parts = _output_parts(
             op_type, output, inputs, attrs, patterns, data_dependent, added, where
         )
@@ -194,6 +200,27 @@ def _same_shape_checks(
             )
         )
     return tuple(checks)
+
+
+def _paired_values(
+    output: TensorParam, inputs: tuple[TensorParam, ...], where: Node
+) -> OutputShape:
+    """A variadic output pairs with the variadic input it has the shape of: one value per value,
+    each with that value's shape (its only shape rule yet)."""
+    source = next((t for t in inputs if t.name == output.same_shape_as), None)
+    if source is None or not source.variadic:
+        raise where.error(
+            f"output '{output.name}': a variadic output takes 'same_shape_as: <the variadic "
+            "input>' (one value per value of it, each with its value's shape; other shape "
+            "rules for a variadic output are not carried yet)"
+        )
+    assert isinstance(output.arity, VariadicArity) and isinstance(source.arity, VariadicArity)
+    if output.arity.min_arity != source.arity.min_arity:
+        raise where.error(
+            f"output '{output.name}': its minimum ({output.arity.min_arity}) must be that of "
+            f"input '{source.name}' ({source.arity.min_arity}), whose values it pairs with"
+        )
+    return OutputShape(output.name, (), values_of=source.name)
 
 
 def _output_parts(

@@ -15,7 +15,7 @@ from generator.model.shapes import (
     ReducePart,
     SlicePart,
 )
-from generator.model.tensors import value_names
+from generator.model.tensors import value_name, value_names
 from generator.shapes.arithmetic import apply
 from generator.shapes.spell import fold, spell_parts
 
@@ -93,10 +93,15 @@ def evaluate_output_shapes(
     data-dependent size is "?" followed by its symbol ("?M"). For tests and docs."""
     values = {a.name: a.default for a in op.attributes if not a.required} | dict(attributes)
     evaluator = _Evaluator(input_dims, values, mark_data_dependent)
-    return {
-        shape.output: [d for dims in spell_parts(shape, evaluator) for d in dims]
-        for shape in op.shape_rule.outputs
-    }
+    result: dict[str, Dims] = {}
+    for shape in op.shape_rule.outputs:
+        if shape.values_of is None:
+            result[shape.output] = [d for dims in spell_parts(shape, evaluator) for d in dims]
+            continue
+        # A variadic output by its values (Y_0, Y_1, ...), each its paired input value's dims.
+        for index, value in enumerate(value_names(shape.values_of, input_dims)):
+            result[value_name(shape.output, index)] = list(input_dims[value])
+    return result
 
 
 def _broadcast_named(shapes: list[Dims]) -> Dims:

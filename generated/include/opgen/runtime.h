@@ -592,6 +592,9 @@ using Output = TensorView<T>;
 // A variadic input: its values in order (at least its minimum number of them).
 template <typename T>
 using Inputs = std::vector<Input<T>>;
+// A variadic output: one view per value of the variadic input it pairs with, of its shape.
+template <typename T>
+using Outputs = std::vector<Output<T>>;
 
 // An output whose size depends on the data: the kernel calls allocate(shape) once, when it
 // knows the shape, and writes through the view it returns.

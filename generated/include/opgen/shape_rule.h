@@ -128,6 +128,12 @@ inline void check_arity(size_t count, size_t minimum, const char* message) {
   if (count < minimum) fail(message + std::to_string(count));
 }
 
+// A variadic output pairs with a variadic input: a node gives it one value per value of the
+// input. `message` is followed by "<outputs> for <inputs>".
+inline void check_paired_count(size_t outputs, size_t inputs, const char* message) {
+  if (outputs != inputs) fail(message + std::to_string(outputs) + " for " + std::to_string(inputs));
+}
+
 // A variadic input: every value's shape.
 template <typename Dim>
 void check_extent(const char* op, const char* what, const std::vector<std::vector<Dim>>& shapes) {

@@ -30,6 +30,15 @@ inline std::vector<std::string> known_types(std::initializer_list<const char*> t
   return known;
 }
 
+// A variadic output pairs with a variadic input (output `output` on, input `input` on): a node
+// must give it one value per value of that input.
+inline void check_paired_count(const ONNX_NAMESPACE::InferenceContext& ctx, size_t output, size_t input,
+                               const char* message) {
+  const size_t outputs = ctx.getNumOutputs() > output ? ctx.getNumOutputs() - output : 0;
+  const size_t inputs = ctx.getNumInputs() > input ? ctx.getNumInputs() - input : 0;
+  if (outputs != inputs) fail_shape_inference(message, outputs, " for ", inputs);
+}
+
 // The shape rule's `+ - * //` on dims of a model: an overflow fails the inference, naming the op,
 // rather than wrapping. (`//` floors as in Python; the rule checks the divisor first.)
 inline int64_t dim_add(const char* op, int64_t a, int64_t b) {

@@ -115,6 +115,16 @@ T* mutable_data(Ort::UnownedValue& value) {
   return reinterpret_cast<T*>(value.GetTensorMutableData<typename OrtTypeOf<T>::type>());
 }
 
+// Where the kernel writes a value of a variadic output: in the tensor, or where the node leaves
+// the value out (names it ""), into scratch that nothing reads.
+template <typename T>
+T* variadic_output_data(Ort::UnownedValue& value, opgen::AlignedCopies& copies, const opgen::Shape& shape) {
+  if (static_cast<const OrtValue*>(value) == nullptr) {
+    return copies.scratch<T>(static_cast<size_t>(opgen::element_count(shape)));
+  }
+  return mutable_data<T>(value);
+}
+
 // Where the kernel writes an output: in the tensor, or for strings and 4-bit integers in
 // `copies` until store_output hands them to ONNX Runtime.
 template <typename T>
