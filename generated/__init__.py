@@ -273,7 +273,8 @@ def _by_parameter(model, shapes: tuple) -> tuple:
         p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         for p in parameters
     )
-    return (*shapes[:named], tuple(shapes[named:]))
+    rest = tuple(shapes[named:])  # (torch.export counts no entry for an empty *args)
+    return (*shapes[:named], rest) if rest else tuple(shapes[:named])
 
 
 def export_model(

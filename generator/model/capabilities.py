@@ -143,7 +143,8 @@ _TORCH_NEVER = {"torch_native": _TORCH_VALUES, "torch_python": _TORCH_VALUES}
 TABLE: dict[Feature, dict[Target, Support]] = {
     Feature.variadic_input: _everywhere(
         cpp_schema="inference broadcasts every value",
-        ort_library="homogeneous, one value or more (min: 0 not yet); the kernel gets "
+        ort_library="homogeneous, with its minimum (min: 0 where a required input binds its "
+        "type); the kernel gets "
         "opgen::Inputs<T>, a vector of views",
         pybind="a list of arrays",
         torch_native="Tensor[]; its gradient formula gives a list, one per value",

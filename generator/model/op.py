@@ -378,7 +378,7 @@ class OpDef:
         if chooser is not None:
             return FromAttribute(chooser)
         for tensor in self.inputs:
-            if tensor.type_var == output.type_var and not tensor.optional:
+            if tensor.type_var == output.type_var and not tensor.may_be_absent:
                 return FromInput(tensor.name)
         raise ValueError(f"{output.name}: no input or attribute binds {output.type_var}")
 

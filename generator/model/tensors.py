@@ -153,6 +153,11 @@ class TensorParam:
     def variadic(self) -> bool:
         return isinstance(self.arity, VariadicArity)
 
+    @property
+    def may_be_absent(self) -> bool:
+        """A call may give it no value: optional, or variadic with a minimum of 0."""
+        return self.optional or (isinstance(self.arity, VariadicArity) and self.arity.min_arity < 1)
+
     def dtype_in(self, binding: Instantiation) -> DType:
         """The tensor's dtype where the type variables are bound as in `binding`."""
         if self.type_var is not None:

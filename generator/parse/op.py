@@ -309,14 +309,6 @@ def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:
                     "rule names each input as one value)",
                 )
             )
-        elif tensor.arity.min_arity < 1:
-            problems.append(
-                (
-                    where,
-                    "a kernel op's variadic input takes at least one value (min: 0 is not "
-                    "carried yet: the outputs' dtype and shape come from its values)",
-                )
-            )
         if op.gradients and op.torch is not None and op.torch.api is TorchApi.custom_op:
             problems.append(
                 (

@@ -139,10 +139,10 @@ class _Signature:
                 values[name] = child
                 continue
             items = read.sequence(child)
-            if len(items) < max(tensor.arity.min_arity, 1):
+            if len(items) < tensor.arity.min_arity:
                 raise child.error(
                     f"variadic input '{name}' is a list of its values, at least "
-                    f"{max(tensor.arity.min_arity, 1)} here; found {len(items)}"
+                    f"{tensor.arity.min_arity} here; found {len(items)}"
                 )
             values.update((value_name(name, i), item) for i, item in enumerate(items))
         return values

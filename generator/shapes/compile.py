@@ -357,6 +357,12 @@ def _shape_function_part(
                 f"output '{output.name}': broadcast(...) takes two or more distinct input names, "
                 f"or a variadic one (inputs: {sorted(by_name)})"
             )
+        if all(by_name[a].may_be_absent for a in args):
+            raise where.error(
+                f"output '{output.name}': broadcast(...) needs an input that always has a value "
+                "(a required one, or a variadic one of min 1 or more): with none, the output "
+                "would have no shape"
+            )
         return BroadcastPart(
             args,
             f"{op_type}: inputs {', '.join(repr(a) for a in args)} cannot be broadcast "
