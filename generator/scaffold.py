@@ -108,7 +108,12 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated names (default: X); the last may end in * to take one value or "
         "more (variadic: Rest*)",
     )
-    parser.add_argument("--outputs", default="Y", help="comma-separated names (default: Y)")
+    parser.add_argument(
+        "--outputs",
+        default="Y",
+        help="comma-separated names (default: Y); with a variadic input the last may end in * "
+        "to give one value per value of it (Each*; no PyTorch side yet)",
+    )
     parser.add_argument(
         "--attribute",
         action="append",
@@ -266,12 +271,13 @@ def _yaml(value: object) -> str:
     return json.dumps(value)  # JSON is YAML: quoted and escaped whatever the text
 
 
-def _inputs(text: str) -> tuple[list[str], str | None]:
-    """--inputs: the names, and the variadic one (the last, written NAME*), if any."""
+def _parameters(text: str, what: str) -> tuple[list[str], str | None]:
+    """--inputs or --outputs (`what`): the names, and the variadic one (the last, written
+    NAME*), if any."""
     variadic = text.rstrip().endswith("*")
     if "*" in text.rstrip().removesuffix("*"):
-        raise ScaffoldError(f"--inputs: only the last input may be variadic (NAME*), in '{text}'")
-    names = _names(text.rstrip().removesuffix("*"), "--inputs")
+        raise ScaffoldError(f"{what}: only the last name may be variadic (NAME*), in '{text}'")
+    names = _names(text.rstrip().removesuffix("*"), what)
     return names, names[-1] if variadic else None
 
 
@@ -294,10 +300,15 @@ class _InputLine:
 def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> str:
     from generator.render import environment
 
-    inputs, variadic = _inputs(args.inputs)
-    outputs = _names(args.outputs, "--outputs")
+    inputs, variadic = _parameters(args.inputs, "--inputs")
+    outputs, variadic_output = _parameters(args.outputs, "--outputs")
     if set(inputs) & set(outputs):
         raise ScaffoldError("--inputs and --outputs share a name")
+    if variadic_output and not variadic:
+        raise ScaffoldError(
+            f"--outputs {variadic_output}*: a variadic output pairs with the variadic input (one "
+            "value per value of it); end --inputs with NAME* too"
+        )
     # Required attributes first: PyTorch wants arguments without default before the others.
     attributes = sorted(
         (_attribute(spec) for spec in args.attribute), key=lambda a: not _required(a)
@@ -319,11 +330,25 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             f"--dtypes {not_in_torch[0]}: PyTorch {lacks} {not_in_torch[0]} tensors; leave out "
             "--torch-name"
         )
+    if variadic_output and chooser is not None:
+        raise ScaffoldError(
+            f"--outputs {variadic_output}* with --dtype-attribute: the attribute's type is "
+            "scaffolded on the last output; not scaffolded, write it in"
+        )
+    if variadic_output and (args.torch_name or strings or not_in_torch):
+        raise ScaffoldError(
+            f"--outputs {variadic_output}*: a variadic output runs in ONNX Runtime alone for now "
+            "(no PyTorch side yet), of other than strings and 4-bit integers; leave out "
+            + ("--torch-name" if args.torch_name else f"--dtypes {(not_in_torch or ['string'])[0]}")
+        )
     first = inputs[0]
     # The identity copies the first input (its first value, where it is the variadic one); a
-    # string tensor is a numpy array in the tests.
+    # string tensor is a numpy array in the tests. A variadic output copies the variadic
+    # input's values, one for one.
     source = f"{first}[0]" if first == variadic else first
     copies = [f"{source}.copy()" if strings else f"{source}.clone()"] * len(outputs)
+    if variadic_output:
+        copies[-1] = f"[value.clone() for value in {variadic}]"
     output_types = ["T"] * len(outputs)
     all_dtypes = dtypes
     if chooser is not None:  # the last output: the copy in the type the attribute names
@@ -344,13 +369,23 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
         return ", shape: [...]" if name == first else ""
 
     required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
-    without_torch = args.no_torch or bool(not_in_torch)
+    without_torch = args.no_torch or bool(not_in_torch) or bool(variadic_output)
     pytorch_alone = any(d.is_complex for d in all_dtypes)
     if without_torch and pytorch_alone:
         raise ScaffoldError(
             "--dtypes complex64/complex128: ONNX Runtime has no complex tensors, so such an op "
-            "runs in PyTorch alone; leave out --no-torch (and strings, int4, uint4)"
+            "runs in PyTorch alone; leave out --no-torch (and strings, int4, uint4, a variadic "
+            "output)"
         )
+
+    def output_fields(name: str) -> str:
+        if name == variadic_output:
+            return f"variadic: true, same_shape_as: {variadic}"
+        return f'shape: "broadcast({first})"' if first == variadic else f"same_shape_as: {first}"
+
+    def known_output(name: str) -> str:
+        return _yaml([values, values] if name == variadic_output else values)
+
     torch_name = (
         None if without_torch else args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
     )
@@ -378,18 +413,20 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
                 else None
             ),
             inputs=[_InputLine(name, input_fields(name)) for name in inputs],
-            outputs=list(zip(outputs, output_types, strict=True)),
+            outputs=[
+                (name, type_var, output_fields(name))
+                for name, type_var in zip(outputs, output_types, strict=True)
+            ],
             first_input=first,
-            output_shape=(
-                f'shape: "broadcast({first})"' if first == variadic else f"same_shape_as: {first}"
-            ),
+            variadic_output=variadic_output,
+            variadic_input=variadic,
             attributes=[
                 _AttributeLine(a["name"], a["type"].value, _requirement(a)) for a in attributes
             ],
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
             kernel_file=kernel_file,
             known_inputs=", ".join(f"{name}: {known(name)}" for name in inputs),
-            known_outputs=", ".join(f"{name}: {_yaml(values)}" for name in outputs),
+            known_outputs=", ".join(f"{name}: {known_output(name)}" for name in outputs),
             required_values=", ".join(f"{k}: {_yaml(v)}" for k, v in required.items()),
             random_shapes=", ".join(f"{name}: {shape(name)}" for name in inputs),
         )
@@ -403,6 +440,7 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
     from generator.render import environment
 
     used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
+    used |= {t.same_shape_as or "" for t in op.outputs if t.variadic}
     unused = [t.name for t in op.inputs if t.name not in used] + ["attrs"]
     taken = (
         {t.name for t in (*op.inputs, *op.outputs)}
@@ -438,7 +476,10 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
             template_decl=common.template_decl(op),
             compute_params=common.compute_params(op),
             first_input=first_input,
-            outputs=[(t.name, copied(t)) for t in op.outputs],
+            outputs=[(t.name, copied(t)) for t in op.outputs if not t.variadic],
+            # A variadic output: a copy of each value of the variadic input it pairs with.
+            value_copies=[(t.name, t.same_shape_as) for t in op.outputs if t.variadic],
+            v=local("v"),
             unused=unused,
             begin=local("begin"),
             end=local("end"),

@@ -77,22 +77,25 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
 
 
 def test_new_ops_without_pytorch_run_in_onnxruntime_only(tmp_path):
-    """--no-torch, and --dtypes string (PyTorch has no string tensors): both ops build in one
-    domain and pass their tests against one-node models."""
+    """--no-torch, --dtypes string (PyTorch has no string tensors) and a variadic output (no
+    PyTorch side yet): the ops build in one domain and pass their tests against one-node
+    models."""
     for op, flags in (
         ("OrtOnly", ["--no-torch", "--inputs", "X,Rest*"]),
         ("Texts", ["--dtypes", "string"]),
+        ("Each", ["--inputs", "A,X*", "--outputs", "Z,Y*", "--dtypes", "float32,int64"]),
     ):
         new = _run(
             tmp_path, "-m", "generator", "new", op, "-q", "--package", "generated",
             "--domain", "test.ortonly", *flags,
         )  # fmt: skip
         assert new.returncode == 0, new.stdout + new.stderr
-    for stem in ("ort_only", "texts"):
+    for stem in ("ort_only", "texts", "each"):
         definition = (tmp_path / "opdefs" / f"{stem}.yaml").read_text()
         assert "torch:" not in definition and "--no-torch" in definition
         assert not (tmp_path / "generated" / stem / "torch_op.py").exists()
     assert '"x\\u0000y"' in (tmp_path / "opdefs" / "texts.yaml").read_text()
+    assert "variadic: true, same_shape_as: X" in (tmp_path / "opdefs" / "each.yaml").read_text()
     build = _run(tmp_path, "-m", "generator", "build", "-q")
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
     tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated")
@@ -118,7 +121,17 @@ def test_new_never_overwrites(tmp_path):
     [
         (["Bad-Name"], "is not a valid identifier"),
         (["Op", "--inputs", "X,X"], "a name appears twice"),
-        (["Op", "--inputs", "X*,W"], "only the last input may be variadic (NAME*)"),
+        (["Op", "--inputs", "X*,W"], "--inputs: only the last name may be variadic (NAME*)"),
+        (["Op", "--outputs", "Y*,Z"], "--outputs: only the last name may be variadic (NAME*)"),
+        (["Op", "--outputs", "Y*"], "a variadic output pairs with the variadic input"),
+        (
+            ["Op", "--inputs", "X*", "--outputs", "Y*", "--torch-name", "a::b"],
+            "a variadic output runs in ONNX Runtime alone for now",
+        ),
+        (
+            ["Op", "--inputs", "X*", "--outputs", "Y*", "--dtype-attribute", "to=int8"],
+            "--outputs Y* with --dtype-attribute",
+        ),
         (["Op", "--inputs", "X,class"], "reserved"),
         (["Op", "--attribute", "alpha:double"], "type 'double' is not one of"),
         (["Op", "--attribute", "n:int=two"], "'two' is not a int value"),
