@@ -61,10 +61,10 @@ PACKAGE_NAMES = frozenset(
 
 
 OPGEN_NAMESPACE_NAMES = frozenset(
-    """AlignedCopies AllocatedOutput Context Error Float8Format Input Inputs Output SerialContext Shape
+    """AlignedCopies AllocatedOutput Context Error Float8Format Input Inputs Output Outputs SerialContext Shape
     ShapeRefs SymDim
     TensorView append_dims axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes
-    check_arity check_extent checked_numel compute_type compute_type_of data_dependent_dim dim_add
+    check_arity check_extent check_paired_count checked_numel compute_type compute_type_of data_dependent_dim dim_add
     dim_floor_div dim_mul dim_sub dim_to_string each_shape element_count elements_touched fail
     fail_overflow float16 float8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz floor_div int4 int4_of is_4bit items_per_task join_present kShapeEnd ort pack_4bit packed_4bit_bytes uint4 unpack_4bit utf8_sequence
     py_support quoted reduced_shape schema schema_testing shape_to_string torch_support""".split()

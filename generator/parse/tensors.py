@@ -162,7 +162,13 @@ def parse_tensor(
     if "shape" in fields and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
     doc = read.doc(fields, errors)
-    arity = errors.attempt(_parse_arity, fields) or SingleArity()  # kept: no cascade
+    # Kept whatever its error (no cascade): a `variadic` field that fails still says variadic
+    # (with a bad `min`, the least one, so that no test case is counted short).
+    variadic = fields.get("variadic")
+    fallback: Arity = SingleArity()
+    if variadic is not None and variadic.value not in (False, None):
+        fallback = VariadicArity(min_arity=0 if variadic.is_mapping else 1)
+    arity = errors.attempt(_parse_arity, fields) or fallback
     differentiation = Differentiation.unknown
     differentiable = (
         errors.attempt(read.boolean, fields["differentiable"])
