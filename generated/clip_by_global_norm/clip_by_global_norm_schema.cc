@@ -39,12 +39,15 @@ void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   opgen::schema::check_paired_count(ctx, 1, 0, "ClipByGlobalNorm: output 'Y' takes one value per value of input 'X', got ");
   for (size_t index = 1; index < ctx.getNumOutputs(); ++index)
   ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, index);
+  // Its count and absent values first: they fail whatever shapes are known.
   if (ctx.getNumInputs() < 1) {  // variadic: too few values
     const size_t count = ctx.getNumInputs() > 0 ? ctx.getNumInputs() - 0 : 0;
     fail_shape_inference("ClipByGlobalNorm: input 'X' takes 1 or more values, got ", count);
   }
   for (size_t index = 0; index < ctx.getNumInputs(); ++index) {  // every value
     if (ctx.getInputType(index) == nullptr) fail_shape_inference("ClipByGlobalNorm: input 'X' has an absent value at node input ", index);
+  }
+  for (size_t index = 0; index < ctx.getNumInputs(); ++index) {  // every value
     if (!ONNX_NAMESPACE::hasInputShape(ctx, index)) return;
   }
   std::vector<const ONNX_NAMESPACE::TensorShapeProto*> X_shape;
