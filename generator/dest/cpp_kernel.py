@@ -103,7 +103,7 @@ class KernelOutput:
             optional=tensor.optional,
             variadic=tensor.variadic,
             min_arity=tensor.arity.min_arity if isinstance(tensor.arity, VariadicArity) else 1,
-            paired_shape=Local.shape(tensor.same_shape_as or "") if tensor.variadic else "",
+            paired_shape=Local.shape(paired) if (paired := op.paired_input(tensor)) else "",
             count_message=(
                 cpp.string_literal(op.paired_count_message(tensor)) if tensor.variadic else ""
             ),

@@ -139,13 +139,15 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
                 elem_type = cpp.onnx_proto_enum(dtype)
             case source:
                 assert_never(source)
-        paired = t.same_shape_as if t.variadic else None
+        paired = op.paired_input_index(t)
         return SchemaOutput(
             **vars(tensor(t, i)),
             dtype_from_input=dtype_from_input,
             elem_type=elem_type,
-            paired_index=input_names.index(paired) if paired is not None else None,
-            count_message=cpp.string_literal(op.paired_count_message(t)) if paired else "",
+            paired_index=paired,
+            count_message=(
+                cpp.string_literal(op.paired_count_message(t)) if paired is not None else ""
+            ),
         )
 
     function = op.function
@@ -420,11 +422,7 @@ def schema_test_view(op: OpDef) -> SchemaTestView:
             Local.value_info(t.name),
             t.variadic,
             cpp.string_literal(value_name(t.name, 0).removesuffix("0")),
-            (
-                [u.name for u in op.inputs].index(t.same_shape_as)
-                if t.variadic and t.same_shape_as
-                else None
-            ),
+            op.paired_input_index(t),
         )
 
     return SchemaTestView(

@@ -532,11 +532,7 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
                 type_variable=Local.onnx_type(t.name),
                 elem_type_expr=None if op.is_interface_only else _elem_type(op, t),
                 optional=t.optional,
-                paired_index=(
-                    [u.name for u in op.inputs].index(t.same_shape_as)
-                    if t.variadic and t.same_shape_as
-                    else None
-                ),
+                paired_index=op.paired_input_index(t),
                 count_message=py.literal(op.paired_count_message(t)) if t.variadic else "",
             )
             for i, t in enumerate(op.outputs)

@@ -207,12 +207,22 @@ class OpDef:
         minimum = tensor.arity.min_arity
         return f"{self.message_prefix}: input '{tensor.name}' takes {minimum} or more values, got "
 
+    def paired_input(self, output: TensorParam) -> str | None:
+        """The variadic input whose values a variadic output's values pair with (None for
+        another output), as the shape rule says."""
+        shape = next((s for s in self.shape_rule.outputs if s.output == output.name), None)
+        return shape.values_of if shape is not None else None
+
+    def paired_input_index(self, output: TensorParam) -> int | None:
+        paired = self.paired_input(output)
+        return [t.name for t in self.inputs].index(paired) if paired is not None else None
+
     def paired_count_message(self, output: TensorParam) -> str:
         """What every runtime says of a node whose variadic output has not one value per value
         of the input it pairs with, followed by "<outputs> for <inputs>"."""
         return (
             f"{self.message_prefix}: output '{output.name}' takes one value per value of input "
-            f"'{output.same_shape_as}', got "
+            f"'{self.paired_input(output)}', got "
         )
 
     def absent_value_message(self, tensor: TensorParam) -> str:
