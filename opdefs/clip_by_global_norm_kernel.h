@@ -29,7 +29,10 @@ void compute(const opgen::Context& ctx, const opgen::Inputs<T>& X, const opgen::
   }
   const double total = std::sqrt(squares);
   norm.data[0] = static_cast<T>(total);
-  const double factor = std::min(1.0, static_cast<double>(attrs.max_norm) / (total + 1e-6));
+  // min(1, ratio) as torch.clamp(ratio, max=1) computes it: a NaN ratio (a NaN in X) stays NaN
+  // (std::min would give 1 and leave the finite values unscaled).
+  const double ratio = static_cast<double>(attrs.max_norm) / (total + 1e-6);
+  const double factor = std::isnan(ratio) ? ratio : std::min(1.0, ratio);
   ctx.parallel_for(starts.back(), [&](int64_t begin, int64_t end) {
     // The value holding element `begin`: the last whose start is at or before it.
     size_t v = static_cast<size_t>(std::upper_bound(starts.begin(), starts.end(), begin) - starts.begin()) - 1;

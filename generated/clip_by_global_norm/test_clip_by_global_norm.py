@@ -166,6 +166,12 @@ KNOWN_CASES = [
         {},
         None,
     ),
+    (
+        {"X_0": [float("nan"), 1], "X_1": [2]},
+        {"norm": float("nan"), "Y_0": [float("nan"), float("nan")], "Y_1": [float("nan")]},
+        {},
+        None,
+    ),
 ]
 KNOWN_PARAMS = [
     pytest.param(index, types, id=f"case{index}-{types_id(types)}")
