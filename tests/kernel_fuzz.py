@@ -66,6 +66,10 @@ SIZES = [0, 0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 33, 64]
 HUGE = [2**31, 2**32, 2**40, 2**62, 2**63 - 1]
 INTS = [-(2**63), -(2**31), -7, -2, -1, 0, 1, 2, 3, 4, 5, 6, 8, 2**31, 2**62, 2**63 - 1]
 SPECIAL = [math.nan, math.inf, -math.inf, 0.0, -0.0, 1e-310, 3e9, -3e9, 1e38, 1e300, 65504.0]
+# The values of a "nonfinite" case: NaN, infinities and signed zeros among ordinary ones, which
+# every floating kernel must take as its reference does (no magnitude a wider type would hold).
+NONFINITE = [math.nan, math.inf, -math.inf, 0.0, -0.0]
+FLOATING = {"float16", "bfloat16", "float32", "float64"}
 # Strings for "special" values: empty, NULs, long, multi-byte, combining, noncharacters.
 SPECIAL_STRINGS = ["", "\0", "\0\0a", "a" * 5000, "\u00e9" * 300, "\U0001f600", "\u0301", "\uffff"]
 MAX_ELEMENTS = 1 << 15  # keeps one input fast under ASan
@@ -158,8 +162,10 @@ def _attribute_value(rng: random.Random, onnx_type: int, default: Any) -> list:
 def make_case(op: str, seed: int, index: int) -> dict:
     """Input `index` of op `op`: shapes, dtypes, values, attributes and how ONNX Runtime gets them.
     kind "valid": one of the op's random cases at random sizes (a result must equal the
-    reference); "mutated": that, then one to three of wrong dims, ranks, dtypes, values,
-    attributes, arity (anything may happen but a crash or disagreeing results)."""
+    reference); "nonfinite": that with NaN, infinities and signed zeros among the values of
+    floating inputs (an error naming the op is allowed, a result must equal the reference);
+    "mutated": that, then one to three of wrong dims, ranks, dtypes, values, attributes, arity
+    (anything may happen but a crash or disagreeing results)."""
     t = spec(op)
     rng = random.Random(f"{op}:{seed}:{index}")
     case_index = rng.randrange(len(t.RANDOM_CASES))
@@ -198,6 +204,8 @@ def make_case(op: str, seed: int, index: int) -> dict:
         _many_values(rng, variadic, shapes, dtypes)
     if index % 4 == 0:  # a quarter of the inputs are valid by construction
         return result
+    if index % 8 == 1 and set(dtypes.values()) <= FLOATING:
+        return {**result, "kind": "nonfinite", "values": "nonfinite"}
     result["kind"] = "mutated"
     names = list(shapes)
     for _ in range(rng.randint(1, 3)):
@@ -289,7 +297,7 @@ def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tenso
         data = torch.full(shape, case["ints"][name], dtype=torch.float64)
     elif values == "zeros":
         data = torch.zeros(shape, dtype=torch.float64)
-    elif values == "sampled" and sampler is not None:
+    elif values in ("sampled", "nonfinite") and sampler is not None:
         try:
             data = sampler(shape, gen).to(torch.float64)
         except (RuntimeError, IndexError, ValueError):  # the sampler expects another shape
@@ -302,6 +310,8 @@ def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tenso
         data = torch.randn(shape, generator=gen, dtype=torch.float64)
     if values == "special":
         _special(data, gen)
+    elif values == "nonfinite":
+        _special(data, gen, NONFINITE)
     if dtype in _testing.COMPLEX:  # the imaginary parts drawn as the real ones
         imaginary = torch.randn(shape, generator=gen, dtype=torch.float64)
         if values == "special":
@@ -326,12 +336,12 @@ def _tensor(case: dict, name: str, gen: torch.Generator, sampler) -> torch.Tenso
     return data.to(dtype)
 
 
-def _special(data: torch.Tensor, gen: torch.Generator) -> None:
-    """About 30% of the values replaced by SPECIAL ones, in place."""
+def _special(data: torch.Tensor, gen: torch.Generator, special: list[float] = SPECIAL) -> None:
+    """About 30% of the values replaced by `special` ones, in place."""
     flat = data.reshape(-1)
-    picks = torch.randint(0, len(SPECIAL), (flat.numel(),), generator=gen)
+    picks = torch.randint(0, len(special), (flat.numel(),), generator=gen)
     mask = torch.rand(flat.numel(), generator=gen) < 0.3
-    flat[mask] = torch.tensor(SPECIAL, dtype=torch.float64)[picks][mask]
+    flat[mask] = torch.tensor(special, dtype=torch.float64)[picks][mask]
 
 
 def _exact_int64(data: torch.Tensor, case: dict, name: str) -> torch.Tensor:
@@ -599,19 +609,24 @@ def judge(case: dict, t, inputs: dict, torch_outcome, ort_outcome) -> list[str]:
     for runtime, (status, detail) in (("PyTorch", torch_outcome), ("ONNX Runtime", ort_outcome)):
         if status == "error" and not _names_op(detail, t):
             problems.append(f"{runtime} error does not name the op: {detail[:500]}")
-    if case["kind"] == "valid":
+    if case["kind"] in ("valid", "nonfinite"):
         for runtime, (status, detail) in (
             ("PyTorch", torch_outcome),
             ("ONNX Runtime", ort_outcome),
         ):
-            if status == "error":
+            if status == "error" and case["kind"] == "valid":
                 problems.append(f"{runtime} rejected a valid input: {detail[:500]}")
         # The reference needs every input; an op for ONNX Runtime only (no PyTorch side) and
         # inputs PyTorch has no tensors of (strings, 4-bit) are still checked against it.
         if any(v is None for v in inputs.values()):
             return problems
         types = _types_of(case, t)
-        expected = t.expected_outputs(inputs, _attribute_values(case), types)
+        try:
+            expected = t.expected_outputs(inputs, _attribute_values(case), types)
+        except Exception:  # noqa: BLE001
+            if case["kind"] == "valid":
+                raise
+            return problems  # a reference with no answer for NaN (torch.linalg.inv raises)
         for runtime, (status, outputs) in (
             ("PyTorch", torch_outcome),
             ("ONNX Runtime", ort_outcome),
