@@ -1065,3 +1065,20 @@ def test_complex_known_value_that_complex_cannot_read_is_refused(tmp_path, run_g
         r"string Python's complex\(\) reads",
         result.stderr,
     ), result.stderr
+
+
+def test_known_outputs_follow_the_op_order_whatever_the_file_order(tmp_path):
+    """The generated tests pair a known case's outputs with the op's outputs by position: a case
+    that writes them in another order must not compare Y_0 with norm."""
+    from generator.parse.op import parse_opdef
+
+    source = ROOT / "opdefs" / "clip_by_global_norm.yaml"
+    text = source.read_text()
+    old = "outputs: {norm: 5, Y: [[3], [[4]], 0]}"
+    assert old in text
+    (tmp_path / source.name).write_text(text.replace(old, "outputs: {Y: [[3], [[4]], 0], norm: 5}"))
+    (tmp_path / "clip_by_global_norm_kernel.h").write_text(
+        source.with_name("clip_by_global_norm_kernel.h").read_text()
+    )
+    op = parse_opdef(tmp_path / source.name, source.name)
+    assert list(op.tests.known[1].outputs) == ["norm", "Y_0", "Y_1", "Y_2"]

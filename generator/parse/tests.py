@@ -151,8 +151,12 @@ class _Signature:
         """The outputs' values by name: a variadic output Y is a list of its values, Y_0, Y_1,
         ..., one per value of the variadic input it pairs with."""
         values: dict[str, Node] = {}
-        for name, child in self.tensor_map(node, self.output_names).items():
-            tensor = next(t for t in self.outputs if t.name == name)
+        written = self.tensor_map(node, self.output_names)
+        # In the op's order, whatever the file's: the tests pair them with the outputs by position.
+        for tensor in self.outputs:
+            if tensor.name not in written:
+                continue
+            name, child = tensor.name, written[tensor.name]
             paired = tensor.same_shape_as or ""
             if not tensor.variadic or paired not in {t.name for t in self.inputs if t.variadic}:
                 values[name] = child  # (no variadic input to pair with: the shape rule says so)
