@@ -34,11 +34,6 @@ void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   }
   const float attr_max_norm = attr_max_norm_proto ? attr_max_norm_proto->f() : static_cast<float>(1.0f);
   if (!(attr_max_norm >= 0.0f)) fail_shape_inference("ClipByGlobalNorm: attribute 'max_norm' must be at least 0, got ", opgen::quoted(attr_max_norm));
-  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-  // Variadic: one value per value of the input it pairs with.
-  opgen::schema::check_paired_count(ctx, 1, 0, "ClipByGlobalNorm: output 'Y' takes one value per value of input 'X', got ");
-  for (size_t index = 1; index < ctx.getNumOutputs(); ++index)
-  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, index);
   // Its count and absent values first: they fail whatever shapes are known.
   if (ctx.getNumInputs() < 1) {  // variadic: too few values
     const size_t count = ctx.getNumInputs() > 0 ? ctx.getNumInputs() - 0 : 0;
@@ -46,6 +41,12 @@ void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   }
   for (size_t index = 0; index < ctx.getNumInputs(); ++index) {  // every value
     if (ctx.getInputType(index) == nullptr) fail_shape_inference("ClipByGlobalNorm: input 'X' has an absent value at node input ", index);
+  }
+  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
+  // Variadic: one value per value of the input it pairs with.
+  opgen::schema::check_paired_count(ctx, 1, 0, "ClipByGlobalNorm: output 'Y' takes one value per value of input 'X', got ");
+  for (size_t index = 1; index < ctx.getNumOutputs(); ++index) {
+    ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, index);
   }
   for (size_t index = 0; index < ctx.getNumInputs(); ++index) {  // every value
     if (!ONNX_NAMESPACE::hasInputShape(ctx, index)) return;

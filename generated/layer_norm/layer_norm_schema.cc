@@ -29,10 +29,12 @@ constexpr const char kOpType[] = "LayerNorm";
 // Types and shapes from the op definition's shape rule (the same at every version).
 void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
-  if (ctx.getNumOutputs() > 1)  // a node may leave it out at the end
-  ONNX_NAMESPACE::updateOutputElemType(ctx, 1, ONNX_NAMESPACE::TensorProto_DataType_FLOAT);
-  if (ctx.getNumOutputs() > 2)  // a node may leave it out at the end
-  ONNX_NAMESPACE::updateOutputElemType(ctx, 2, ONNX_NAMESPACE::TensorProto_DataType_FLOAT);
+  if (ctx.getNumOutputs() > 1) {  // a node may leave it out at the end
+    ONNX_NAMESPACE::updateOutputElemType(ctx, 1, ONNX_NAMESPACE::TensorProto_DataType_FLOAT);
+  }
+  if (ctx.getNumOutputs() > 2) {  // a node may leave it out at the end
+    ONNX_NAMESPACE::updateOutputElemType(ctx, 2, ONNX_NAMESPACE::TensorProto_DataType_FLOAT);
+  }
   if (!ONNX_NAMESPACE::hasInputShape(ctx, 0)) return;
   if (!ONNX_NAMESPACE::hasInputShape(ctx, 1)) return;
   const bool B_present = ctx.getNumInputs() > 2 && ctx.getInputType(2) != nullptr;

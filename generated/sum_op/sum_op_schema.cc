@@ -28,7 +28,6 @@ constexpr const char kOpType[] = "Sum";
 
 // Types and shapes from the op definition's shape rule (the same at every version).
 void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
-  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
   // Its count and absent values first: they fail whatever shapes are known.
   if (ctx.getNumInputs() < 1) {  // variadic: too few values
     const size_t count = ctx.getNumInputs() > 0 ? ctx.getNumInputs() - 0 : 0;
@@ -37,6 +36,7 @@ void InferTypesAndShapes(ONNX_NAMESPACE::InferenceContext& ctx) {
   for (size_t index = 0; index < ctx.getNumInputs(); ++index) {  // every value
     if (ctx.getInputType(index) == nullptr) fail_shape_inference("Sum: input 'X' has an absent value at node input ", index);
   }
+  ONNX_NAMESPACE::propagateElemTypeFromInputToOutput(ctx, 0, 0);
   for (size_t index = 0; index < ctx.getNumInputs(); ++index) {  // every value
     if (!ONNX_NAMESPACE::hasInputShape(ctx, index)) return;
   }

@@ -40,8 +40,9 @@ class SchemaTensor:
 
 @view
 class SchemaOutput(SchemaTensor):
-    dtype_from_input: int | None  # the input whose element type it has, if any
-    elem_type: str | None  # else its TensorProto type, as a C++ expression
+    # Gives it its element type: from an input's, or its TensorProto type (a variadic one's
+    # values each, at `index`)
+    type_statement: str
     # A variadic output: the index of the variadic input whose values its values pair with,
     # and what a node with another count of them fails with (then "<outputs> for <inputs>")
     paired_index: int | None
@@ -128,22 +129,22 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
         )
 
     def output(t: TensorParam, i: int) -> SchemaOutput:
-        dtype_from_input: int | None = None
-        elem_type: str | None = None
+        paired = op.paired_input_index(t)
+        index = "index" if paired is not None else str(i)
         match op.dtype_source(t):
             case FromInput(name):
-                dtype_from_input = input_names.index(name)
+                source = input_names.index(name)
+                statement = f"propagateElemTypeFromInputToOutput(ctx, {source}, {index});"
             case FromAttribute(name):  # read, and checked against the allowed dtypes, above
                 elem_type = f"static_cast<int32_t>({Local.schema_attribute(name)})"
+                statement = f"updateOutputElemType(ctx, {index}, {elem_type});"
             case FixedDType(dtype):
-                elem_type = cpp.onnx_proto_enum(dtype)
+                statement = f"updateOutputElemType(ctx, {index}, {cpp.onnx_proto_enum(dtype)});"
             case source:
                 assert_never(source)
-        paired = op.paired_input_index(t)
         return SchemaOutput(
             **vars(tensor(t, i)),
-            dtype_from_input=dtype_from_input,
-            elem_type=elem_type,
+            type_statement=f"ONNX_NAMESPACE::{statement}",
             paired_index=paired,
             count_message=(
                 cpp.string_literal(op.paired_count_message(t)) if paired is not None else ""
