@@ -326,6 +326,44 @@ def test_onnxruntime_infers_output_types_and_shapes(index, types):
                     assert _testing.evaluate_dim(dim, values) == size, f"{where} at sizes {values}"
 
 
+# What every runtime says of a node whose count of Y values is not X's.
+PAIRED_COUNT_MESSAGE = "ClipByGlobalNorm: output 'Y' takes one value per value of input 'X', got "
+
+
+def test_onnxruntime_pairs_variadic_output_values():
+    """A node gives Y one value per value of X: one fewer fails naming the op in ONNX
+    inference and in ONNX Runtime; a value named "" is computed and dropped, the others are as
+    the reference says."""
+    case = next(
+        c
+        for c in RANDOM_CASES
+        if any(_testing.input_of(n, VARIADIC_INPUT) == VARIADIC_INPUT for n in c["shapes"])
+    )
+    types = TYPES[0]
+    inputs = make_inputs(case, 0, types, seed=11)
+    names = output_names(inputs)
+    register_all()
+    fewer = names[:-1]
+    with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(PAIRED_COUNT_MESSAGE)):
+        onnx.shape_inference.infer_shapes(
+            single_node(inputs, case["attributes"], static=True, outputs=fewer), strict_mode=True
+        )
+    session = _testing.session(single_node(inputs, case["attributes"], outputs=fewer), LIBRARY)
+    with pytest.raises(Exception, match=re.escape(PAIRED_COUNT_MESSAGE)):
+        run_ort(session, inputs)
+    dropped = next(
+        name for name in names if _testing.input_of(name, VARIADIC_OUTPUT) == VARIADIC_OUTPUT
+    )
+    kept = ["" if name == dropped else name for name in names]
+    session = _testing.session(single_node(inputs, case["attributes"], outputs=kept), LIBRARY)
+    got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
+    for name, want in zip(names, expected_outputs(inputs, case["attributes"], types), strict=True):
+        if name != dropped:
+            _testing.assert_close(
+                got[name], want, TOLERANCES, f"ONNX Runtime without {dropped}, {name}"
+            )
+
+
 # ---------------------------------------------------------------- errors, never crashes
 ERROR_CASES = [
     (

@@ -170,6 +170,7 @@ class ParityTestView:
     input_names: str
     variadic_input: str | None  # its values are named as value_name does in the tests
     variadic_output: str | None  # likewise; one value per value of the variadic input
+    paired_count_message: str  # a literal: what a node with another count of its values gets
     attribute_names: str
     attribute_types: str
     input_types: str
@@ -273,6 +274,9 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         input_names=py.literal([t.name for t in op.inputs]),
         variadic_input=next((t.name for t in op.inputs if t.variadic), None),
         variadic_output=next((t.name for t in op.outputs if t.variadic), None),
+        paired_count_message=next(
+            (py.literal(op.paired_count_message(t)) for t in op.outputs if t.variadic), ""
+        ),
         attribute_names=py.literal([a.name for a in op.attributes]),
         attribute_types=_attribute_types(op),
         input_types=_declared_types(op.inputs),
@@ -414,6 +418,10 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         (
             "test_onnxruntime_leaves_out_optional_outputs",
             has_kernel and _output_omissions(op) != [],
+        ),
+        (
+            "test_onnxruntime_pairs_variadic_output_values",
+            has_kernel and any(t.variadic for t in op.outputs),
         ),
         ("test_earlier_version_runs", bool(op.earlier_versions) and op.runs_in_onnxruntime),
         ("test_opcheck", op.new_torch_op),
