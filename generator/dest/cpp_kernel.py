@@ -94,6 +94,7 @@ class KernelOutput:
 
     @classmethod
     def of(cls, op: OpDef, tensor: TensorParam, index: int, data: str) -> KernelOutput:
+        paired = op.paired_input(tensor)
         return cls(
             name=tensor.name,
             index=index,
@@ -103,10 +104,8 @@ class KernelOutput:
             optional=tensor.optional,
             variadic=tensor.variadic,
             min_arity=tensor.arity.min_arity if isinstance(tensor.arity, VariadicArity) else 1,
-            paired_shape=Local.shape(paired) if (paired := op.paired_input(tensor)) else "",
-            count_message=(
-                cpp.string_literal(op.paired_count_message(tensor)) if tensor.variadic else ""
-            ),
+            paired_shape=Local.shape(paired) if paired else "",
+            count_message=(cpp.string_literal(op.paired_count_message(tensor)) if paired else ""),
             value_index=Local.value_index(tensor.name),
             present=Local.present(tensor.name),
             optional_view=Local.optional_view(tensor.name),

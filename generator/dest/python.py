@@ -533,7 +533,9 @@ def onnx_schema_view(op: OpDef) -> OnnxSchemaView:
                 elem_type_expr=None if op.is_interface_only else _elem_type(op, t),
                 optional=t.optional,
                 paired_index=op.paired_input_index(t),
-                count_message=py.literal(op.paired_count_message(t)) if t.variadic else "",
+                count_message=(
+                    py.literal(op.paired_count_message(t)) if op.paired_input(t) else ""
+                ),
             )
             for i, t in enumerate(op.outputs)
         ),
