@@ -213,22 +213,16 @@ def parse_opdef(
     implementation = _read_implementation(d, signature)
     _check_function_attributes(d, signature, implementation)
     export = _read_export(d, signature, torch_binding, op_type, domain, implementation)
-    # Test values are read against the inputs and outputs: where one of those failed to parse
-    # (its own error says why), they would be judged against a signature the file does not have.
-    tests = (
-        None
-        if not _parameters_parsed(d, signature)
-        else d.get(
-            "tests",
-            parse_tests,
-            signature.inputs,
-            signature.outputs,
-            signature.attrs_by_name,
-            _tested_dtypes(signature),
-            errors,
-            signature.constraints,
-            "torch" in d,
-        )
+    tests = d.get(
+        "tests",
+        parse_tests,
+        signature.inputs,
+        signature.outputs,
+        signature.attrs_by_name,
+        _tested_dtypes(signature),
+        errors,
+        signature.constraints,
+        "torch" in d,
     )
     errors.raise_if_any()
     if interface_only:
@@ -270,15 +264,6 @@ def parse_opdef(
         errors.attempt(_check_random_case_outputs, op, case, item)
     errors.raise_if_any()
     return op
-
-
-def _parameters_parsed(d: _Definition, signature: _Signature) -> bool:
-    """Every input and output the file lists parsed."""
-    return all(
-        len(signature.nodes.get(key, ())) == (len(d[key].value) if d[key].is_sequence else 0)
-        for key in ("inputs", "outputs")
-        if key in d
-    )
 
 
 def _string_problems(op: OpDef) -> list[tuple[str, str]]:
