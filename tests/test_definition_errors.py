@@ -1082,3 +1082,19 @@ def test_known_outputs_follow_the_op_order_whatever_the_file_order(tmp_path):
     )
     op = parse_opdef(tmp_path / source.name, source.name)
     assert list(op.tests.known[1].outputs) == ["norm", "Y_0", "Y_1", "Y_2"]
+
+
+@pytest.mark.parametrize("bad", ["{min: -1}", "{min: false}", '"yes"'])
+def test_a_bad_variadic_field_is_the_only_error(tmp_path, run_generator, bad):
+    """A `variadic` field that fails to parse still makes the input variadic: the test cases that
+    list its values are not reported as wrong on top of the real error."""
+    source = ROOT / "tests" / "opdefs" / "add_many.yaml"
+    text = source.read_text()
+    old = "variadic: {min: 0}"
+    assert old in text
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / source.name).write_text(text.replace(old, f"variadic: {bad}"))
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "inputs[1].variadic" in errors[0], result.stderr

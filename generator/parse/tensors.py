@@ -162,12 +162,12 @@ def parse_tensor(
     if "shape" in fields and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
     doc = read.doc(fields, errors)
-    # Kept whatever its error (no cascade): a `variadic` field that fails still says variadic
-    # (with a bad `min`, the least one, so that no test case is counted short).
+    # Kept whatever its error (no cascade): a `variadic` field that fails still says variadic,
+    # with the least minimum, so that no test case is counted short.
     variadic = fields.get("variadic")
     fallback: Arity = SingleArity()
     if variadic is not None and variadic.value not in (False, None):
-        fallback = VariadicArity(min_arity=0 if variadic.is_mapping else 1)
+        fallback = VariadicArity(min_arity=0)
     arity = errors.attempt(_parse_arity, fields) or fallback
     differentiation = Differentiation.unknown
     differentiable = (
