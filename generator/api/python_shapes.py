@@ -167,6 +167,9 @@ class ShapeExpression:
 
     output: str
     expr: str
+    # A variadic output: the dims variable of the input whose values' dims its values take
+    # ("" for others, whose shape is `expr`)
+    values_of: str = ""
 
 
 def torch_output_shapes(op: OpDef) -> list[ShapeExpression]:
@@ -327,6 +330,10 @@ def onnx_output_shapes(op: OpDef) -> list[ShapeExpression]:
     """Each output's shape as a Python list expression over the inputs' `<input>_dims`."""
     spelling = OnnxShapes()
     return [
-        ShapeExpression(out.output, "[" + ", ".join(spell_parts(out, spelling)) + "]")
+        ShapeExpression(
+            out.output,
+            "[" + ", ".join(spell_parts(out, spelling)) + "]",
+            Local.onnx_dims(out.values_of) if out.values_of is not None else "",
+        )
         for out in op.shape_rule.outputs
     ]

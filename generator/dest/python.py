@@ -608,14 +608,8 @@ def _schema_inference(op: OpDef) -> _SchemaInference:
         ),
         checks=tuple(python_shapes.onnx_checks(op)),
         output_shapes=tuple(
-            InferredShapeView(
-                Local.onnx_type(shape.output),
-                shape.expr,
-                Local.onnx_dims(rule.values_of) if rule.values_of is not None else "",
-            )
-            for shape, rule in zip(
-                python_shapes.onnx_output_shapes(op), op.shape_rule.outputs, strict=True
-            )
+            InferredShapeView(Local.onnx_type(shape.output), shape.expr, shape.values_of)
+            for shape in python_shapes.onnx_output_shapes(op)
         ),
     )
 
