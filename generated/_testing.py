@@ -105,9 +105,12 @@ IR_VERSION = 10
 
 
 def float32_attributes(attributes: dict) -> dict:
-    """Float attributes as every runtime sees them: ONNX float attributes are float32."""
+    """Float attributes as every runtime sees them: ONNX float attributes are float32. (A
+    tensor attribute's array becomes a torch tensor of its dtype, for the reference.)"""
 
     def rounded(value):
+        if isinstance(value, np.ndarray):
+            return torch.from_numpy(value.copy())
         if isinstance(value, float):
             return float(np.float32(value))
         if isinstance(value, list | tuple) and value and isinstance(value[0], float):
@@ -183,7 +186,16 @@ def onnx_attribute(value):
     picks one) as TensorProto's number."""
     if isinstance(value, torch.dtype | np.dtype):
         return TENSOR_PROTO[value]
+    if isinstance(value, np.ndarray):  # a tensor attribute's (see tensor_attribute)
+        return onnx.numpy_helper.from_array(value)
     return value
+
+
+def tensor_attribute(values, dtype: str) -> np.ndarray:
+    """A tensor attribute's value in the tests: nested lists (as the definition writes them)
+    as an array of the attribute's dtype. An ONNX node gets it as a TensorProto, the
+    reference as a torch tensor."""
+    return np.array(values, dtype=np.dtype(dtype))
 
 
 def without_trailing_none(args: tuple) -> tuple:

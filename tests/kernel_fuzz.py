@@ -135,7 +135,9 @@ def _mutate_shape(rng: random.Random, shape: list[int]) -> list[int]:
     return shape
 
 
-def _attribute_value(rng: random.Random, onnx_type: int, default: Any) -> list:
+def _attribute_value(
+    rng: random.Random, onnx_type: int, default: Any, declared: str | None = None
+) -> list:
     """[onnx type name, value]: usually the right type (values out of range included)."""
     wrong = rng.random() < 0.3
     kind = rng.choice(["FLOAT", "INT", "STRING", "FLOATS", "INTS", "STRINGS", "TENSOR"])
@@ -154,9 +156,42 @@ def _attribute_value(rng: random.Random, onnx_type: int, default: Any) -> list:
         value = [rng.choice(INTS) for _ in range(rng.randint(1, 3))]
     elif kind == "STRINGS":
         value = ["x", ""][: rng.randint(1, 2)]
-    else:
+    elif wrong:
         value = rng.random()
+    else:
+        value = _random_tensor(rng, declared)
     return [kind, value]
+
+
+def _tensor_json(array: np.ndarray) -> dict:
+    """A tensor attribute's value as a case holds it (JSON)."""
+    return {
+        "tensor": _testing.TENSOR_PROTO[torch.from_numpy(array.copy()).dtype],
+        "dims": list(array.shape),
+        "values": array.reshape(-1).tolist(),
+    }
+
+
+def _random_tensor(rng: random.Random, declared: str | None) -> dict:
+    """A tensor attribute's value: usually of its declared dtype, of any shape (0-d, empty,
+    a matrix where a vector is wanted, long), with special values among floating ones."""
+    dtype = declared if declared and rng.random() < 0.8 else rng.choice(["float32", "int64"])
+    dims = rng.choice([[], [0], [1], [rng.randint(1, 300)], [2, 2], [1, 0, 3]])
+    count = math.prod(dims)
+    if dtype.startswith("float"):
+        specials = [0.0, -0.0, 1.0, math.nan, math.inf, -math.inf, 1e-30, -3.5]
+        values = [rng.choice(specials + [rng.random()] * 8) for _ in range(count)]
+    else:
+        info = np.iinfo(np.dtype(dtype))
+        extremes = [int(info.min), int(info.max), 0, 1, rng.randint(0, 9)]
+        values = [rng.choice(extremes + [max(int(info.min), -1)]) for _ in range(count)]
+    array = np.array(values, dtype=np.dtype(dtype)).reshape(dims)
+    return _tensor_json(array)
+
+
+def _tensor_value(value: dict) -> np.ndarray:
+    proto = helper.make_tensor("t", value["tensor"], value["dims"], value["values"])
+    return onnx.numpy_helper.to_array(proto)
 
 
 def make_case(op: str, seed: int, index: int) -> dict:
@@ -178,7 +213,11 @@ def make_case(op: str, seed: int, index: int) -> dict:
     attributes = {
         name: [
             onnx.AttributeProto.AttributeType.Name(t.ATTRIBUTE_TYPES[name]),
-            _testing.onnx_attribute(value),
+            (
+                _tensor_json(value)
+                if isinstance(value, np.ndarray)
+                else _testing.onnx_attribute(value)
+            ),
         ]
         for name, value in given.items()
     }
@@ -230,7 +269,10 @@ def make_case(op: str, seed: int, index: int) -> dict:
                 attributes[attribute] = ["INT", rng.choice(ELEMENT_TYPES)]
             else:
                 onnx_type = t.ATTRIBUTE_TYPES.get(attribute, onnx.AttributeProto.INT)
-                attributes[attribute] = _attribute_value(rng, onnx_type, t.DEFAULTS.get(attribute))
+                declared = getattr(t, "TENSOR_ATTRIBUTE_DTYPES", {}).get(attribute, (None,))[0]
+                attributes[attribute] = _attribute_value(
+                    rng, onnx_type, t.DEFAULTS.get(attribute), declared
+                )
         elif what == "arity":
             result["arity"] = rng.choice([-1, 1])
     return result
@@ -380,6 +422,8 @@ def _misaligned(tensor: torch.Tensor | None) -> torch.Tensor | None:
 def _python_attribute(t, name: str, kind: str, value):
     """An ONNX attribute value as the PyTorch op is called with it: a dtype's number as the
     torch.dtype, where the attribute chooses one (see _torch_dtype_number)."""
+    if kind == "TENSOR" and isinstance(value, dict):
+        return torch.from_numpy(_tensor_value(value).copy())
     if kind == "TENSOR":
         return torch.tensor(value)
     if _torch_dtype_number(t, name, kind, value):
@@ -404,6 +448,10 @@ def _python_call_differs(case: dict, t) -> bool:
 
 
 def _onnx_attribute(name: str, kind: str, value) -> onnx.AttributeProto:
+    if kind == "TENSOR" and isinstance(value, dict):
+        return helper.make_attribute(
+            name, helper.make_tensor("t", value["tensor"], value["dims"], value["values"])
+        )
     if kind == "TENSOR":
         return helper.make_attribute(name, helper.make_tensor("t", TensorProto.FLOAT, [], [value]))
     attr_type = getattr(onnx.AttributeProto, kind)
@@ -688,7 +736,10 @@ def _comparable(case: dict) -> bool:
 
 
 def _attribute_values(case: dict) -> dict:
-    return {name: value for name, (_, value) in case["attributes"].items()}
+    return {
+        name: _tensor_value(value) if kind == "TENSOR" and isinstance(value, dict) else value
+        for name, (kind, value) in case["attributes"].items()
+    }
 
 
 def _types_of(case: dict, t) -> dict:

@@ -150,7 +150,13 @@ EXAMPLES: dict[Feature, tuple[dict, str]] = {
         "attributes[0].required",
     ),
     Feature.tensor_attribute: (
-        _interface(attributes=[{"name": "k", "type": "tensor"}]),
+        _interface(
+            attributes=[{"name": "k", "type": "tensor", "dtype": "float32", "required": False}]
+        ),
+        "attributes[0].type",
+    ),
+    Feature.tensor_list_attribute: (
+        _interface(attributes=[{"name": "k", "type": "tensors"}]),
         "attributes[0].type",
     ),
     Feature.sparse_tensor_attribute: (

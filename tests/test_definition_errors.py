@@ -653,6 +653,59 @@ def test_legacy_api_refuses_defaults(tmp_path, run_generator):
 # what does not carry them yet.
 NOT_YET = [
     (
+        "opdefs/codebook_dequantize.yaml",  # a tensor attribute's values need its element type
+        "    dtype: float32\n",
+        "",
+        r"tests\.known\[0\]\.attributes\.codebook: attribute 'codebook' declares no element "
+        r"type: give it 'dtype'",
+    ),
+    (
+        "opdefs/codebook_dequantize.yaml",  # an element type a tensor attribute cannot have yet
+        "    dtype: float32\n",
+        "    dtype: bool\n",
+        r"attributes\[0\]\.dtype: a tensor attribute of bool is not carried yet",
+    ),
+    (
+        "opdefs/clip_by_global_norm.yaml",  # an element type on another attribute type
+        "    type: float\n    default: 1.0\n",
+        "    type: float\n    dtype: float32\n    default: 1.0\n",
+        r"attributes\[0\]\.dtype: 'dtype' applies to tensor attributes, not to float",
+    ),
+    (
+        "opdefs/ms_gelu.yaml",  # a tensor attribute of an op without a kernel
+        "reference: F.gelu(X)\n",
+        "attributes:\n  - {name: table, type: tensor, dtype: float32, required: false}\n"
+        "reference: F.gelu(X)\n",
+        r"attributes\[0\]\.type: a tensor attribute is carried by kernel ops only yet",
+    ),
+    (
+        "tests/opdefs/table_affine.yaml",  # a test value that is not of the declared dtype
+        "offsets: [10, -10]",
+        "offsets: [10, 1.5]",
+        r"tests\.known\[1\]\.attributes\.offsets: attribute 'offsets' is a tensor of int64: "
+        r"expected an integer or nested lists of them, found 1\.5",
+    ),
+    (
+        "tests/opdefs/table_affine.yaml",  # a bool among an int tensor's values
+        "offsets: [10, -10]",
+        "offsets: [true, -10]",
+        r"attribute 'offsets' is a tensor of int64: expected an integer or nested lists of "
+        r"them, found True",
+    ),
+    (
+        "tests/opdefs/table_affine.yaml",  # a finite value its float type cannot hold
+        "weights: [2.0, -0.5]",
+        "weights: [70000.0, -0.5]",
+        r"attribute 'weights' is a tensor of float16: 70000\.0 is outside its range and would "
+        r"become infinite",
+    ),
+    (
+        "opdefs/codebook_dequantize.yaml",  # a tensor attribute with a default
+        "    dtype: float32\n",
+        "    dtype: float32\n    default: [1.0]\n",
+        r"attributes\[0\]\.default: a tensor attribute takes no default here",
+    ),
+    (
         "opdefs/aten_add.yaml",  # an ONNX function body's @reference to an absent attribute
         "  - {name: alpha, type: float, default: 1.0, doc: The multiplier of Y.}",
         "  - {name: alpha, type: float, default: 1.0, doc: The multiplier of Y.}\n"

@@ -96,6 +96,70 @@ print("edge cases ok")
 """
 
 
+# A tensor attribute reaches the kernel as ONNX Runtime reads it: raw bytes and typed fields
+# alike; one it cannot read, or another attribute type under the name, fails the session naming
+# the op and the attribute (and ONNX Runtime's own reason), never a crash; sessions created on
+# many threads at once each get their own node's values.
+_TENSOR_ATTRIBUTE_EDGE_CASES = r"""
+import threading
+import numpy as np, onnx, pytest
+from onnx import TensorProto, helper, numpy_helper
+from generated import _testing
+
+def model(weights):
+    node = helper.make_node("TableAffine", ["X"], ["Y"], domain="test.tensorattr")
+    node.attribute.append(weights if isinstance(weights, onnx.AttributeProto)
+                          else helper.make_attribute("weights", weights))
+    x = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["n"])
+    graph = helper.make_graph([node], "g", [x], [onnx.ValueInfoProto(name="Y")])
+    opsets = [helper.make_opsetid("", 18), helper.make_opsetid("test.tensorattr", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=_testing.IR_VERSION)
+
+def run(weights, x=(1.0, 2.0, 3.0)):
+    session = _testing.session(model(weights), "test_tensorattr")
+    return session.run(None, {"X": np.array(x, np.float32)})[0]
+
+halves = np.array([0.5, -2.0], np.float16)
+typed = helper.make_tensor("w", TensorProto.FLOAT16, [2], [0.5, -2.0])  # in int32_data
+raw = helper.make_tensor("w", TensorProto.FLOAT16, [2], halves.tobytes(), raw=True)
+for tensor in (typed, raw, numpy_helper.from_array(halves)):
+    assert run(tensor).tolist() == [0.5, -4.0, 1.5], tensor
+short = helper.make_tensor("w", TensorProto.FLOAT16, [2], [0.5, -2.0])
+short.dims[:] = [8]  # dims that its data does not fill
+with pytest.raises(Exception, match=r"TableAffine: attribute 'weights' must be a readable TENSOR, "
+                   r"got .*\(ONNX Runtime: .+\)"):
+    run(short)
+tensors = helper.make_attribute("weights", [numpy_helper.from_array(halves)])
+with pytest.raises(Exception, match="TableAffine: attribute 'weights' must be a readable TENSOR, "
+                   "got an empty list, a GRAPH, a SPARSE_TENSOR or TENSORS"):
+    run(tensors)
+with pytest.raises(Exception, match="TableAffine: attribute 'weights' must be of type TENSOR, "
+                   "got FLOATS"):
+    run([0.5, -2.0])
+with pytest.raises(Exception, match="TableAffine: attribute 'weights' must be a tensor of "
+                   "float16, got one of float32"):
+    run(numpy_helper.from_array(halves.astype(np.float32)))
+
+results, errors = {}, []
+def worker(i):
+    try:
+        results[i] = run(numpy_helper.from_array(np.array([i], np.float16)), x=(1.0,))[0]
+    except Exception as error:  # noqa: BLE001
+        errors.append(error)
+threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+assert not errors and results == {i: float(i) for i in range(16)}, (errors, results)
+print("tensor attribute edge cases ok")
+"""
+
+
+def test_onnxruntime_tensor_attribute_edge_cases(project):
+    result = _run(project, sys.executable, "-c", _TENSOR_ATTRIBUTE_EDGE_CASES)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tensor attribute edge cases ok" in result.stdout
+
+
 def test_onnxruntime_inference_edge_cases(project):
     result = _run(project, sys.executable, "-c", _EDGE_CASES)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -460,6 +460,7 @@ WRONG_TYPE_VALUES = {
     onnx.AttributeProto.INTS: ([1.5], "FLOATS"),
     onnx.AttributeProto.FLOATS: ([1, 2], "INTS"),
     onnx.AttributeProto.STRINGS: (1.5, "FLOAT"),
+    onnx.AttributeProto.TENSOR: (1, "INT"),
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable
 from typing import Any, assert_never
 
@@ -62,7 +64,10 @@ ATTR_TYPE = {
 def attribute_type(attr: Attribute) -> str:
     """The kernel's type of an attribute: std::optional where it may be absent (optional
     without a default)."""
-    cpp_type = ATTR_TYPE[attr.type]
+    if attr.dtype is not None:  # a tensor attribute (parse: only these declare a dtype)
+        cpp_type = f"opgen::TensorAttribute<{KERNEL_TYPE[attr.dtype]}>"
+    else:
+        cpp_type = ATTR_TYPE[attr.type]
     return f"std::optional<{cpp_type}>" if attr.optional_without_default else cpp_type
 
 
@@ -277,6 +282,56 @@ def _plain(value: Any) -> Any:
     return int(value) if isinstance(value, bool) else value
 
 
+# A tensor attribute's elements in TensorProto's typed fields (float16: its bits, in int32_data).
+_TENSOR_SETTER: dict[DType, tuple[str, Callable[[Any], str]]] = {
+    DType.float16: (
+        "add_int32_data",
+        lambda v: str(struct.unpack("<H", struct.pack("<e", _float16(v)))[0]),
+    ),
+    DType.float32: ("add_float_data", _float_literal),
+    DType.float64: ("add_double_data", _float_literal),
+    DType.int8: ("add_int32_data", int_literal),
+    DType.int16: ("add_int32_data", int_literal),
+    DType.int32: ("add_int32_data", int_literal),
+    DType.uint8: ("add_int32_data", int_literal),
+    DType.uint16: ("add_int32_data", int_literal),
+    DType.int64: ("add_int64_data", int_literal),
+    DType.uint32: ("add_uint64_data", lambda v: f"uint64_t{{{v}u}}"),
+    DType.uint64: ("add_uint64_data", lambda v: f"uint64_t{{{v}u}}"),
+}
+
+
+def _float16(value: float) -> float:
+    """value rounded to float16 as numpy rounds it (beyond its range: an infinity)."""
+    try:
+        struct.pack("<e", value)
+    except OverflowError:
+        return math.copysign(math.inf, value)
+    return float(value)
+
+
+def _flattened(value: Any) -> tuple[list[int], list[Any]]:
+    """A nested list's shape and its elements in row-major order."""
+    if not isinstance(value, list):
+        return [], [value]
+    parts = [_flattened(item) for item in value]
+    inner = parts[0][0] if parts else []
+    return [len(value), *inner], [element for _, elements in parts for element in elements]
+
+
+def tensor_attribute_statements(var: str, attr: Attribute, value: Any) -> list[str]:
+    """Fills the TensorProto of a tensor attribute's value (nested lists of its dtype)."""
+    assert attr.dtype is not None
+    dims, elements = _flattened(value)
+    setter, spell = _TENSOR_SETTER[attr.dtype]
+    tensor = f"{var}->mutable_t()"
+    return (
+        [f"{tensor}->set_data_type({TENSOR_PROTO_NUMBER[attr.dtype]});"]
+        + [f"{tensor}->add_dims({dim});" for dim in dims]
+        + [f"{tensor}->{setter}({spell(_plain(element))});" for element in elements]
+    )
+
+
 def node_attribute_statements(
     node: str, attrs: dict[str, Attribute], values: dict[str, Any]
 ) -> list[str]:
@@ -285,11 +340,14 @@ def node_attribute_statements(
     for name, value in values.items():
         kind = attrs[name].type
         enum = ATTR_PROTO[kind]
-        setter, spell = _PROTO_SETTER[kind]
         var = Local.node_attribute(name)
         statements.append(f"auto* {var} = {node}->add_attribute();")
         statements.append(f"{var}->set_name({string_literal(name)});")
         statements.append(f"{var}->set_type(ONNX_NAMESPACE::AttributeProto::{enum});")
+        if attrs[name].dtype is not None:
+            statements += tensor_attribute_statements(var, attrs[name], value)
+            continue
+        setter, spell = _PROTO_SETTER[kind]
         for item in value if kind.is_list else [value]:
             statements.append(f"{var}->{setter}({spell(_plain(item))});")
     return statements

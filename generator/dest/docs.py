@@ -5,7 +5,7 @@ generated file."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import assert_never
+from typing import Any, assert_never
 
 from generator.api import onnx as onnx_api
 from generator.api import python as py_api
@@ -180,7 +180,7 @@ def _attribute(attr: Attribute, chooser: bool) -> AttributeRowView:
         notes.append(FLOAT32_NOTE)
     return AttributeRowView(
         name=attr.name,
-        type=attr.type.value,
+        type=f"{attr.type.value} of {attr.dtype.value}" if attr.dtype else attr.type.value,
         default=(
             "required"
             if attr.required
@@ -297,11 +297,13 @@ def _example(op: OpDef, package: str) -> str:
         lines.append(f"# export with {package}.export_model(..., overrides=[{op.op_id!r}])")
     if op.op_type:
         node_kwargs = "".join(
-            f", {k}={int(v) if isinstance(v, bool) else v!r}" for k, v in attributes.items()
+            f", {k}={_node_attribute(op.attributes_by_name[k], v)}" for k, v in attributes.items()
         )
+        tensors = any(op.attributes_by_name[k].dtype is not None for k in attributes)
         lines += [
             "",
             "# The ONNX node:",
+            *(["import numpy as np"] if tensors else []),
             "import onnx",
             "",
             f"{package}.register_all()  # the ONNX schemas (and the TorchScript symbolics)",
@@ -309,6 +311,14 @@ def _example(op: OpDef, package: str) -> str:
             f"{[t.name for t in op.outputs]!r}, domain={op.domain!r}{node_kwargs})",
         ]
     return "\n".join(lines)
+
+
+def _node_attribute(attr: Attribute, value: Any) -> str:
+    """An attribute's value as onnx.helper.make_node takes it (a tensor: a TensorProto)."""
+    if attr.dtype is not None:
+        array = f"np.array({value!r}, dtype={attr.dtype.value!r})"
+        return f"onnx.numpy_helper.from_array({array})"
+    return repr(int(value) if isinstance(value, bool) else value)
 
 
 def _input_of(op: OpDef, name: str) -> str:

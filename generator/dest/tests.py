@@ -213,6 +213,7 @@ class ParityTestView:
     required_attributes: str
     missing_attribute_also_fails: str  # who else rejects a missing attribute, after the checker
     bool_attribute_names: str
+    tensor_attribute_dtypes: str  # {name: (its dtype, another)} of the tensor attributes
     builtin_equivalents: tuple[BuiltinEquivalentView, ...]
 
 
@@ -221,6 +222,9 @@ def _attribute_value(op: OpDef, name: str, value: Any) -> str:
     tests spell it (the PyTorch op takes a torch.dtype; an ONNX node gets its number)."""
     if name in op.type_choosers:
         return py.TEST_DTYPE[DTYPE_OF_NUMBER[value]]
+    dtype = op.attributes_by_name[name].dtype
+    if dtype is not None and value is not None:  # a tensor attribute: an array of its dtype
+        return f"_testing.tensor_attribute({py.literal(value)}, {py.literal(dtype.value)})"
     return py.literal(value)
 
 
@@ -380,6 +384,13 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             + ("; the PyTorch op cannot be called without it" if op.new_torch_op else "")
         ),
         bool_attribute_names=py.literal(_bool_attributes(op)),
+        tensor_attribute_dtypes=py.literal(
+            {
+                a.name: (a.dtype.value, "float32" if a.dtype is not DType.float32 else "int64")
+                for a in op.attributes
+                if a.dtype is not None
+            }
+        ),
         builtin_equivalents=tuple(
             BuiltinEquivalentView(
                 test_name="_".join(
@@ -442,6 +453,10 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         ("test_wrong_dtype_is_rejected", op.defines_onnx_op and _unsupported_dtype(op) is not None),
         ("test_missing_required_attribute_is_rejected", any(a.required for a in op.attributes)),
         ("test_attribute_of_the_wrong_type_fails_the_session", has_kernel and bool(op.attributes)),
+        (
+            "test_tensor_attribute_of_another_dtype_fails_the_session",
+            has_kernel and any(a.dtype is not None for a in op.attributes),
+        ),
         (
             "test_bool_attribute_other_than_0_or_1_fails_the_session",
             has_kernel and bool(_bool_attributes(op)),

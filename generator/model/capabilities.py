@@ -65,7 +65,8 @@ class Feature(Enum):
     unbound_type_variable = "a type variable no required input binds"
     type_chosen_by_attribute = "a type variable an attribute chooses (chosen_by)"
     optional_attribute_without_default = "an optional attribute without a default"
-    tensor_attribute = "tensor attributes (tensor, tensors)"
+    tensor_attribute = "tensor attributes (tensor)"
+    tensor_list_attribute = "tensor list attributes (tensors)"
     sparse_tensor_attribute = "sparse tensor attributes"
     graph_attribute = "graph attributes (graph, graphs)"
     type_proto_attribute = "type attributes (type_proto, type_protos)"
@@ -274,7 +275,24 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         ),
     },
     Feature.optional_attribute_without_default: _everywhere(),
-    Feature.tensor_attribute: _only_schemas(),
+    Feature.tensor_attribute: _only_schemas(
+        cpp_schema=Carried("a kernel op's (a function op's: not yet)"),
+        ort_library=Carried(
+            "of the element type the definition declares (dtype: float16, float32, float64 or "
+            "an integer type of 8 to 64 bits; not yet bool, strings, bfloat16, float8, 4-bit); "
+            "the kernel gets opgen::TensorAttribute<T>, its values and shape, copied once when "
+            "ONNX Runtime creates the kernel; graph-time inference does not read it"
+        ),
+        pybind=NotYet("it serves PyTorch ops, whose side is not carried yet"),
+        torch_native=NotYet("a Tensor argument"),
+        torch_python=NotYet("a Tensor argument"),
+        parity_tests=Carried(
+            "test cases write its value as nested lists; the reference sees a torch tensor"
+        ),
+    ),
+    Feature.tensor_list_attribute: _only_schemas(
+        ort_library=Never("ONNX Runtime's custom-op API reads no TENSORS attribute")
+    ),
     Feature.sparse_tensor_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE),
     Feature.graph_attribute: _only_schemas(ort_library=_ORT_NO_ATTRIBUTE, **_TORCH_NEVER),
     Feature.type_proto_attribute: _only_schemas(
@@ -376,7 +394,7 @@ def _type_features(value_type: ValueType) -> list[Feature]:
 
 _ATTRIBUTE_FEATURES = {
     AttrType.tensor: Feature.tensor_attribute,
-    AttrType.tensors: Feature.tensor_attribute,
+    AttrType.tensors: Feature.tensor_list_attribute,
     AttrType.sparse_tensor: Feature.sparse_tensor_attribute,
     AttrType.sparse_tensors: Feature.sparse_tensor_attribute,
     AttrType.graph: Feature.graph_attribute,

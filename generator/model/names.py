@@ -61,7 +61,7 @@ PACKAGE_NAMES = frozenset(
 
 
 OPGEN_NAMESPACE_NAMES = frozenset(
-    """AlignedCopies AllocatedOutput Context Error Float8Format Input Inputs Output Outputs SerialContext Shape
+    """AlignedCopies AllocatedOutput Context Error Float8Format Input Inputs Output Outputs SerialContext Shape TensorAttribute
     ShapeRefs SymDim
     TensorView append_dims axis_size bfloat16 broadcast_dim broadcast_offsets broadcast_shapes
     check_arity check_extent check_paired_count checked_numel compute_type compute_type_of data_dependent_dim dim_add

@@ -178,6 +178,9 @@ class Attribute:
     since_version: int | None = None  # the op version that added it (None: the first)
     minimum: int | float | None = None  # int and float attributes: the smallest value allowed
     maximum: int | float | None = None  # ... and the largest (both inclusive; None: no bound)
+    # A tensor attribute's element type, where the definition declares one (a kernel reads it
+    # as opgen::TensorAttribute<its C++ type>); None for every other type.
+    dtype: DType | None = None
 
     def __post_init__(self) -> None:
         if self.required and self.default is not None:
@@ -185,6 +188,8 @@ class Attribute:
         bounded = self.minimum is not None or self.maximum is not None
         if bounded and self.type not in (AttrType.int, AttrType.float):
             raise ValueError(f"attribute {self.name!r}: a range on a {self.type.value}")
+        if self.dtype is not None and self.type is not AttrType.tensor:
+            raise ValueError(f"attribute {self.name!r}: a dtype on a {self.type.value}")
 
     @property
     def has_default(self) -> bool:

@@ -204,6 +204,23 @@ class AttrType(Enum):
 
 VALUE_ATTR_TYPES = tuple(AttrType)[:7]
 
+# The element types a tensor attribute may declare (`dtype:`): plain numbers numpy and ONNX
+# Runtime's C++ API both hold, so a kernel copies them as they are and a test builds them
+# from nested lists. Not yet: bool, strings, bfloat16, float8, 4-bit and complex ones.
+TENSOR_ATTRIBUTE_DTYPES = (
+    DType.float16,
+    DType.float32,
+    DType.float64,
+    DType.int8,
+    DType.int16,
+    DType.int32,
+    DType.int64,
+    DType.uint8,
+    DType.uint16,
+    DType.uint32,
+    DType.uint64,
+)
+
 
 def float32(value: float) -> float:
     """The float32 nearest to value (ONNX float attributes are float32 in every runtime)."""
@@ -290,6 +307,26 @@ class Instantiation:
 # outside them would not compile, would be rejected at import or would silently change. These
 # two functions are the one place that checks it, for every field that holds such a value.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+_INTEGER_BITS = {
+    DType.int8: 8,
+    DType.int16: 16,
+    DType.int32: 32,
+    DType.int64: 64,
+    DType.uint8: 8,
+    DType.uint16: 16,
+    DType.uint32: 32,
+    DType.uint64: 64,
+}
+
+
+def dtype_range(dtype: DType) -> tuple[int, int]:
+    """The smallest and largest value of an integer dtype of 8 bits or more."""
+    bits = _INTEGER_BITS[dtype]
+    if dtype.value.startswith("u"):
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
 FLOAT32_MAX = 3.4028234663852886e38

@@ -30,7 +30,14 @@ from generator.model.op import (
 from generator.model.shapes import ShapeRule
 from generator.model.tensors import Attribute, TensorParam, VariadicArity, value_name
 from generator.model.tests import NO_TESTS, RandomCase
-from generator.model.types import DType, TensorType, TypeConstraint, type_choosers
+from generator.model.types import (
+    TENSOR_ATTRIBUTE_DTYPES,
+    AttrType,
+    DType,
+    TensorType,
+    TypeConstraint,
+    type_choosers,
+)
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.nodes import default_export, parse_export, parse_function
@@ -255,6 +262,7 @@ def parse_opdef(
         locations=read.field_locations(d.fields),
     )
     problems = refusals(op) + _variadic_problems(op) + _string_problems(op)
+    problems += _tensor_attribute_problems(op)
     for field_path, message in problems + _pytorch_alone_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
     errors.raise_if_any()
@@ -264,6 +272,35 @@ def parse_opdef(
         errors.attempt(_check_random_case_outputs, op, case, item)
     errors.raise_if_any()
     return op
+
+
+def _tensor_attribute_problems(op: OpDef) -> list[tuple[str, str]]:
+    """A tensor attribute outside an interface-only op declares its element type (a kernel
+    reads one C++ type; a test builds its values), and only kernel ops carry one yet."""
+    if op.is_interface_only:
+        return []
+    problems = []
+    for index, attr in enumerate(op.attributes):
+        if attr.type is not AttrType.tensor:
+            continue
+        if op.kernel is None:
+            problems.append(
+                (
+                    f"attributes[{index}].type",
+                    "a tensor attribute is carried by kernel ops only yet (not by a function "
+                    "body, an export rule or an op without a kernel)",
+                )
+            )
+        elif attr.dtype is None:
+            problems.append(
+                (
+                    f"attributes[{index}].type",
+                    "a kernel op's tensor attribute declares its element type ('dtype: "
+                    f"float32', one of {[d.value for d in TENSOR_ATTRIBUTE_DTYPES]}): the "
+                    "kernel reads it as opgen::TensorAttribute of that type",
+                )
+            )
+    return problems
 
 
 def _string_problems(op: OpDef) -> list[tuple[str, str]]:

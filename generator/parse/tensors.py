@@ -23,6 +23,7 @@ from generator.model.tensors import (
 )
 from generator.model.types import (
     FROM_ONNX_NAME,
+    TENSOR_ATTRIBUTE_DTYPES,
     TENSOR_PROTO_NUMBER,
     AttrType,
     DType,
@@ -267,7 +268,18 @@ def parse_attribute(
     """`choosers`: attribute name -> the type constraint it chooses (its `chosen_by`)."""
     fields = read.mapping(
         node,
-        {"name", "type", "default", "required", "allowed", "min", "max", "since_version", "doc"},
+        {
+            "name",
+            "type",
+            "dtype",
+            "default",
+            "required",
+            "allowed",
+            "min",
+            "max",
+            "since_version",
+            "doc",
+        },
         {"name", "type"},
         errors,
     )
@@ -290,12 +302,17 @@ def parse_attribute(
             )
         required = read.boolean(fields["required"])
     default: Any = None  # YAML data of the attribute's type (checked by attr_value)
+    default_ok = False
     if "default" in fields and not attr_type.takes_values:
-        raise fields["default"].error(
-            f"a {attr_type.value} attribute takes no default here; give 'required: false' for an "
-            "optional one"
+        # Reported without dropping the attribute (its absence would cascade into the
+        # reference's and the tests' errors).
+        errors.add(
+            fields["default"].error(
+                f"a {attr_type.value} attribute takes no default here; give 'required: false' "
+                "for an optional one"
+            )
         )
-    if "default" in fields:
+    elif "default" in fields:
         # A bad default is reported without dropping the attribute: its absence would cascade
         # into errors wherever it is used. (The definition fails anyway.)
         default = errors.attempt(_default, fields["default"], attr_type, name)
@@ -350,7 +367,27 @@ def parse_attribute(
                 )
     doc = read.doc(fields, errors)
     since = read.version_number(fields["since_version"]) if "since_version" in fields else None
-    return Attribute(name, attr_type, doc, required, default, allowed, since, minimum, maximum)
+    dtype = None
+    if "dtype" in fields:
+        dtype = errors.attempt(_tensor_dtype, fields["dtype"], attr_type)
+        if dtype is None and attr_type is AttrType.tensor:
+            dtype = DType.float32  # reported above; a stand-in keeps the tests' values readable
+    return Attribute(
+        name, attr_type, doc, required, default, allowed, since, minimum, maximum, dtype
+    )
+
+
+def _tensor_dtype(node: Node, attr_type: AttrType) -> DType:
+    """A tensor attribute's declared element type."""
+    if attr_type is not AttrType.tensor:
+        raise node.error(f"'dtype' applies to tensor attributes, not to {attr_type.value}")
+    dtype = read.dtype(node)
+    if dtype not in TENSOR_ATTRIBUTE_DTYPES:
+        raise node.error(
+            f"a tensor attribute of {dtype.value} is not carried yet; its dtype is one of "
+            f"{[d.value for d in TENSOR_ATTRIBUTE_DTYPES]}"
+        )
+    return dtype
 
 
 def _chosen_default(node: Node, constraint: TypeConstraint) -> DType:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -18,7 +19,14 @@ from generator.model.tests import (
     Tests,
     Tolerance,
 )
-from generator.model.types import DType, TypeConstraint, message_value, type_choosers
+from generator.model.types import (
+    AttrType,
+    DType,
+    TypeConstraint,
+    dtype_range,
+    message_value,
+    type_choosers,
+)
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.parse.tensors import attr_value
@@ -56,6 +64,52 @@ def _tensor_literal(node: Node) -> Any:
     return value
 
 
+def _case_attribute(node: Node, attr: Attribute) -> Any:
+    """A case's value of an attribute; a tensor attribute's is nested lists of numbers of its
+    dtype (a list of lists is a matrix), kept as written."""
+    if attr.dtype is None and attr.type is AttrType.tensor:
+        raise node.error(
+            f"attribute '{attr.name}' declares no element type: give it 'dtype' (float32, ...) "
+            "to write its values as nested lists"
+        )
+    if attr.dtype is None:
+        return attr_value(node, attr.type)
+    dtype = attr.dtype
+    value = _tensor_literal(node)
+    integral = not dtype.is_floating
+
+    def check(item: object) -> None:
+        if isinstance(item, list):
+            for element in item:
+                check(element)
+            return
+        if isinstance(item, str | bool) or (integral and not isinstance(item, int)):
+            kind = "an integer" if integral else "a number"
+            raise node.error(
+                f"attribute '{attr.name}' is a tensor of {dtype.value}: expected {kind} "
+                f"or nested lists of them, found {item!r}"
+            )
+        assert isinstance(item, int | float)  # _tensor_literal: numbers, strings, lists
+        if not integral and dtype is not DType.float64 and math.isfinite(item):
+            try:
+                struct.pack("<e" if dtype is DType.float16 else "<f", item)
+            except OverflowError:
+                raise node.error(
+                    f"attribute '{attr.name}' is a tensor of {dtype.value}: {item!r} is outside "
+                    f"its range and would become infinite (write .inf for an infinity)"
+                ) from None
+        if integral and isinstance(item, int):
+            low, high = dtype_range(dtype)
+            if not low <= item <= high:
+                raise node.error(
+                    f"attribute '{attr.name}' is a tensor of {dtype.value}: {item} is "
+                    f"outside [{low}, {high}]"
+                )
+
+    check(value)
+    return value
+
+
 def _parse_case_attributes(
     fields: dict[str, Node], signature: _Signature, case: Node, valid: bool = True
 ) -> dict[str, Any]:
@@ -65,7 +119,11 @@ def _parse_case_attributes(
     # An attribute that chooses a type variable's dtype is the tests' to set, per dtype.
     choosers = {name: c.name for name, c in type_choosers(signature.constraints).items()}
     attrs = {name: a for name, a in signature.attrs.items() if name not in choosers}
-    required = {name for name, attr in attrs.items() if attr.required and attr.type.takes_values}
+    required = {
+        name
+        for name, attr in attrs.items()
+        if attr.required and (attr.type.takes_values or attr.dtype is not None)
+    }
     if "attributes" not in fields:
         if required:
             raise case.error(
@@ -81,7 +139,7 @@ def _parse_case_attributes(
                     f"of {choosers[name]}, setting it to each"
                 )
     values = read.mapping(node, set(attrs), required)
-    parsed = {name: attr_value(child, attrs[name].type) for name, child in values.items()}
+    parsed = {name: _case_attribute(child, attrs[name]) for name, child in values.items()}
     for name, value in parsed.items():
         refusal = attrs[name].refusal(value) if valid else None
         if refusal is not None:

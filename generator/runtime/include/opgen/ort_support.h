@@ -200,7 +200,7 @@ constexpr const char* attribute_type_name() {
 // and its list getters check no type at all (a FLOATS attribute read as INTS is an empty list),
 // so each type is tried in turn, and a list counts only when it is not empty. Only called once
 // the expected read failed or came back empty: never per run.
-constexpr const char* kOtherAttribute = "an empty list, a GRAPH or a SPARSE_TENSOR";
+constexpr const char* kOtherAttribute = "an empty list, a GRAPH, a SPARSE_TENSOR or TENSORS";
 
 inline const char* attribute_type_found(const Ort::ConstKernelInfo& info, const char* name) {
   const auto readable = [](auto&& read) {
@@ -280,6 +280,58 @@ void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char
     }
   }
   value = std::move(read);
+}
+
+// ONNX's name of an element type (TensorProto.DataType's, lower case), for messages.
+inline std::string element_type_name(ONNXTensorElementDataType type) {
+  switch (type) {
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT: return "float32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT8: return "uint8";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT8: return "int8";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT16: return "uint16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT16: return "int16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT32: return "int32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64: return "int64";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_STRING: return "string";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BOOL: return "bool";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16: return "float16";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE: return "float64";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT32: return "uint32";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_UINT64: return "uint64";
+    case ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16: return "bfloat16";
+    default: return "element type " + std::to_string(static_cast<int>(type));
+  }
+}
+
+// Reads a tensor attribute, copied once (when the kernel is created). Its element type must be
+// the one the definition declares: another would be reinterpreted in silence. A string tensor's
+// elements are not plain data, so T is never std::string here (the generator refuses it).
+template <typename T>
+void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
+                    bool required, opgen::TensorAttribute<T>& value) {
+  Ort::AllocatorWithDefaultOptions allocator;
+  Ort::Value tensor{nullptr};
+  try {
+    tensor = info.GetTensorAttribute(name, allocator);
+  } catch (const Ort::Exception& error) {
+    const char* found = attribute_type_found(info, name);
+    if (found == nullptr) return attribute_missing(op, name, required);
+    if (found != kOtherAttribute) fail_attribute_type(op, name, "TENSOR", found);
+    // A TENSOR ONNX Runtime cannot read (its data elsewhere, or not matching its dims) lands
+    // here too: its own words say which.
+    opgen::fail(std::string(op) + ": attribute '" + name + "' must be a readable TENSOR, got " +
+                found + " (ONNX Runtime: " + error.what() + ")");
+  }
+  const Ort::TensorTypeAndShapeInfo type = tensor.GetTensorTypeAndShapeInfo();
+  if (type.GetElementType() != element_type<T>()) {
+    opgen::fail(std::string(op) + ": attribute '" + name + "' must be a tensor of " +
+                element_type_name(element_type<T>()) + ", got one of " +
+                element_type_name(type.GetElementType()));
+  }
+  const size_t count = type.GetElementCount();
+  const T* data = reinterpret_cast<const T*>(tensor.GetTensorData<typename OrtTypeOf<T>::type>());
+  value.shape = type.GetShape();
+  value.values.assign(data, data + count);
 }
 
 // ONNX has no bool attributes: a bool is an INT attribute, 0 or 1 (any other value is an error,

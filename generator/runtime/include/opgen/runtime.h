@@ -594,6 +594,17 @@ using Inputs = std::vector<Input<T>>;
 template <typename T>
 using Outputs = std::vector<Output<T>>;
 
+// A tensor attribute's value, owned by the kernel (copied from the node once, when the kernel
+// is created): its elements in row-major order and its shape. Empty (shape {0}) until read.
+template <typename T>
+struct TensorAttribute {
+  std::vector<T> values;
+  Shape shape{0};
+
+  Input<T> view() const { return Input<T>{values.data(), shape}; }
+  int64_t numel() const { return static_cast<int64_t>(values.size()); }
+};
+
 // An output whose size depends on the data: the kernel calls allocate(shape) once, when it
 // knows the shape, and writes through the view it returns.
 template <typename T>
