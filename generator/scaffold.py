@@ -21,7 +21,7 @@ from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH, ONNX_DOMAINS
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
-from generator.model.types import VALUE_ATTR_TYPES, AttrType, DType
+from generator.model.types import TENSOR_ATTRIBUTE_DTYPES, VALUE_ATTR_TYPES, AttrType, DType
 from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
 from generator.parse.tensors import attribute_value_problem
@@ -45,6 +45,7 @@ class _Attribute(TypedDict):
     type: AttrType
     default: AttributeValue | None
     optional: bool  # optional without a default (NAME:TYPE?)
+    dtype: DType | None  # a tensor attribute's element type (NAME:tensor(DTYPE))
 
 
 # A value for each attribute type, for the tests of an attribute declared without default.
@@ -159,13 +160,24 @@ def _names(text: str, what: str) -> list[str]:
 
 
 def _attribute(spec: str) -> _Attribute:
-    match = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9_]+)(\?|=(.*))?", spec, re.S)
+    match = re.fullmatch(
+        r"([A-Za-z_][A-Za-z0-9_]*):([A-Za-z0-9_]+(?:\([A-Za-z0-9_]*\))?)(\?|=(.*))?", spec, re.S
+    )
     if not match:
         raise ScaffoldError(
             f"--attribute '{spec}': expected NAME:TYPE, NAME:TYPE=DEFAULT or NAME:TYPE? "
-            "(optional without a default)"
+            "(optional without a default); TYPE tensor(DTYPE) for a tensor attribute"
         )
     name, type_name, suffix, default = match.groups()
+    tensor = re.fullmatch(r"tensor\(([A-Za-z0-9_]*)\)", type_name)
+    if tensor:
+        return {
+            "name": name,
+            "type": AttrType.tensor,
+            "default": None,
+            "optional": suffix == "?",
+            "dtype": _tensor_dtype(spec, tensor.group(1), default),
+        }
     kinds = {t.value: t for t in VALUE_ATTR_TYPES}  # what a kernel op's attributes can be
     if type_name not in kinds:
         raise ScaffoldError(
@@ -176,7 +188,27 @@ def _attribute(spec: str) -> _Attribute:
     problem = None if value is None else attribute_value_problem(value, kind)
     if problem:  # the same range checks as a definition's values (int64, finite float32)
         raise ScaffoldError(f"--attribute '{spec}': {problem}")
-    return {"name": name, "type": kind, "default": value, "optional": suffix == "?"}
+    return {"name": name, "type": kind, "default": value, "optional": suffix == "?", "dtype": None}
+
+
+def _tensor_dtype(spec: str, dtype_name: str, default: str | None) -> DType:
+    if default is not None:
+        raise ScaffoldError(f"--attribute '{spec}': a tensor attribute takes no default")
+    allowed = ", ".join(d.value for d in TENSOR_ATTRIBUTE_DTYPES)
+    dtype = next((d for d in TENSOR_ATTRIBUTE_DTYPES if d.value == dtype_name), None)
+    if dtype is None:
+        raise ScaffoldError(
+            f"--attribute '{spec}': a tensor attribute's dtype is one of {allowed}, not "
+            f"'{dtype_name}'"
+        )
+    return dtype
+
+
+def _sample(attr: _Attribute) -> AttributeValue:
+    """A value for the tests of an attribute declared without default."""
+    if attr["dtype"] is not None:  # a tensor attribute: a vector of one element
+        return [0.5] if attr["dtype"].is_floating else [1]
+    return _SAMPLE[attr["type"]]
 
 
 def _required(attr: _Attribute) -> bool:
@@ -368,8 +400,16 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             return ", variadic: true"
         return ", shape: [...]" if name == first else ""
 
-    required = {a["name"]: _SAMPLE[a["type"]] for a in attributes if _required(a)}
-    without_torch = args.no_torch or bool(not_in_torch) or bool(variadic_output)
+    tensor_attribute = next((a["name"] for a in attributes if a["dtype"] is not None), None)
+    if tensor_attribute and args.torch_name:
+        raise ScaffoldError(
+            f"--attribute {tensor_attribute}: a tensor attribute runs in ONNX Runtime alone for "
+            "now (no PyTorch side yet); leave out --torch-name"
+        )
+    required = {a["name"]: _sample(a) for a in attributes if _required(a)}
+    without_torch = (
+        args.no_torch or bool(not_in_torch) or bool(variadic_output) or bool(tensor_attribute)
+    )
     pytorch_alone = any(d.is_complex for d in all_dtypes)
     if without_torch and pytorch_alone:
         raise ScaffoldError(
@@ -421,7 +461,12 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             variadic_output=variadic_output,
             variadic_input=variadic,
             attributes=[
-                _AttributeLine(a["name"], a["type"].value, _requirement(a)) for a in attributes
+                _AttributeLine(
+                    a["name"],
+                    a["type"].value + (f", dtype: {a['dtype'].value}" if a["dtype"] else ""),
+                    _requirement(a),
+                )
+                for a in attributes
             ],
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
             kernel_file=kernel_file,

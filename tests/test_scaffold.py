@@ -84,18 +84,25 @@ def test_new_ops_without_pytorch_run_in_onnxruntime_only(tmp_path):
         ("OrtOnly", ["--no-torch", "--inputs", "X,Rest*"]),
         ("Texts", ["--dtypes", "string"]),
         ("Each", ["--inputs", "A,X*", "--outputs", "Z,Y*", "--dtypes", "float32,int64"]),
+        (
+            "Tabled",
+            ["--attribute", "table:tensor(float16)", "--attribute", "keys:tensor(uint32)?"],
+        ),
     ):
         new = _run(
             tmp_path, "-m", "generator", "new", op, "-q", "--package", "generated",
             "--domain", "test.ortonly", *flags,
         )  # fmt: skip
         assert new.returncode == 0, new.stdout + new.stderr
-    for stem in ("ort_only", "texts", "each"):
+    for stem in ("ort_only", "texts", "each", "tabled"):
         definition = (tmp_path / "opdefs" / f"{stem}.yaml").read_text()
         assert "torch:" not in definition and "--no-torch" in definition
         assert not (tmp_path / "generated" / stem / "torch_op.py").exists()
     assert '"x\\u0000y"' in (tmp_path / "opdefs" / "texts.yaml").read_text()
     assert "variadic: true, same_shape_as: X" in (tmp_path / "opdefs" / "each.yaml").read_text()
+    tabled = (tmp_path / "opdefs" / "tabled.yaml").read_text()
+    assert "type: tensor, dtype: float16" in tabled and "table: [0.5]" in tabled
+    assert "type: tensor, dtype: uint32, required: false" in tabled
     build = _run(tmp_path, "-m", "generator", "build", "-q")
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
     tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated")
@@ -137,6 +144,14 @@ def test_new_never_overwrites(tmp_path):
         (["Op", "--attribute", "n:int=two"], "'two' is not a int value"),
         (["Op", "--attribute", "n:int?=2"], "expected NAME:TYPE, NAME:TYPE=DEFAULT or NAME:TYPE?"),
         (["Op", "--dtypes", "float32,float128"], "--dtypes"),
+        (["Op", "--attribute", "t:tensor(bool)"], "a tensor attribute's dtype is one of"),
+        (["Op", "--attribute", "t:tensor()"], "a tensor attribute's dtype is one of"),
+        (["Op", "--attribute", "t:tensor(float32)=1"], "a tensor attribute takes no default"),
+        (["Op", "--attribute", "t:tensor"], "type 'tensor' is not one of"),
+        (
+            ["Op", "--attribute", "t:tensor(int8)", "--torch-name", "a::b"],
+            "a tensor attribute runs in ONNX Runtime alone for now",
+        ),
         (["Op", "--domain", "bad domain"], "domain"),
         (["Op", "--no-torch", "--torch-name", "a::b"], "not allowed with argument"),
         (["Op", "--dtypes", "string,int32"], "string with other dtypes"),
