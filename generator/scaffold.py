@@ -21,7 +21,13 @@ from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH, ONNX_DOMAINS
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
-from generator.model.types import TENSOR_ATTRIBUTE_DTYPES, VALUE_ATTR_TYPES, AttrType, DType
+from generator.model.types import (
+    TENSOR_ATTRIBUTE_DTYPES,
+    VALUE_ATTR_TYPES,
+    AttrType,
+    DType,
+    tensor_attribute_dtype_names,
+)
 from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
 from generator.parse.tensors import attribute_value_problem
@@ -194,7 +200,7 @@ def _attribute(spec: str) -> _Attribute:
 def _tensor_dtype(spec: str, dtype_name: str, default: str | None) -> DType:
     if default is not None:
         raise ScaffoldError(f"--attribute '{spec}': a tensor attribute takes no default")
-    allowed = ", ".join(d.value for d in TENSOR_ATTRIBUTE_DTYPES)
+    allowed = tensor_attribute_dtype_names()
     dtype = next((d for d in TENSOR_ATTRIBUTE_DTYPES if d.value == dtype_name), None)
     if dtype is None:
         raise ScaffoldError(

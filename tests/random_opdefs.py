@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 
 from generator.api.names import Local
 from generator.model.names import OP_NAMESPACE_NAMES, OPGEN_NAMESPACE_NAMES, is_reserved
-from generator.model.types import KERNEL_DTYPES, VALUE_ATTR_TYPES, AttrType, DType
+from generator.model.types import (
+    KERNEL_DTYPES,
+    TENSOR_ATTRIBUTE_DTYPES,
+    VALUE_ATTR_TYPES,
+    AttrType,
+    DType,
+    dtype_range,
+)
 
 # The dtypes every kernel target carries (two float8 formats of the four: one of each family).
 CARRIED_DTYPES = [
@@ -193,6 +200,25 @@ def _attr_value(kind: AttrType):
 
 
 @st.composite
+def _tensor_value(draw, dtype: DType):
+    """A tensor attribute's value: nested lists of `dtype`'s numbers, of a random shape."""
+    shape = draw(st.lists(st.integers(0, 3), max_size=3))
+    if dtype.is_floating:
+        limit = 65504.0 if dtype is DType.float16 else 3.0e38
+        element = st.floats(-limit, limit, allow_nan=False, width=32)
+    else:
+        low, high = dtype_range(dtype)
+        element = st.integers(low, min(high, 2**63 - 1))  # test values are int64 at most
+
+    def build(dims: list[int]):
+        if not dims:
+            return draw(element)
+        return [build(dims[1:]) for _ in range(dims[0])]
+
+    return build(shape)
+
+
+@st.composite
 def attributes(draw, name: str) -> dict:
     kind = draw(st.sampled_from(list(VALUE_ATTR_TYPES)))
     attr = {"name": name, "type": kind.value, "doc": draw(TEXT)}
@@ -300,6 +326,22 @@ def definitions(draw) -> tuple[str, dict]:
             definition["reference"] = copies[0] if len(copies) == 1 else f"({', '.join(copies)})"
             floating = [d for d in (*dtypes, *chosen_dtypes) if d in FLOATING]
             definition["tests"]["tolerances"] = {d: {"rtol": 0.0, "atol": 0.0} for d in floating}
+    if "torch" not in definition and attrs and draw(st.integers(0, 2)) == 0:
+        # A tensor attribute (kernel ops without a PyTorch side carry them), any dtype, shape
+        # and values, in place of the first attribute that chooses no dtype.
+        chooser_names = {c.get("chosen_by") for c in definition["type_constraints"].values()}
+        index = next((i for i, a in enumerate(attrs) if a["name"] not in chooser_names), None)
+        if index is not None:
+            name = attrs[index]["name"]
+            dtype = draw(st.sampled_from([d.value for d in TENSOR_ATTRIBUTE_DTYPES]))
+            tensor_attr = {"name": name, "type": "tensor", "dtype": dtype, "doc": draw(TEXT)}
+            if draw(st.booleans()):
+                tensor_attr["required"] = False
+            attrs[index] = tensor_attr
+            attrs.sort(key=lambda a: "default" in a or a.get("required") is False)
+            test_attrs.pop(name, None)
+            if "required" not in tensor_attr or draw(st.booleans()):
+                test_attrs[name] = draw(_tensor_value(DType(dtype)))
     if attrs:
         definition["attributes"] = attrs
     if test_attrs:

@@ -101,6 +101,7 @@ print("edge cases ok")
 # the op and the attribute (and ONNX Runtime's own reason), never a crash; sessions created on
 # many threads at once each get their own node's values.
 _TENSOR_ATTRIBUTE_EDGE_CASES = r"""
+import re
 import threading
 import numpy as np, onnx, pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -126,12 +127,13 @@ for tensor in (typed, raw, numpy_helper.from_array(halves)):
     assert run(tensor).tolist() == [0.5, -4.0, 1.5], tensor
 short = helper.make_tensor("w", TensorProto.FLOAT16, [2], [0.5, -2.0])
 short.dims[:] = [8]  # dims that its data does not fill
-with pytest.raises(Exception, match=r"TableAffine: attribute 'weights' must be a readable TENSOR, "
-                   r"got .*\(ONNX Runtime: .+\)"):
+unreadable = ("TableAffine: attribute 'weights' must be a readable TENSOR, got an empty list, "
+              "a GRAPH, a SPARSE_TENSOR, TENSORS or a TENSOR ONNX Runtime cannot read "
+              "(ONNX Runtime: ")
+with pytest.raises(Exception, match=re.escape(unreadable) + ".+"):
     run(short)
 tensors = helper.make_attribute("weights", [numpy_helper.from_array(halves)])
-with pytest.raises(Exception, match="TableAffine: attribute 'weights' must be a readable TENSOR, "
-                   "got an empty list, a GRAPH, a SPARSE_TENSOR or TENSORS"):
+with pytest.raises(Exception, match=re.escape(unreadable)):
     run(tensors)
 with pytest.raises(Exception, match="TableAffine: attribute 'weights' must be of type TENSOR, "
                    "got FLOATS"):

@@ -316,9 +316,9 @@ def _example(op: OpDef, package: str) -> str:
 def _node_attribute(attr: Attribute, value: Any) -> str:
     """An attribute's value as onnx.helper.make_node takes it (a tensor: a TensorProto)."""
     if attr.dtype is not None:
-        array = f"np.array({value!r}, dtype={attr.dtype.value!r})"
+        array = f"np.array({py_api.literal(value)}, dtype={attr.dtype.value!r})"
         return f"onnx.numpy_helper.from_array({array})"
-    return repr(int(value) if isinstance(value, bool) else value)
+    return py_api.literal(int(value) if isinstance(value, bool) else value)
 
 
 def _input_of(op: OpDef, name: str) -> str:

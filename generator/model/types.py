@@ -204,6 +204,12 @@ class AttrType(Enum):
 
 VALUE_ATTR_TYPES = tuple(AttrType)[:7]
 
+
+def tensor_attribute_dtype_names() -> str:
+    """The element types a tensor attribute may declare, for messages."""
+    return ", ".join(d.value for d in TENSOR_ATTRIBUTE_DTYPES)
+
+
 # The element types a tensor attribute may declare (`dtype:`): plain numbers numpy and ONNX
 # Runtime's C++ API both hold, so a kernel copies them as they are and a test builds them
 # from nested lists. Not yet: bool, strings, bfloat16, float8, 4-bit and complex ones.
@@ -322,7 +328,8 @@ _INTEGER_BITS = {
 
 
 def dtype_range(dtype: DType) -> tuple[int, int]:
-    """The smallest and largest value of an integer dtype of 8 bits or more."""
+    """The smallest and largest value of an integer dtype of 8 bits or more. (A definition's
+    integers stop at int64's largest anyway: see read.in_int64.)"""
     bits = _INTEGER_BITS[dtype]
     if dtype.value.startswith("u"):
         return 0, 2**bits - 1

@@ -31,11 +31,11 @@ from generator.model.shapes import ShapeRule
 from generator.model.tensors import Attribute, TensorParam, VariadicArity, value_name
 from generator.model.tests import NO_TESTS, RandomCase
 from generator.model.types import (
-    TENSOR_ATTRIBUTE_DTYPES,
     AttrType,
     DType,
     TensorType,
     TypeConstraint,
+    tensor_attribute_dtype_names,
     type_choosers,
 )
 from generator.parse import read
@@ -296,7 +296,7 @@ def _tensor_attribute_problems(op: OpDef) -> list[tuple[str, str]]:
                 (
                     f"attributes[{index}].type",
                     "a kernel op's tensor attribute declares its element type ('dtype: "
-                    f"float32', one of {[d.value for d in TENSOR_ATTRIBUTE_DTYPES]}): the "
+                    f"float32', one of {tensor_attribute_dtype_names()}): the "
                     "kernel reads it as opgen::TensorAttribute of that type",
                 )
             )

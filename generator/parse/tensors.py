@@ -31,6 +31,7 @@ from generator.model.types import (
     TypeConstraint,
     float32,
     message_value,
+    tensor_attribute_dtype_names,
 )
 from generator.parse import read
 from generator.shapes.expressions import (
@@ -385,7 +386,7 @@ def _tensor_dtype(node: Node, attr_type: AttrType) -> DType:
     if dtype not in TENSOR_ATTRIBUTE_DTYPES:
         raise node.error(
             f"a tensor attribute of {dtype.value} is not carried yet; its dtype is one of "
-            f"{[d.value for d in TENSOR_ATTRIBUTE_DTYPES]}"
+            f"{tensor_attribute_dtype_names()}"
         )
     return dtype
 

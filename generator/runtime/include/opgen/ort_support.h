@@ -200,7 +200,8 @@ constexpr const char* attribute_type_name() {
 // and its list getters check no type at all (a FLOATS attribute read as INTS is an empty list),
 // so each type is tried in turn, and a list counts only when it is not empty. Only called once
 // the expected read failed or came back empty: never per run.
-constexpr const char* kOtherAttribute = "an empty list, a GRAPH, a SPARSE_TENSOR or TENSORS";
+constexpr const char* kOtherAttribute =
+    "an empty list, a GRAPH, a SPARSE_TENSOR, TENSORS or a TENSOR ONNX Runtime cannot read";
 
 inline const char* attribute_type_found(const Ort::ConstKernelInfo& info, const char* name) {
   const auto readable = [](auto&& read) {
@@ -303,21 +304,22 @@ inline std::string element_type_name(ONNXTensorElementDataType type) {
   }
 }
 
-// Reads a tensor attribute, copied once (when the kernel is created). Its element type must be
-// the one the definition declares: another would be reinterpreted in silence. A string tensor's
-// elements are not plain data, so T is never std::string here (the generator refuses it).
+// Reads a tensor attribute, copied once when the kernel is created; false when the node does
+// not carry it. Its element type must be the one the definition declares: another would be
+// reinterpreted in silence. (A string tensor's elements are not plain data: T is never
+// std::string here, which the generator refuses.)
 template <typename T>
-void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
-                    bool required, opgen::TensorAttribute<T>& value) {
+bool read_tensor_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
+                           opgen::TensorAttribute<T>& value) {
   Ort::AllocatorWithDefaultOptions allocator;
   Ort::Value tensor{nullptr};
   try {
     tensor = info.GetTensorAttribute(name, allocator);
   } catch (const Ort::Exception& error) {
     const char* found = attribute_type_found(info, name);
-    if (found == nullptr) return attribute_missing(op, name, required);
+    if (found == nullptr) return false;
     if (found != kOtherAttribute) fail_attribute_type(op, name, "TENSOR", found);
-    // A TENSOR ONNX Runtime cannot read (its data elsewhere, or not matching its dims) lands
+    // A TENSOR ONNX Runtime cannot read (its data elsewhere, or not filling its dims) lands
     // here too: its own words say which.
     opgen::fail(std::string(op) + ": attribute '" + name + "' must be a readable TENSOR, got " +
                 found + " (ONNX Runtime: " + error.what() + ")");
@@ -332,6 +334,26 @@ void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char
   const T* data = reinterpret_cast<const T*>(tensor.GetTensorData<typename OrtTypeOf<T>::type>());
   value.shape = type.GetShape();
   value.values.assign(data, data + count);
+  return true;
+}
+
+template <typename T>
+void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
+                    bool required, opgen::TensorAttribute<T>& value) {
+  if (!read_tensor_attribute(info, op, name, value)) attribute_missing(op, name, required);
+}
+
+// An optional one without a default: read first, probed only when absent (the probe of the
+// generic overload below would copy the tensor a second time).
+template <typename T>
+void read_attribute(const Ort::ConstKernelInfo& info, const char* op, const char* name,
+                    bool /*required*/, std::optional<opgen::TensorAttribute<T>>& value) {
+  opgen::TensorAttribute<T> read;
+  if (read_tensor_attribute(info, op, name, read)) {
+    value = std::move(read);
+  } else {
+    value.reset();
+  }
 }
 
 // ONNX has no bool attributes: a bool is an INT attribute, 0 or 1 (any other value is an error,
