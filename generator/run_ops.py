@@ -56,6 +56,19 @@ def _compare(
     return int(bad)
 
 
+def _shown(attributes: dict[str, Any]) -> str:
+    """A case's attributes on one line: a tensor attribute as its dtype and shape."""
+    spelled = (
+        (
+            f"{name!r}: {value.dtype}{list(value.shape)}"
+            if hasattr(value, "shape")
+            else f"{name!r}: {value!r}"
+        )
+        for name, value in attributes.items()
+    )
+    return "{" + ", ".join(spelled) + "}"
+
+
 def _row(
     tests: ModuleType,
     case: dict[str, Any],
@@ -67,7 +80,7 @@ def _row(
 ) -> None:
     """One line of the table: the op and case, how it ran, the input shapes, the figures."""
     shapes = " ".join(str(list(v.shape)) for v in inputs.values())
-    name = tests.TITLE + (f" {case['attributes']}" if case["attributes"] else "")
+    name = tests.TITLE + (f" {_shown(case['attributes'])}" if case["attributes"] else "")
     print(
         f"{name:44} {tests.types_id(types):8} {how:11} {shapes:30} {figures}"
         f"{'  MISMATCH' if bad else ''}"
