@@ -1151,3 +1151,31 @@ def test_a_bad_variadic_field_is_the_only_error(tmp_path, run_generator, bad):
     assert result.returncode == 2, result.stdout + result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "inputs[1].variadic" in errors[0], result.stderr
+
+
+@pytest.mark.parametrize(
+    "old, new, field",
+    [
+        ("    min: 0.0\n", "    min: 0.0\n    allowed: [1]\n", "attributes[0].allowed"),
+        ("    min: 0.0\n", "    min: 0.0\n    max: -1.0\n", "attributes[0].max"),
+        ("    default: 1.0\n", "    default: -1.0\n", "attributes[0].default"),
+        ("    min: 0.0\n", '    min: "zero"\n', "attributes[0].min"),
+        ("    type: float\n", "    type: float\n    default: []\n", "attributes[0].default"),
+        ("    type: float\n", "    type: float\n    dtype: float32\n", "attributes[0].dtype"),
+    ],
+)
+def test_a_bad_attribute_field_is_the_only_error(tmp_path, run_generator, old, new, field):
+    """A field of an attribute that is wrong (allowed, min, max, a default, a dtype) is reported
+    and the attribute kept: the reference and the test cases that use it are not reported as
+    wrong on top of the real error (dropping the attribute made them name an undefined one)."""
+    source = ROOT / "opdefs" / "clip_by_global_norm.yaml"
+    text = source.read_text()
+    assert old in text
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / source.name).write_text(text.replace(old, new, 1))
+    kernel = source.with_name("clip_by_global_norm_kernel.h")
+    (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f": {field}: " in errors[0], result.stderr

@@ -319,20 +319,49 @@ def parse_attribute(
         default = errors.attempt(_default, fields["default"], attr_type, name)
         default_ok = default is not None
         default = default if default_ok else _PLACEHOLDER[attr_type]
+    # A bad 'allowed', 'min' or 'max' is reported and left out, keeping the attribute: its
+    # absence would cascade into errors wherever it is used. (The definition fails anyway.)
+    given_default = default if "default" in fields and default_ok else None
     allowed = None
     if "allowed" in fields:
-        if attr_type not in (AttrType.int, AttrType.string):
-            raise fields["allowed"].error(
-                f"'allowed' applies to int and string attributes, not to {attr_type.value}"
-            )
-        items = read.sequence(fields["allowed"])
-        if not items:
-            raise fields["allowed"].error("list at least one allowed value")
-        allowed = tuple(attr_value(item, attr_type) for item in items)
-        if len(set(allowed)) != len(allowed):
-            raise fields["allowed"].error("a value is listed twice")
-        if "default" in fields and default_ok and default not in allowed:
-            raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
+        allowed = errors.attempt(_allowed_values, fields, attr_type, given_default)
+    minimum, maximum = None, None
+    bounds = errors.attempt(_bounds, fields, attr_type)
+    if bounds and errors.attempt(_check_bounds, fields, attr_type, bounds, given_default, allowed):
+        minimum, maximum = bounds.get("min"), bounds.get("max")
+    doc = read.doc(fields, errors)
+    since = read.version_number(fields["since_version"]) if "since_version" in fields else None
+    dtype = None
+    if "dtype" in fields:
+        dtype = errors.attempt(_tensor_dtype, fields["dtype"], attr_type)
+        if dtype is None and attr_type is AttrType.tensor:
+            dtype = DType.float32  # reported above; a stand-in keeps the tests' values readable
+    return Attribute(
+        name, attr_type, doc, required, default, allowed, since, minimum, maximum, dtype
+    )
+
+
+def _allowed_values(
+    fields: dict[str, Node], attr_type: AttrType, default: Any
+) -> tuple[int | float | str, ...]:
+    """An attribute's `allowed` values (`default`: its default, if it has a valid one)."""
+    if attr_type not in (AttrType.int, AttrType.string):
+        raise fields["allowed"].error(
+            f"'allowed' applies to int and string attributes, not to {attr_type.value}"
+        )
+    items = read.sequence(fields["allowed"])
+    if not items:
+        raise fields["allowed"].error("list at least one allowed value")
+    allowed = tuple(attr_value(item, attr_type) for item in items)
+    if len(set(allowed)) != len(allowed):
+        raise fields["allowed"].error("a value is listed twice")
+    if default is not None and default not in allowed:
+        raise fields["default"].error(f"the default {default!r} is not one of {list(allowed)}")
+    return allowed
+
+
+def _bounds(fields: dict[str, Node], attr_type: AttrType) -> dict[str, int | float]:
+    """An attribute's `min` and `max`, as given (a float's as the float32 it becomes)."""
     bounds: dict[str, int | float] = {}
     for key in ("min", "max"):
         if key not in fields:
@@ -343,6 +372,17 @@ def parse_attribute(
             )
         bound = attr_value(fields[key], attr_type)
         bounds[key] = float32(bound) if attr_type is AttrType.float else bound
+    return bounds
+
+
+def _check_bounds(
+    fields: dict[str, Node],
+    attr_type: AttrType,
+    bounds: dict[str, int | float],
+    default: Any,
+    allowed: tuple[int | float | str, ...] | None,
+) -> bool:
+    """The range is one, and holds the default and every allowed value."""
     minimum, maximum = bounds.get("min"), bounds.get("max")
     if minimum is not None and maximum is not None and minimum > maximum:
         raise fields["max"].error(
@@ -354,28 +394,20 @@ def parse_attribute(
 
     shown = [("" if bound is None else message_value(bound)) for bound in (minimum, maximum)]
     range_text = f"[{shown[0]}, {shown[1]}]"
-    if bounds and "default" in fields and default_ok:
+    if default is not None:
         value = float32(default) if attr_type is AttrType.float else default
         if not inside(value):
             raise fields["default"].error(
                 f"the default {message_value(value)} is outside min/max {range_text}"
             )
-    if bounds and allowed is not None:
+    if allowed is not None:
         for value, item in zip(allowed, read.sequence(fields["allowed"]), strict=True):
+            assert isinstance(value, int | float)  # _allowed_values: ints where bounded
             if not inside(value):
                 raise item.error(
                     f"allowed value {message_value(value)} is outside min/max {range_text}"
                 )
-    doc = read.doc(fields, errors)
-    since = read.version_number(fields["since_version"]) if "since_version" in fields else None
-    dtype = None
-    if "dtype" in fields:
-        dtype = errors.attempt(_tensor_dtype, fields["dtype"], attr_type)
-        if dtype is None and attr_type is AttrType.tensor:
-            dtype = DType.float32  # reported above; a stand-in keeps the tests' values readable
-    return Attribute(
-        name, attr_type, doc, required, default, allowed, since, minimum, maximum, dtype
-    )
+    return True
 
 
 def _tensor_dtype(node: Node, attr_type: AttrType) -> DType:
