@@ -61,7 +61,7 @@ def _shown(attributes: dict[str, Any]) -> str:
     spelled = (
         (
             f"{name!r}: {value.dtype}{list(value.shape)}"
-            if hasattr(value, "shape")
+            if type(value).__name__ == "ndarray"  # (numpy's dtypes have a shape too)
             else f"{name!r}: {value!r}"
         )
         for name, value in attributes.items()

@@ -24,3 +24,6 @@ def test_run_command_agrees_for_every_shipped_op():
     # An op without a PyTorch side (strings) runs its one-node model against the reference.
     rows = [line for line in result.stdout.splitlines() if "ai.opgen::StringReplace" in line]
     assert rows and all("one node" in row and row.endswith("equal") for row in rows), rows
+    # A tensor attribute is shown as its dtype and shape, its row on one line.
+    rows = [line for line in result.stdout.splitlines() if "CodebookDequantize" in line]
+    assert rows and all("'codebook': float32[" in row and row.endswith("equal") for row in rows)
