@@ -676,6 +676,46 @@ def onnx_list_attribute(name: str, kind: str, values):
     return make(name, list(values))
 
 
+def node_with_values(op, singles: int, values: int, *args, **kwargs) -> tuple:
+    """The dynamo translation's node of an op whose last output is variadic: `singles` outputs,
+    then `values` values, given back as the exporter reads the PyTorch op's: a Tensor[] output
+    alone as a tuple of its values, after others as one ONNX sequence (torch 2.13 reads neither
+    a flat nor a nested tuple there). onnxscript 0.7's call gives a
+    node as many outputs as the schema has parameters, so the node is built through the
+    exporter's recorder, which takes the count (torch 2.13's OpRecorder._call_op)."""
+    from onnxscript import ir
+    from onnxscript._internal import evaluator
+    from torch.onnx._internal.exporter import _building
+
+    recorder = evaluator.default()
+    if not isinstance(recorder, _building.OpRecorder) or not values:
+        raise RuntimeError(
+            f"{op.name}: the dynamo exporter exports its variadic output only inside "
+            "torch.onnx.export and with one value or more, got "
+            + (
+                f"{values} values"
+                if isinstance(recorder, _building.OpRecorder)
+                else "another evaluator"
+            )
+        )
+    signature = ir.schemas.OpSignature.from_op_schema(op.op_schema)
+    named_inputs, named_attrs = _building._construct_named_inputs_and_attrs(signature, args, kwargs)
+    outputs = recorder._call_op(signature, named_inputs, named_attrs, singles + values)
+    if not singles:  # the exporter reads a translation's tuple as a Tensor[] output's values
+        return tuple(outputs)
+    return (*outputs[:singles], recorder.opset.SequenceConstruct(*outputs[singles:]))
+
+
+def symbolic_node_with_values(g, name: str, singles: int, values: int, *args, **kwargs) -> tuple:
+    """The TorchScript symbolic's node of an op whose last output is variadic (see
+    node_with_values): the values as one list value."""
+    count = singles + values
+    outputs = g.op(name, *args, outputs=count, **kwargs)
+    outputs = list(outputs) if count > 1 else [outputs]
+    values = g.op("prim::ListConstruct", *outputs[singles:])
+    return (*outputs[:singles], values) if singles else values
+
+
 def given(**attributes) -> dict:
     """The attributes that have a value: an export node leaves out one that is absent (None)."""
     return {name: value for name, value in attributes.items() if value is not None}
@@ -790,11 +830,38 @@ def register_loop_vmap(qualified_name: str, lib=None) -> None:
             for i in range(info.batch_size)
         ]
         if isinstance(results[0], tuple):
-            outputs = tuple(torch.stack(list(values)) for values in zip(*results, strict=True))
-            return outputs, (0,) * len(outputs)
-        return torch.stack(results), 0
+            outputs = tuple(stacked(list(values)) for values in zip(*results, strict=True))
+            return outputs, tuple(dims_of(output) for output in outputs)
+        return stacked(results), dims_of(results[0])
+
+    def stacked(samples):
+        """One output's samples stacked; a Tensor[] output's value by value (each sample
+        has as many values: the inputs they pair with came from one list)."""
+        if isinstance(samples[0], list):
+            return [torch.stack(list(values)) for values in zip(*samples, strict=True)]
+        return torch.stack(samples)
+
+    def dims_of(output):
+        return [0] * len(output) if isinstance(output, list) else 0
 
     torch.library.register_vmap(qualified_name, rule, lib=lib)
+
+
+def saved_values(saved: tuple, variadic: tuple) -> list:
+    """The tensors a Function saved, one per parameter, a variadic one's values back as a list
+    (`variadic` flags them). The variadic parameters have as many values each: the variadic
+    output's values pair with the variadic input's."""
+    singles = variadic.count(False)
+    count = (len(saved) - singles) // variadic.count(True)
+    values, position = [], 0
+    for is_variadic in variadic:
+        if is_variadic:
+            values.append(list(saved[position : position + count]))
+            position += count
+        else:
+            values.append(saved[position])
+            position += 1
+    return values
 
 
 def value_gradients(what: str, gradients, count: int) -> list:

@@ -373,11 +373,10 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             f"--outputs {variadic_output}* with --dtype-attribute: the attribute's type is "
             "scaffolded on the last output; not scaffolded, write it in"
         )
-    if variadic_output and (args.torch_name or strings or not_in_torch):
+    if variadic_output and (strings or not_in_torch):
         raise ScaffoldError(
-            f"--outputs {variadic_output}*: a variadic output runs in ONNX Runtime alone for now "
-            "(no PyTorch side yet), of other than strings and 4-bit integers; leave out "
-            + ("--torch-name" if args.torch_name else f"--dtypes {(not_in_torch or ['string'])[0]}")
+            f"--outputs {variadic_output}*: a variadic output of strings or 4-bit integers is not "
+            f"carried yet; leave out --dtypes {(not_in_torch or ['string'])[0]}"
         )
     first = inputs[0]
     # The identity copies the first input (its first value, where it is the variadic one); a
@@ -413,15 +412,12 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             "now (no PyTorch side yet); leave out --torch-name"
         )
     required = {a["name"]: _sample(a) for a in attributes if _required(a)}
-    without_torch = (
-        args.no_torch or bool(not_in_torch) or bool(variadic_output) or bool(tensor_attribute)
-    )
+    without_torch = args.no_torch or bool(not_in_torch) or bool(tensor_attribute)
     pytorch_alone = any(d.is_complex for d in all_dtypes)
     if without_torch and pytorch_alone:
         raise ScaffoldError(
             "--dtypes complex64/complex128: ONNX Runtime has no complex tensors, so such an op "
-            "runs in PyTorch alone; leave out --no-torch (and strings, int4, uint4, a variadic "
-            "output)"
+            "runs in PyTorch alone; leave out --no-torch (and strings, int4, uint4)"
         )
 
     def output_fields(name: str) -> str:

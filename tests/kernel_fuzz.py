@@ -510,7 +510,13 @@ def run_torch(case: dict, t, inputs: dict) -> tuple[str, Any]:
         result = t.TORCH_OP(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 (every exception is an outcome)
         return "error", _message(error)
-    return "ok", list(result) if isinstance(result, tuple) else [result]
+    outputs = list(result) if isinstance(result, tuple) else [result]
+    # A variadic output's list of values (a Tensor[] return) spread, as ONNX Runtime gives them.
+    return "ok", [value for output in outputs for value in _values_of(output)]
+
+
+def _values_of(output) -> list:
+    return list(output) if isinstance(output, list) else [output]
 
 
 def _model(case: dict, t) -> tuple[onnx.ModelProto, dict]:

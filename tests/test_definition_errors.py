@@ -792,6 +792,36 @@ NOT_YET = [
         r"value of input 'X' \(3 here\); found 4",
     ),
     (
+        "opdefs/clip_by_global_norm.yaml",  # its values gathered from another op's outputs
+        "\nkernel:\n",
+        '\nexport:\n  - nodes: ["norm, Z = ai.opgen::ClipByGlobalNorm(X)", "Y = Identity(Z)"]\n'
+        "\nkernel:\n",
+        r"export\[0\]\.nodes\[1\]: variadic output 'Y' may only come from a node of the op "
+        r"itself, giving the op's own outputs in order \(norm, Y\)",
+    ),
+    (
+        "opdefs/clip_by_global_norm.yaml",  # a node of the op itself with its outputs swapped
+        "\nkernel:\n",
+        '\nexport:\n  - nodes: ["Y, norm = ai.opgen::ClipByGlobalNorm(X)"]\n\nkernel:\n',
+        r"export\[0\]\.nodes\[0\]: variadic output 'Y' may only come from a node of the op "
+        r"itself",
+    ),
+    (
+        "opdefs/clip_by_global_norm.yaml",  # its values passed on to another node
+        "\nkernel:\n",
+        '\nexport:\n  - nodes: ["norm, Y = ai.opgen::ClipByGlobalNorm(X)", "Z = Identity(Y)"]\n'
+        "\nkernel:\n",
+        r"export\[0\]\.nodes\[1\]: variadic output 'Y' may only come from a node of the op "
+        r"itself, .* and go to no other node",
+    ),
+    (
+        "tests/opdefs/scale_each.yaml",  # no value of X: a one-output op would have no output
+        "{scale: 2, X: [[]]}",
+        "{scale: 2, X: []}",
+        r"tests\.known\[0\]\.inputs\.X: variadic input 'X' has no value here, so the op would "
+        r"have no output",
+    ),
+    (
         "opdefs/clip_by_global_norm.yaml",  # a name the tests give one of Y's values
         "  - name: max_norm",
         "  - {name: Y_1, type: int, default: 0, doc: x}\n  - name: max_norm",

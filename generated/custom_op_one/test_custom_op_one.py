@@ -246,13 +246,14 @@ dynamic_axes = _testing.dynamic_axes
 
 def export(case: dict, types: dict, exporter: str, path) -> onnx.ModelProto:
     """Exports the op as a user would (the package's export_model) and returns the model."""
+    inputs = make_inputs(case, 0, types, seed=0)
     export_model(
         Model(case["attributes"]).eval(),
-        _testing.without_trailing_none(call_args(make_inputs(case, 0, types, seed=0))),
+        _testing.without_trailing_none(call_args(inputs)),
         path,
         exporter=exporter,
         input_names=list(case["shapes"]),
-        output_names=OUTPUTS,
+        output_names=output_names(inputs),
         dynamic_axes=dynamic_axes(case),
         overrides=OVERRIDES,
     )
@@ -301,9 +302,13 @@ def test_export_and_parity(index, types, exporter, tmp_path):
     for size_index in range(sizes(case)):
         inputs = make_inputs(case, size_index, types, seed=size_index + 1)
         expected = expected_outputs(inputs, attributes, types)
-        for name, got, want in zip(OUTPUTS, run_torch(inputs, attributes), expected, strict=True):
+        for name, got, want in zip(
+            output_names(inputs), run_torch(inputs, attributes), expected, strict=True
+        ):
             _testing.assert_close(got, want, TOLERANCES, f"PyTorch op, {name}, size #{size_index}")
-        for name, got, want in zip(OUTPUTS, run_ort(session, inputs), expected, strict=True):
+        for name, got, want in zip(
+            output_names(inputs), run_ort(session, inputs), expected, strict=True
+        ):
             _testing.assert_close(
                 got, want, TOLERANCES, f"ONNX Runtime ({exporter}), {name}, size #{size_index}"
             )

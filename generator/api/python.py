@@ -121,6 +121,28 @@ def schema_tensor_type(arity: Arity) -> str:
             assert_never(arity)
 
 
+def schema_return_type(arity: Arity) -> str:
+    """An output's type in a PyTorch schema: PyTorch computes an optional one too."""
+    match arity:
+        case SingleArity() | OptionalArity():
+            return "Tensor"
+        case VariadicArity():
+            return "Tensor[]"
+        case _:
+            assert_never(arity)
+
+
+def return_annotation(arity: Arity) -> str:
+    """An output's Python annotation (see schema_return_type)."""
+    match arity:
+        case SingleArity() | OptionalArity():
+            return "torch.Tensor"
+        case VariadicArity():
+            return "list[torch.Tensor]"
+        case _:
+            assert_never(arity)
+
+
 def tensor_annotation(arity: Arity) -> str:
     """A tensor parameter's Python annotation."""
     match arity:
@@ -175,7 +197,7 @@ def torch_schema(op: OpDef) -> str:
             args.append(f"{SCHEMA_TYPE[attr.type]}? {attr.name}=None")
         else:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={schema_value(attr.default)}")
-    returns = ", ".join("Tensor" for _ in op.outputs)
+    returns = ", ".join(schema_return_type(t.arity) for t in op.outputs)
     return f"({', '.join(args)}) -> " + (returns if len(op.outputs) == 1 else f"({returns})")
 
 
@@ -272,7 +294,23 @@ def _translation_node(node: OnnxNode, absent: frozenset[str], op: OpDef) -> str:
     else:
         inputs = list(node.inputs)
     args = inputs + _attribute_args(node, absent, lambda a: "", _typed_list)
-    return f"{', '.join(node.outputs)} = {opset_variable(node.domain)}.{node.op_type}({', '.join(args)})"
+    call = f"{opset_variable(node.domain)}.{node.op_type}"
+    paired = _variadic_output_pair(node, op)
+    if paired is not None:
+        singles = len(node.outputs) - 1
+        args = [call, str(singles), f"len({paired})"] + args
+        return f"{', '.join(node.outputs)} = _support.node_with_values({', '.join(args)})"
+    return f"{', '.join(node.outputs)} = {call}({', '.join(args)})"
+
+
+def _variadic_output_pair(node: OnnxNode, op: OpDef) -> str | None:
+    """Where the node is the op's own and the op's last output is variadic: the input its
+    values pair with (as many values as it has); else None."""
+    if (node.domain, node.op_type) != (op.domain, op.op_type) or not op.outputs[-1].variadic:
+        return None
+    paired = op.paired_input(op.outputs[-1])
+    assert paired is not None  # a variadic output pairs with a variadic input
+    return paired
 
 
 _SYMBOLIC_SUFFIX = {
@@ -286,14 +324,20 @@ _SYMBOLIC_SUFFIX = {
 }
 
 
-def _symbolic_node(node: OnnxNode, absent: frozenset[str], variadic: frozenset[str]) -> str:
+def _symbolic_node(node: OnnxNode, absent: frozenset[str], op: OpDef) -> str:
     # A variadic input (Tensor[]) arrives as one list value: its items are the node's inputs.
     inputs = [
-        f"*symbolic_helper._unpack_list({name})" if name in variadic else name
+        f"*symbolic_helper._unpack_list({name})" if name in op.variadic_inputs else name
         for name in node.inputs
     ]
-    args = [json.dumps(node.qualified)] + inputs
-    args += _attribute_args(node, absent, lambda a: f"_{_SYMBOLIC_SUFFIX[a.type]}")
+    args = inputs + _attribute_args(node, absent, lambda a: f"_{_SYMBOLIC_SUFFIX[a.type]}")
+    paired = _variadic_output_pair(node, op)
+    if paired is not None:
+        values = f"len(symbolic_helper._unpack_list({paired}))"
+        singles = str(len(node.outputs) - 1)
+        args = ["g", json.dumps(node.qualified), singles, values] + args
+        return f"{', '.join(node.outputs)} = _support.symbolic_node_with_values({', '.join(args)})"
+    args = [json.dumps(node.qualified)] + args
     if len(node.outputs) > 1:
         args.append(f"outputs={len(node.outputs)}")
     return f"{', '.join(node.outputs)} = g.op({', '.join(args)})"
@@ -373,7 +417,7 @@ def translation_statements(op: OpDef) -> list[str]:
 def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
     absent = _may_be_absent(op)
     return _torchscript_dtype_checks(op) + _rules(
-        op, lambda node: _symbolic_node(node, absent, op.variadic_inputs), set_types
+        op, lambda node: _symbolic_node(node, absent, op), set_types
     )
 
 

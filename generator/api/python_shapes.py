@@ -176,7 +176,9 @@ def torch_output_shapes(op: OpDef) -> list[ShapeExpression]:
     """Each output's shape as a Python list expression over the (fake) input tensors."""
     spelling = TorchShapes(op.optional_inputs)
     return [
-        ShapeExpression(out.output, "[" + ", ".join(spell_parts(out, spelling)) + "]")
+        ShapeExpression(
+            out.output, "[" + ", ".join(spell_parts(out, spelling)) + "]", out.values_of or ""
+        )
         for out in op.shape_rule.outputs
     ]
 

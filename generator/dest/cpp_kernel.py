@@ -90,6 +90,7 @@ class KernelOutput:
     runtime_value: str
     array: str
     shape: str  # in infer_shapes' result
+    value_shape: str  # variadic: one value's shape (at the loop index)
     data: str  # where the wrapper at hand has the output's buffer
 
     @classmethod
@@ -112,6 +113,7 @@ class KernelOutput:
             runtime_value=Local.runtime_value(tensor.name),
             array=Local.array(tensor.name),
             shape=Local.output_shape_member(tensor.name),
+            value_shape=f"{Local.output_shape_member(tensor.name)}[{Local.value_index(tensor.name)}]",
             data=data,
         )
 
@@ -163,14 +165,21 @@ def _outputs(
     return tuple(KernelOutput.of(op, t, i, data(t)) for i, t in enumerate(op.outputs))
 
 
+def _one_output_value(tensor: TensorParam, local: str) -> str:
+    """A runtime's value of an output: a variadic one's at the views' loop index."""
+    return f"{local}[{Local.value_index(tensor.name)}]" if tensor.variadic else local
+
+
 def _numpy_output_data(tensor: TensorParam) -> str:
     cpp_type = common.tensor_cpp_type(tensor)
-    return f"opgen::py_support::mutable_data<{cpp_type}>({Local.array(tensor.name)})"
+    array = _one_output_value(tensor, Local.array(tensor.name))
+    return f"opgen::py_support::mutable_data<{cpp_type}>({array})"
 
 
 def _torch_output_data(tensor: TensorParam) -> str:
     cpp_type = common.tensor_cpp_type(tensor)
-    return f"opgen::torch_support::mutable_data<{cpp_type}>({Local.runtime_value(tensor.name)})"
+    value = _one_output_value(tensor, Local.runtime_value(tensor.name))
+    return f"opgen::torch_support::mutable_data<{cpp_type}>({value})"
 
 
 def _instantiations(op: OpDef) -> tuple[KernelInstantiation, ...]:
@@ -565,6 +574,13 @@ def _torch_type(tensor: TensorParam) -> str:
     return "opgen::torch_support::Tensor"
 
 
+def _torch_return_type(tensor: TensorParam) -> str:
+    """What the native kernel returns for an output (its schema's Tensor or Tensor[])."""
+    if tensor.variadic:
+        return "std::vector<opgen::torch_support::Tensor>"
+    return "opgen::torch_support::Tensor"
+
+
 def _autograd_check(tensor: TensorParam) -> str:
     """NoGradientHere's check of the input's stack slot."""
     if tensor.variadic:
@@ -607,9 +623,9 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
             for i, t in enumerate(op.inputs)
         ),
         return_type=(
-            "opgen::torch_support::Tensor"
+            _torch_return_type(op.outputs[0])
             if len(outputs) == 1
-            else f"std::tuple<{', '.join(['opgen::torch_support::Tensor'] * len(outputs))}>"
+            else f"std::tuple<{', '.join(_torch_return_type(t) for t in op.outputs)}>"
         ),
         run_params=", ".join(tensor_params),
         kernel_params=", ".join(

@@ -111,6 +111,9 @@ class TorchOutputView:
     name: str
     shape_expr: str  # a list of sizes over the (fake) inputs
     dtype_expr: str
+    # A variadic output: the input whose values its values take the shapes of, one for one
+    # ("" for another output)
+    values_of: str
 
 
 @view
@@ -132,6 +135,9 @@ class GradientFormulasView:
     argument_targets: str  # unpacks `inputs`: the inputs, then the attributes
     unpacked_output: str  # `output` as a tuple of the outputs
     tensor_names: str  # inputs and outputs, saved for backward
+    # backward's unpacking of them: a variadic parameter's values back into a list
+    saved_targets: str
+    saved_values: str
     saves_attributes: bool
     attribute_names_tuple: str  # `a, b,`
     output_gradient_params: str
@@ -186,6 +192,14 @@ class TorchOpView:
     function_as_op_args: str | None
     op_gradient_targets: str
     function_gradients: str
+    # With a variadic output: the Function returns its values one by one, last (autograd sees
+    # no tensor in a list). `function_outputs` spreads the op's outputs (`output_targets`) so,
+    # and unpacks the Function's back; `function_incoming_gradients` unpacks backward's
+    # gradients, `op_incoming_gradients` passes them to _backward as the op's outputs are.
+    function_outputs: str | None
+    output_targets: str
+    function_incoming_gradients: str
+    op_incoming_gradients: str
     needs_autograd: str  # the condition for going through the autograd Function
     gradient_formulas: GradientFormulasView | None
     no_gradient_message: str | None  # a literal: backward without formulas raises it
@@ -217,9 +231,9 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         python_params=py.python_params(op, annotate=True, dtype_arguments=True),
         plain_params=py.python_params(op, annotate=False, dtype_arguments=True),
         return_annotation=(
-            " -> torch.Tensor"
+            f" -> {py.return_annotation(op.outputs[0].arity)}"
             if single
-            else f" -> tuple[{', '.join(['torch.Tensor'] * len(names))}]"
+            else f" -> tuple[{', '.join(py.return_annotation(t.arity) for t in op.outputs)}]"
         ),
         doc_escaped=op.doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"'),
         checks=tuple(_arity_checks(op) + python_shapes.torch_checks(op)),
@@ -234,7 +248,7 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         dtype_check_args=_dtype_check_args(op),
         data_dependent_sizes=tuple(op.shape_rule.data_dependent_sizes),
         outputs=tuple(
-            TorchOutputView(o.name, shape.expr, output_dtype_expr(op, o))
+            TorchOutputView(o.name, shape.expr, output_dtype_expr(op, o), shape.values_of)
             for o, shape in zip(op.outputs, shapes, strict=True)
         ),
         # The device of the outputs: a required input's (an optional one may be None).
@@ -253,11 +267,23 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         function_targets=_targets(_function_order(op)),
         function_forward_args=", ".join(_op_args(op)),
         function_as_op_args=(
-            "(" + "".join(f"{arg}, " for arg in _op_args(op)) + ")" if op.variadic_inputs else None
+            "(" + "".join(f"{arg}, " for arg in _op_args(op)) + ")"
+            if op.variadic_inputs or op.variadic_outputs
+            else None
         ),
         op_gradient_targets=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes])
         + ("," if len(op.inputs) + len(op.attributes) == 1 else ""),
         function_gradients=_targets(_function_order(op)),
+        function_outputs=(
+            _targets([("*" if t.variadic else "") + t.name for t in op.outputs])
+            if op.variadic_outputs
+            else None
+        ),
+        output_targets=", ".join(names),
+        function_incoming_gradients=_targets(
+            [("*" if t.variadic else "") + Local.incoming_gradient(t.name) for t in op.outputs]
+        ),
+        op_incoming_gradients=", ".join(Local.incoming_gradient(t.name) for t in op.outputs),
         needs_autograd=_needs_autograd(op),
         gradient_formulas=_gradient_formulas(op) if op.gradients else None,
         no_gradient_message=(
@@ -308,7 +334,6 @@ def _arity_checks(op: OpDef) -> list[SpelledCheck]:
 
 def _kernel_call(op: OpDef) -> KernelCallView:
     assert op.domain is not None  # a kernel op defines an ONNX op
-    names = [t.name for t in op.outputs]
 
     def array(t: TensorParam) -> str:
         if t.variadic:
@@ -316,6 +341,11 @@ def _kernel_call(op: OpDef) -> KernelCallView:
         if t.optional:
             return f"None if {t.name} is None else _support.to_numpy({t.name})"
         return f"_support.to_numpy({t.name})"
+
+    def from_numpy(t: TensorParam) -> str:
+        if t.variadic:
+            return f"[_support.from_numpy(value) for value in {t.name}]"
+        return f"_support.from_numpy({t.name})"
 
     arrays = [array(t) for t in op.inputs]
     inputs_by_name = "{" + ", ".join(f"{t.name!r}: {t.name}" for t in op.inputs) + "}"
@@ -326,9 +356,9 @@ def _kernel_call(op: OpDef) -> KernelCallView:
         args=", ".join(arrays + [a.name for a in op.attributes]),
         name_the_op_args=f"{py.literal(op.op_type or '')}, error, {inputs_by_name}",
         result_expr=(
-            f"_support.from_numpy({names[0]})"
-            if len(names) == 1
-            else "(" + ", ".join(f"_support.from_numpy({n})" for n in names) + ")"
+            from_numpy(op.outputs[0])
+            if len(op.outputs) == 1
+            else "(" + ", ".join(from_numpy(t) for t in op.outputs) + ")"
         ),
     )
 
@@ -353,9 +383,15 @@ def _needs_autograd(op: OpDef) -> str:
 
 def _gradient_formulas(op: OpDef) -> GradientFormulasView:
     attributes = [a.name for a in op.attributes]
-    # A variadic input's values are saved one by one (and unpacked back into a list).
-    tensors = [f"*{t.name}" if t.variadic else t.name for t in op.inputs]
-    tensors += [t.name for t in op.outputs]  # at least two
+    # A variadic parameter's values are saved one by one (and unpacked back into a list).
+    params = op.inputs + op.outputs
+    tensors = [f"*{t.name}" if t.variadic else t.name for t in params]  # at least two
+    if len(op.variadic_inputs | op.variadic_outputs) > 1:  # two starred targets cannot unpack
+        saved_targets = ", ".join(t.name for t in params)
+        flags = ", ".join(str(t.variadic) for t in params)
+        saved_values = f"_support.saved_values(ctx.saved_tensors, ({flags}))"
+    else:
+        saved_targets, saved_values = ", ".join(tensors), "ctx.saved_tensors"
 
     def gradient(t: TensorParam) -> str:
         formula = op.gradients.get(t.name, "None")
@@ -371,6 +407,8 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
         + ("," if len(op.inputs) + len(attributes) == 1 else ""),
         unpacked_output="(output,)" if len(op.outputs) == 1 else "output",
         tensor_names=", ".join(tensors),
+        saved_targets=saved_targets,
+        saved_values=saved_values,
         saves_attributes=bool(attributes),
         attribute_names_tuple="".join(f"{name}, " for name in attributes).rstrip(" "),
         output_gradient_params=", ".join(Local.incoming_gradient(t.name) for t in op.outputs),
@@ -791,6 +829,8 @@ def _set_types(op: OpDef) -> list[str]:
     statements = []
     rules = {shape.output: shape for shape in op.shape_rule.outputs}
     for output in op.outputs:
+        if output.variadic:  # a list value: its values stay untyped, to ONNX inference
+            continue
         match op.dtype_source(output):
             case FromInput(name):
                 typed_like, dtype = name, ""

@@ -155,16 +155,15 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         parity_tests="test cases list its values; vmap runs one call per sample",
     ),
     Feature.heterogeneous_variadic: _only_schemas(cpp_schema=Carried()),
-    Feature.variadic_output: _only_schemas(
-        cpp_schema=Carried("inference gives value i the shape of the paired input's value i"),
-        ort_library=Carried(
-            "homogeneous, paired with the variadic input (same_shape_as it: one value per "
-            "value, each of its shape); the kernel gets opgen::Outputs<T>, a vector of views"
-        ),
-        pybind=NotYet("it serves PyTorch ops, whose side is not carried yet"),
-        torch_native=NotYet("a Tensor[] return"),
-        torch_python=NotYet("a Tensor[] return"),
-        parity_tests=Carried("test cases list its values; the reference returns a list"),
+    Feature.variadic_output: _everywhere(
+        cpp_schema="inference gives value i the shape of the paired input's value i",
+        ort_library="homogeneous, paired with the variadic input (same_shape_as it: one value "
+        "per value, each of its shape); the kernel gets opgen::Outputs<T>, a vector of views",
+        pybind="a list of arrays",
+        torch_native="a Tensor[] return",
+        torch_python="a Tensor[] return",
+        exporters="the op's node gets one output per value",
+        parity_tests="test cases list its values; the reference returns a list",
     ),
     Feature.optional_output: _everywhere(
         **{

@@ -421,6 +421,10 @@ class OpDef:
         return frozenset(t.name for t in self.inputs if t.variadic)
 
     @property
+    def variadic_outputs(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.outputs if t.variadic)
+
+    @property
     def exporters(self) -> tuple[str, ...]:
         """The PyTorch exporters that can export this op, at one dtype binding or more."""
         at_some = {e for binding in self.instantiations for e in self.exporters_at(binding)}

@@ -395,6 +395,24 @@ def _variadic_problems(op: OpDef) -> list[tuple[str, str]]:
                 )
             )
         problems += _value_name_clashes(op, tensor.name, "output")
+        own_outputs = tuple(t.name for t in op.outputs)
+        for rule_index, rule in enumerate(op.export):
+            for node_index, node in enumerate(rule.nodes):
+                calls_the_op = (node.domain, node.op_type) == (op.domain, op.op_type)
+                gives = tensor.name in node.outputs
+                if tensor.name in node.inputs or (
+                    gives and (not calls_the_op or tuple(node.outputs) != own_outputs)
+                ):
+                    problems.append(
+                        (
+                            f"export[{rule_index}].nodes[{node_index}]",
+                            f"variadic output '{tensor.name}' may only come from a node of the "
+                            f"op itself, giving the op's own outputs in order "
+                            f"({', '.join(own_outputs)}), and go to no other node (not yet: "
+                            "another op's outputs gathered into it, or its values spread into "
+                            "another op)",
+                        )
+                    )
     return problems
 
 

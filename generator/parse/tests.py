@@ -202,6 +202,13 @@ class _Signature:
                     f"variadic input '{name}' is a list of its values, at least "
                     f"{tensor.arity.min_arity} here; found {len(items)}"
                 )
+            only = self.outputs[0] if len(self.outputs) == 1 else None
+            if not items and only is not None and only.variadic and only.same_shape_as == name:
+                raise child.error(
+                    f"variadic input '{name}' has no value here, so the op would have no "
+                    f"output (its one output, '{only.name}', takes one value per value of "
+                    "it): ONNX Runtime runs no model without outputs"
+                )
             values.update((value_name(name, i), item) for i, item in enumerate(items))
         return values
 

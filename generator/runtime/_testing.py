@@ -44,14 +44,15 @@ def paired_output_names(outputs: list, variadic: str, inputs: dict, paired: str)
     ]
 
 
-def spread(result: tuple, outputs: list, variadic: str, names: list) -> tuple:
-    """A reference's result with the variadic output's list of values in place of the list."""
+def spread(result: tuple, outputs: list, variadic: str, names: list, who: str) -> tuple:
+    """A result (of the reference, or of the PyTorch op: `who`) with the variadic output's
+    list of values in place of the list."""
     position = outputs.index(variadic)
     values = result[position] if position < len(result) else None
     count = len(names) - len(outputs) + 1
     if not isinstance(values, list | tuple) or len(values) != count:
         raise AssertionError(
-            f"the reference's output {variadic} must be a list of {count} values (one per value "
+            f"the {who}'s output {variadic} must be a list of {count} values (one per value "
             f"of the variadic input), got {type(values).__name__}"
             + (f" of {len(values)}" if isinstance(values, list | tuple) else "")
         )

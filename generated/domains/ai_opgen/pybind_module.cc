@@ -5,6 +5,9 @@
 
 #include "opgen/runtime.h"
 
+namespace opgen::clip_by_global_norm {
+void bind(pybind11::module_& module);
+}
 namespace opgen::complex_rotate {
 void bind(pybind11::module_& module);
 }
@@ -28,6 +31,7 @@ PYBIND11_MODULE(opgen_ai_opgen_kernels, module) {
   module.doc() = "Kernels of ONNX domain ai.opgen";
   // Shape and argument errors raised by kernels arrive in Python as ValueError subclasses.
   pybind11::register_exception<opgen::Error>(module, "KernelError", PyExc_ValueError);
+  opgen::clip_by_global_norm::bind(module);
   opgen::complex_rotate::bind(module);
   opgen::dequantize::bind(module);
   opgen::inverse::bind(module);

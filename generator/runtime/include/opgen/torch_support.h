@@ -431,6 +431,10 @@ inline void check_arity(const char* op, uint64_t args, uint64_t want_args, uint6
 inline void put(StableIValue* stack, const Tensor& output) {
   stack[0] = torch::stable::detail::from(output);
 }
+// A variadic output's values (Tensor[]): one stack slot, a list.
+inline void put(StableIValue* stack, const std::vector<Tensor>& output) {
+  stack[0] = torch::stable::detail::from(output);
+}
 template <typename... Outputs>
 void put(StableIValue* stack, const std::tuple<Outputs...>& outputs) {
   size_t index = 0;
