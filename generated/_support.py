@@ -567,6 +567,15 @@ def float32(value: float) -> float:
         return math.copysign(math.inf, value)
 
 
+def float32_value(value):
+    """A float or floats attribute as the kernel holds it (None: absent)."""
+    if value is None:
+        return None
+    if isinstance(value, list | tuple):
+        return [float32(v) for v in value]
+    return float32(value)
+
+
 def quoted(value) -> str:
     """An attribute value as every runtime's error messages spell it (ints plain, strings as
     JSON, floats as the shortest %.<p>g that reads back as the same float32); the C++

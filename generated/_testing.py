@@ -46,6 +46,41 @@ def paired_output_names(outputs: list, variadic: str, inputs: dict, paired: str)
     ]
 
 
+_LIBRARY_ALONE = """
+import sys
+
+import torch
+
+torch.ops.load_library(sys.argv[1])
+model = torch.jit.load(sys.argv[2])
+args, want = torch.load(sys.argv[3])
+torch.testing.assert_close(model(*args), want, rtol=0, atol=0, equal_nan=True)
+print("same results")
+"""
+
+
+def run_with_native_library_alone(library, model, args: tuple, want, tmp_path) -> None:
+    """Runs a saved TorchScript model in a fresh process that loads the op's native library
+    and not this package, as a C++ server does: the same results as `want`."""
+    import subprocess
+    import sys
+
+    torch.save((list(args), want), tmp_path / "library_alone.pt")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _LIBRARY_ALONE,
+            str(library),
+            str(model),
+            str(tmp_path / "library_alone.pt"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0 and "same results" in result.stdout, result.stderr[-4000:]
+
+
 def spread(result: tuple, outputs: list, variadic: str, names: list, who: str) -> tuple:
     """A result (of the reference, or of the PyTorch op: `who`) with the variadic output's
     list of values in place of the list."""

@@ -21,6 +21,7 @@ from generator.model.types import (
     DType,
     dtype_range,
 )
+from generator.runtime._names import input_of
 
 # The dtypes every kernel target carries (two float8 formats of the four: one of each family).
 CARRIED_DTYPES = [
@@ -327,6 +328,9 @@ def definitions(draw) -> tuple[str, dict]:
             definition["reference"] = copies[0] if len(copies) == 1 else f"({', '.join(copies)})"
             floating = [d for d in (*dtypes, *chosen_dtypes) if d in FLOATING]
             definition["tests"]["tolerances"] = {d: {"rtol": 0.0, "atol": 0.0} for d in floating}
+    chosen_last = any("chosen_by" in c for c in definition["type_constraints"].values())
+    if n_inputs >= 2 and not chosen_last and draw(st.integers(0, 3)) == 0:
+        _make_variadic(definition, names, draw(st.booleans()))
     if "torch" not in definition and attrs and draw(st.integers(0, 2)) == 0:
         # A tensor attribute (kernel ops without a PyTorch side carry them), any dtype, shape
         # and values, in place of the first attribute that chooses no dtype.
@@ -351,6 +355,29 @@ def definitions(draw) -> tuple[str, dict]:
     if not definition["tests"]["tolerances"]:
         del definition["tests"]["tolerances"]
     return stem, definition
+
+
+def _make_variadic(definition: dict, names: list[str], with_output: bool) -> None:
+    """The last input variadic (two values in the tests), and with `with_output` the last
+    output too, one value per value of it: lists in PyTorch, the node's last inputs and
+    outputs in ONNX. Not where another name is one of their values' (X_0, X_1, ...)."""
+    inputs, outputs = definition["inputs"], definition["outputs"]
+    variadic = [inputs[-1]["name"]] + ([outputs[-1]["name"]] if with_output else [])
+    if any(name != v and input_of(name, v) == v for name in names for v in variadic):
+        return
+    first, last = inputs[0]["name"], inputs[-1]
+    for tensor in inputs:  # a required input after an optional one is another feature
+        tensor.pop("optional", None)
+    last.update(variadic=True, type=definition["outputs"][0]["type"])
+    tests = definition["tests"]
+    tests["known"][0]["inputs"][last["name"]] = [[[1, 0], [0, 1]], [[1, 0], [0, 1]]]
+    tests["random"][0]["shapes"][last["name"]] = [["batch", 2], ["batch", 2]]
+    copies = [f"{first}.clone()"] * len(outputs)
+    if with_output:
+        outputs[-1].update(variadic=True, same_shape_as=last["name"])
+        tests["known"][0]["outputs"][outputs[-1]["name"]] = [[[1, 0], [0, 1]], [[1, 0], [0, 1]]]
+        copies[-1] = f"[value.clone() for value in {last['name']}]"
+    definition["reference"] = copies[0] if len(copies) == 1 else f"({', '.join(copies)})"
 
 
 class _PlainDumper(yaml.SafeDumper):

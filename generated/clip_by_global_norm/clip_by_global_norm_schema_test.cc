@@ -74,6 +74,10 @@ int RunSchemaTest() {
     ModelProto model = make_model({std::vector<Dim>{{0, "batch"}, {4, ""}}, std::vector<Dim>{{3, ""}}, std::vector<Dim>{{2, ""}, {1, ""}, {3, ""}}});
     auto* node = only_node(model);
     (void)node;
+    auto* max_norm_attribute = node->add_attribute();
+    max_norm_attribute->set_name("max_norm");
+    max_norm_attribute->set_type(ONNX_NAMESPACE::AttributeProto::FLOAT);
+    max_norm_attribute->set_f(0.7f);
     try {
       ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
       const std::string got_norm = opgen::schema_testing::describe(model.graph().output(0).type());

@@ -75,14 +75,15 @@ void boxed_autograd_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_
     throw;
   }
   checks.call_below("opgen::_clip_by_global_norm_below_autograd", stack);
+  opgen::torch_support::unflatten_outputs(stack, 1);
 }
 
 // Registered while the library loads; PyTorch's debug info names this library and this file.
 const opgen::torch_support::Registration registration(
     "opgen",
     {kOpType, "clip_by_global_norm", "clip_by_global_norm(Tensor[] X, float max_norm=1.0) -> (Tensor, Tensor[])", &boxed_cpu_kernel,
-     "_clip_by_global_norm_below_autograd", "_clip_by_global_norm_below_autograd(Tensor[] X, float max_norm=1.0) -> (Tensor, Tensor[])",
-     &opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>, &boxed_autograd_kernel},
+     "_clip_by_global_norm_below_autograd", "_clip_by_global_norm_below_autograd(Tensor[] X, float max_norm=1.0) -> Tensor[]",
+     &opgen::torch_support::flat_below_autograd_kernel<&boxed_cpu_kernel, 1>, &boxed_autograd_kernel},
     "clip_by_global_norm_torch.cc", __LINE__, reinterpret_cast<const void*>(&boxed_cpu_kernel));
 
 }  // namespace

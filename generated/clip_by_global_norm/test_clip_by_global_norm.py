@@ -258,7 +258,7 @@ RANDOM_CASES = [
         "shapes": {"X_0": ["batch", 4], "X_1": [3], "X_2": [2, 1, 3]},
         "dynamic": {"batch": [2, 5]},
         "samplers": {},
-        "attributes": {},
+        "attributes": {"max_norm": 0.7},
         "output_dims": [[], ["batch", 4], [3], [2, 1, 3]],
     },
     {
@@ -500,24 +500,23 @@ class ScriptedModel(torch.nn.Module):
 
     # `module`, not `self`: an input may be called self (as in ATen's schemas).
     def forward(module, X: list[torch.Tensor]):
-        return torch.ops.opgen.clip_by_global_norm(X)
+        return torch.ops.opgen.clip_by_global_norm(X, max_norm=0.7)
 
 
 # TorchScript is deprecated in torch 2.13, yet it is how C++ servers load models (torch::jit::load).
 @pytest.mark.filterwarnings(TORCHSCRIPT_DEPRECATED)
 def test_jit_script_save_and_load(tmp_path):
     """torch.jit.script of a model calling the op, saved and loaded again (what a C++ program
-    runs with torch::jit::load, without Python), gives the op's results."""
+    runs with torch::jit::load, without Python), gives the op's results, here and in a process
+    that loads the op's native library alone (its own Autograd kernel, not this package's)."""
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, TYPES[0], seed=2)
     torch.jit.script(ScriptedModel()).save(str(tmp_path / "model.pt"))
     loaded = torch.jit.load(str(tmp_path / "model.pt"))
-    torch.testing.assert_close(
-        loaded(*call_args(inputs)),
-        TORCH_OP(*call_args(inputs), **case["attributes"]),
-        rtol=0,
-        atol=0,
-        equal_nan=True,
+    want = TORCH_OP(*call_args(inputs), **case["attributes"])
+    torch.testing.assert_close(loaded(*call_args(inputs)), want, rtol=0, atol=0, equal_nan=True)
+    _testing.run_with_native_library_alone(
+        _support.torch_library("ai_opgen"), tmp_path / "model.pt", call_args(inputs), want, tmp_path
     )
 
 

@@ -43,13 +43,13 @@ def _setup_context(ctx, inputs, output) -> None:
     """Keeps what the gradient formulas read: the inputs, the outputs, the attributes."""
     X, max_norm = inputs
     norm, Y = output
-    ctx.save_for_backward(*X, norm, *Y)
-    ctx.attributes = (max_norm,)
+    ctx.save_for_backward(*X, norm)
+    ctx.attributes = (_support.float32_value(max_norm),)
 
 
 def _backward(ctx, grad_norm, grad_Y):
     """The definition's gradient formulas; None for inputs without one and for attributes."""
-    X, norm, Y = _support.saved_values(ctx.saved_tensors, (True, False, True))
+    *X, norm = ctx.saved_tensors
     (max_norm,) = ctx.attributes
     return (
         _support.value_gradients(

@@ -42,12 +42,12 @@ def _setup_context(ctx, inputs, output) -> None:
     """Keeps what the gradient formulas read: the inputs, the outputs, the attributes."""
     (X,) = inputs
     (Y,) = (output,)
-    ctx.save_for_backward(*X, Y)
+    ctx.save_for_backward(*X)
 
 
 def _backward(ctx, grad_Y):
     """The definition's gradient formulas; None for inputs without one and for attributes."""
-    *X, Y = ctx.saved_tensors
+    (*X,) = ctx.saved_tensors
     return (
         _support.value_gradients(
             "Sum: the gradient formula of input 'X'",

@@ -179,8 +179,10 @@ def dtype_conversions(op: OpDef, convert: str) -> list[str]:
     ]
 
 
-def torch_schema(op: OpDef) -> str:
-    """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
+def torch_schema(op: OpDef, flat_returns: bool = False) -> str:
+    """The PyTorch operator schema, derived from the definition (not inferred from Python);
+    `flat_returns`: every output in one Tensor[] (the native library's op below the Autograd
+    key of an op with a variadic output after others)."""
     args = [
         f"{schema_tensor_type(t.arity)} {t.name}"
         + ("=None" if input_defaults_to_none(op, i) else "")
@@ -198,6 +200,8 @@ def torch_schema(op: OpDef) -> str:
         else:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={schema_value(attr.default)}")
     returns = ", ".join(schema_return_type(t.arity) for t in op.outputs)
+    if flat_returns:
+        return f"({', '.join(args)}) -> Tensor[]"
     return f"({', '.join(args)}) -> " + (returns if len(op.outputs) == 1 else f"({returns})")
 
 

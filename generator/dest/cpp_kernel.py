@@ -551,6 +551,10 @@ class TorchOpView(KernelWrapperView):
     below_name_literal: str
     below_qualified_name_literal: str
     below_definition_literal: str
+    below_kernel: str  # the op below's CPU kernel (a BoxedKernel)
+    # The outputs before a variadic one whose op below returns them all as one list (see
+    # flat_below_autograd_kernel); None where it returns the op's own results
+    flat_below_singles: int | None
     package_literal: str
     forward_mode_message_literal: str
     autograd_checks: tuple[AutogradCheck, ...]
@@ -599,6 +603,10 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
     arg_types = tensor_types + [cpp.torch_attribute_type(op, a) for a in op.attributes]
     outputs = [Local.runtime_value(t.name) for t in op.outputs]
     allocated = op.shape_rule.kernel_allocated
+    # torch 2.13's dispatcher call from C++ converts results of (Tensor, ..., Tensor[]) wrongly
+    # (see flat_below_autograd_kernel): the op below returns them as one list.
+    singles = len(op.outputs) - 1
+    flat_singles = singles if op.outputs[-1].variadic and singles else None
     result = [
         f"{value}.take()" if t.name in allocated else value
         for t, value in zip(op.outputs, outputs, strict=True)
@@ -615,7 +623,15 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         autograd_kernel=op.has_autograd_kernel,
         below_name_literal=cpp.string_literal(below),
         below_qualified_name_literal=cpp.string_literal(f"{torch.namespace}::{below}"),
-        below_definition_literal=cpp.string_literal(below + py.torch_schema(op)),
+        below_definition_literal=cpp.string_literal(
+            below + py.torch_schema(op, flat_returns=flat_singles is not None)
+        ),
+        below_kernel=(
+            f"&opgen::torch_support::flat_below_autograd_kernel<&boxed_cpu_kernel, {flat_singles}>"
+            if flat_singles is not None
+            else "&opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>"
+        ),
+        flat_below_singles=flat_singles,
         package_literal=cpp.string_literal(package),
         forward_mode_message_literal=cpp.string_literal(py.forward_mode_message(op)),
         autograd_checks=tuple(

@@ -140,6 +140,9 @@ class GradientFormulasView:
     saved_values: str
     saves_attributes: bool
     attribute_names_tuple: str  # `a, b,`
+    # The attributes as the kernel holds them (float ones rounded to float32), saved for the
+    # formulas, which must differentiate the function the kernel computed
+    saved_attributes: str
     output_gradient_params: str
     returned_gradients: str  # one per input and attribute: a formula or None
 
@@ -383,15 +386,16 @@ def _needs_autograd(op: OpDef) -> str:
 
 def _gradient_formulas(op: OpDef) -> GradientFormulasView:
     attributes = [a.name for a in op.attributes]
-    # A variadic parameter's values are saved one by one (and unpacked back into a list).
-    params = op.inputs + op.outputs
-    tensors = [f"*{t.name}" if t.variadic else t.name for t in params]  # at least two
-    if len(op.variadic_inputs | op.variadic_outputs) > 1:  # two starred targets cannot unpack
+    # A variadic parameter's values are saved one by one (and unpacked back into a list): the
+    # inputs, and the outputs the formulas read.
+    params = op.inputs + op.outputs_read_by_gradients
+    tensors = [f"*{t.name}" if t.variadic else t.name for t in params]
+    if sum(t.variadic for t in params) > 1:  # two starred targets cannot unpack
         saved_targets = ", ".join(t.name for t in params)
         flags = ", ".join(str(t.variadic) for t in params)
         saved_values = f"_support.saved_values(ctx.saved_tensors, ({flags}))"
     else:
-        saved_targets, saved_values = ", ".join(tensors), "ctx.saved_tensors"
+        saved_targets, saved_values = _targets(tensors), "ctx.saved_tensors"
 
     def gradient(t: TensorParam) -> str:
         formula = op.gradients.get(t.name, "None")
@@ -411,6 +415,14 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
         saved_values=saved_values,
         saves_attributes=bool(attributes),
         attribute_names_tuple="".join(f"{name}, " for name in attributes).rstrip(" "),
+        saved_attributes="".join(
+            (
+                f"_support.float32_value({a.name}), "
+                if a.type in (AttrType.float, AttrType.floats)
+                else f"{a.name}, "
+            )
+            for a in op.attributes
+        ).rstrip(" "),
         output_gradient_params=", ".join(Local.incoming_gradient(t.name) for t in op.outputs),
         returned_gradients="(" + "".join(f"{gradient}, " for gradient in gradients) + ")",
     )

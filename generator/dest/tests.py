@@ -110,6 +110,7 @@ class NativeTestsView:
     script_params: str  # ScriptedModel.forward's tensor parameters
     script_call: str  # the op called with the first random case's attributes
     vmap: bool  # outputs of a size the shape rule knows (vmap stacks them)
+    domain_ident: str  # names the op's native library
 
 
 def _native_tests(op: OpDef) -> NativeTestsView | None:
@@ -126,6 +127,7 @@ def _native_tests(op: OpDef) -> NativeTestsView | None:
         )
         + ")",
         vmap=not op.shape_rule.kernel_allocated,
+        domain_ident=op.domain_ident,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -419,6 +420,18 @@ class OpDef:
     @property
     def variadic_inputs(self) -> frozenset[str]:
         return frozenset(t.name for t in self.inputs if t.variadic)
+
+    @property
+    def outputs_read_by_gradients(self) -> tuple[TensorParam, ...]:
+        """The outputs some gradient formula reads (autograd keeps only those: a kept output
+        holds its memory until backward, and changing it in place would fail backward)."""
+        names = {
+            node.id
+            for formula in self.gradients.values()
+            for node in ast.walk(ast.parse(formula, mode="eval"))
+            if isinstance(node, ast.Name)
+        }
+        return tuple(t for t in self.outputs if t.name in names)
 
     @property
     def variadic_outputs(self) -> frozenset[str]:

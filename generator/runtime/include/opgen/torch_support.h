@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <climits>
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -567,6 +569,33 @@ void below_autograd_kernel(StableIValue* stack, uint64_t num_args, uint64_t num_
     below_autograd_error() = std::current_exception();
     throw;
   }
+}
+
+// The op below the Autograd key of an op returning (Tensor, ..., Tensor[]): one flat Tensor[]
+// of every output. torch 2.13's torch_call_dispatcher, through which the Autograd kernel calls
+// it, converts an op's results from last to first against its schema's return types from first
+// to last, which refuses (Tensor, Tensor[]) ("Expected Tensor but got GenericList"); one
+// return converts right. The kernel runs on a stack of its own: it may have more outputs than
+// the op below has slots.
+template <BoxedKernel Kernel, size_t Singles>
+void flat_below_autograd_kernel(StableIValue* stack, uint64_t num_args, uint64_t /*num_outputs*/) {
+  std::vector<StableIValue> own(std::max<size_t>(num_args, Singles + 1));
+  std::copy(stack, stack + num_args, own.begin());
+  below_autograd_kernel<Kernel>(own.data(), num_args, Singles + 1);
+  std::vector<Tensor> flat;
+  for (size_t index = 0; index < Singles; ++index) flat.push_back(Take<Tensor>::from(own[index]));
+  for (Tensor& value : Take<std::vector<Tensor>>::from(own[Singles])) flat.push_back(std::move(value));
+  stack[0] = torch::stable::detail::from(flat);
+}
+
+// The Autograd kernel's results back from flat_below_autograd_kernel's one list: the single
+// outputs, then the variadic output's values as one list.
+inline void unflatten_outputs(StableIValue* stack, size_t singles) {
+  std::vector<Tensor> flat = Take<std::vector<Tensor>>::from(stack[0]);
+  std::vector<Tensor> values(std::make_move_iterator(flat.begin() + singles),
+                             std::make_move_iterator(flat.end()));
+  for (size_t index = 0; index < singles; ++index) stack[index] = torch::stable::detail::from(flat[index]);
+  stack[singles] = torch::stable::detail::from(values);
 }
 
 inline std::string device_name(const Tensor& tensor) {
