@@ -15,7 +15,8 @@ from generator.dest import common
 from generator.dest.cpp import CppAttribute
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
-from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef, TorchApi
+from generator.model.capabilities import Target, targets_of
+from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.tensors import TensorParam, VariadicArity
 from generator.model.types import TENSOR_PROTO_NUMBER
 from generator.render import render
@@ -663,37 +664,22 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
 
 def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     """Kernel ops only (ops ONNX Runtime provides, functions and export-only definitions have
-    no kernel)."""
+    no kernel): the kernel's API and instantiations, and each kernel target's wrapper."""
     if op.kernel is None:
         return []
     base = f"{op.op_id}/{op.op_id}"
     srcs = common.sources(op)
     api = kernel_api_view(op, emission.output_dir)
-    return (
-        [
-            render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
-            render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
-        ]
-        + (
-            [render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op))]
-            if op.has_ort_kernel
-            else []
-        )
-        + (
-            [render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op))]
-            if op.has_pybind_binding
-            else []
-        )
-        + (
-            [
-                render(
-                    "cpp/torch_op.cc.j2",
-                    f"{base}_torch.cc",
-                    srcs,
-                    torch_op_view(op, emission.package.name),
-                )
-            ]
-            if op.torch is not None and op.torch.api is TorchApi.native
-            else []
-        )
-    )
+    targets = targets_of(op)
+    files = [
+        render("cpp/op.h.j2", f"{base}_op.h", srcs, api),
+        render("cpp/kernel.cc.j2", f"{base}_kernel.cc", srcs, api),
+    ]
+    if Target.ort_library in targets:
+        files.append(render("cpp/ort_op.cc.j2", f"{base}_ort.cc", srcs, ort_op_view(op)))
+    if Target.pybind in targets:
+        files.append(render("cpp/pybind_op.cc.j2", f"{base}_pybind.cc", srcs, pybind_op_view(op)))
+    if Target.torch_native in targets:
+        view = torch_op_view(op, emission.package.name)
+        files.append(render("cpp/torch_op.cc.j2", f"{base}_torch.cc", srcs, view))
+    return files

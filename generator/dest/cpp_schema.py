@@ -17,6 +17,7 @@ from generator.dest import common
 from generator.dest.cpp import CppAttribute, concrete_dtype
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
+from generator.model.capabilities import Target, targets_of
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.tensors import TensorParam, VariadicArity, value_name, value_names
 from generator.model.tests import ErrorCase, RandomCase
@@ -452,7 +453,7 @@ def schema_test_view(op: OpDef) -> SchemaTestView:
 def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     """Kernel and function ops (ops ONNX Runtime provides and export-only definitions have no
     schema of ours)."""
-    if not op.has_cpp_schema:
+    if Target.cpp_schema not in targets_of(op):
         return []
     base = f"{op.op_id}/{op.op_id}"
     srcs = common.sources(op)

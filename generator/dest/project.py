@@ -10,7 +10,7 @@ import generator
 from generator.api import cpp
 from generator.dest import common
 from generator.dest.emission import Emission
-from generator.model.op import OpDef, TorchApi
+from generator.model.op import OpDef
 from generator.render import GeneratedFile, copy_runtime, render
 from generator.view import view
 
@@ -124,11 +124,7 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
             schema_op_ids=tuple(op.op_id for op in members),
             library_name=common.library_name(ident),
             module_name=common.module_name(ident),
-            native_op_ids=tuple(
-                op.op_id
-                for op in members
-                if op.kernel and op.torch is not None and op.torch.api is TorchApi.native
-            ),
+            native_op_ids=tuple(op.op_id for op in members if op.has_native_torch_op),
             torch_library_name=common.torch_library_name(ident),
             module_doc_literal=cpp.string_literal(f"Kernels of ONNX domain {domain}"),
             register_function=f"Register_{ident}_Schemas",

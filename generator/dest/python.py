@@ -14,6 +14,7 @@ from generator.api.names import Local
 from generator.api.python_shapes import InferenceAttribute
 from generator.dest import common
 from generator.dest.emission import Emission
+from generator.model.capabilities import Target, targets_of
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef, TorchApi
 from generator.model.shapes import OutputShape, SlicePart
 from generator.model.tensors import TensorParam, VariadicArity
@@ -224,7 +225,7 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         uses_legacy_api=torch.api is TorchApi.legacy,
         uses_custom_op_api=torch.api is TorchApi.custom_op,
         uses_library_api=torch.api is TorchApi.library,
-        uses_native_api=torch.api is TorchApi.native,
+        uses_native_api=op.has_native_torch_op,
         native_domain=op.domain or "",
         native_domain_ident=op.domain_ident if op.kernel else "",
         native_library_file=common.torch_library_file(op.domain_ident) if op.kernel else "",
@@ -880,15 +881,16 @@ def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
 def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     index = emission.onnx_ops
     srcs = common.sources(op)
+    targets = targets_of(op)
     files = [render("python/op_init.py.j2", f"{op.op_id}/__init__.py", srcs, op_init_view(op))]
-    if op.new_torch_op:
+    if Target.torch_native in targets or Target.torch_python in targets:
         view = torch_op_view(op, index)
         files.append(render("python/torch_op.py.j2", f"{op.op_id}/torch_op.py", srcs, view))
-    if op.defines_onnx_op:
+    if Target.onnx_schema in targets:
         schema = onnx_schema_view(op)
         path = f"{op.op_id}/onnx_schema.py"
         files.append(render("python/onnx_schema.py.j2", path, srcs, schema))
-    if op.export:
+    if Target.exporters in targets:
         export = onnx_export_view(op, index)
         path = f"{op.op_id}/onnx_export.py"
         files.append(render("python/onnx_export.py.j2", path, srcs, export))

@@ -16,7 +16,7 @@ from generator.dest.cpp_schema import test_types_not_in_every_onnx
 from generator.dest.emission import Emission
 from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.capabilities import Target, targets_of
-from generator.model.op import OpDef, TorchApi
+from generator.model.op import OpDef
 from generator.model.tensors import TensorParam, value_names
 from generator.model.tests import RandomCase
 from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
@@ -114,7 +114,7 @@ class NativeTestsView:
 
 
 def _native_tests(op: OpDef) -> NativeTestsView | None:
-    if op.torch is None or op.torch.api is not TorchApi.native:
+    if op.torch is None or not op.has_native_torch_op:
         return None
     torch = op.torch
     attributes = op.case_attributes(op.tests.random[0].attributes)

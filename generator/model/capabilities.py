@@ -9,7 +9,7 @@ from enum import Enum
 from typing import assert_never
 
 from generator.model.nodes import Function
-from generator.model.op import Kernel, OpDef, ProvidedBy, TorchApi
+from generator.model.op import Kernel, OpDef, ProvidedBy
 from generator.model.tensors import (
     Differentiation,
     OptionalArity,
@@ -328,8 +328,7 @@ def targets_of(op: OpDef) -> tuple[Target, ...]:
             assert_never(op.implementation)
     if op.torch is not None:
         if op.new_torch_op:
-            native = op.torch.api is TorchApi.native
-            targets.append(Target.torch_native if native else Target.torch_python)
+            targets.append(Target.torch_native if op.has_native_torch_op else Target.torch_python)
         if op.export:  # none for a kernel that runs in PyTorch alone, unless given
             targets.append(Target.exporters)
     if not op.is_interface_only:

@@ -239,6 +239,13 @@ class OpDef:
         return self.kernel is not None and self.torch is not None
 
     @property
+    def has_native_torch_op(self) -> bool:
+        """The domain's native library registers the PyTorch op (schema and CPU kernel, through
+        PyTorch's stable ABI): torch.api native, which takes a kernel (an override is never
+        native)."""
+        return self.torch is not None and self.torch.api is TorchApi.native
+
+    @property
     def has_ort_kernel(self) -> bool:
         """The domain's ONNX Runtime library serves the op with its kernel."""
         return self.kernel is not None and self.kernel.in_onnxruntime
@@ -349,7 +356,7 @@ class OpDef:
             return False
         if self.torch.api is TorchApi.library:
             return True
-        return self.torch.api is TorchApi.native and (bool(self.gradients) or self.differentiable)
+        return self.has_native_torch_op and (bool(self.gradients) or self.differentiable)
 
     @property
     def differentiable(self) -> bool:
