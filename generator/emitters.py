@@ -1,6 +1,6 @@
 """Every emitter, listed once. An op emitter makes one op's files, a project emitter the files
 all ops share; all of one kind have one signature, so that project.generate runs them alike
-(and a new target is a module in dest/ plus a line here)."""
+(and a new runtime target is a module in generator/targets/ plus a line here)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,17 @@ from generator.dest import cpp_kernel, cpp_schema, docs, project, python, tests
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
+from generator.targets import ort_library, pybind, torch_native
 
 OpEmitter = Callable[[OpDef, Emission], list[GeneratedFile]]
 ProjectEmitter = Callable[[Sequence[OpDef], Emission], list[GeneratedFile]]
 
 OP_EMITTERS: tuple[OpEmitter, ...] = (
     python.emit,  # the PyTorch op, the ONNX schema and export
-    cpp_kernel.emit,  # the kernel API, its instantiations, ONNX Runtime and pybind11 wrappers
+    cpp_kernel.emit,  # the kernel API and its instantiations
+    ort_library.emit,  # the ONNX Runtime custom op
+    pybind.emit,  # the pybind11 binding
+    torch_native.emit,  # the native PyTorch registration
     cpp_schema.emit,  # the ONNX C++ schema and its test
     tests.emit,  # the parity tests
     docs.emit_op,  # the op's page

@@ -1,0 +1,150 @@
+"""The ONNX Runtime custom-op library: each kernel op's Ort::CustomOpBase per dtype, its kernel
+and its graph-time shape inference (ort_op.cc)."""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from generator.api import cpp
+from generator.api.names import Local
+from generator.dest import common
+from generator.dest.cpp_kernel import (
+    KernelOutput,
+    KernelWrapperView,
+    kernel_wrapper_view,
+    one_value,
+)
+from generator.dest.emission import Emission
+from generator.generated_file import GeneratedFile
+from generator.model.capabilities import Target, targets_of
+from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
+from generator.model.tensors import TensorParam
+from generator.render import render
+from generator.view import view
+
+
+def _ort_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    value = one_value(tensor, Local.runtime_value(tensor.name)).lstrip("*")
+    return f"opgen::ort::data<{cpp_type}>({value}, aligned)"
+
+
+@view
+class RuleAttribute:
+    """An attribute ONNX Runtime's shape inference reads (the shape rule uses it)."""
+
+    name: str
+    required_literal: str
+
+
+@view
+class InferredOutput:
+    name: str
+    index: int
+    variadic: bool  # its values are the outputs from index on, `shape` a vector of theirs
+    element_type: str  # how ONNX Runtime's shape inference gets its element type
+    shape: str
+    setter: str  # set_output, or set_optional_output (the node may leave it out)
+
+
+@view
+class OrtOpView(KernelWrapperView):
+    """ort_op.cc: the ONNX Runtime custom op (kernel, shape inference, registration)."""
+
+    version: int
+    versions_text: str
+    first_version: int
+    rank_ambiguous_indices: str  # inputs whose rank 0 could mean "unknown rank" (not scalars)
+    rule_attributes: tuple[RuleAttribute, ...]
+    inferred_outputs: tuple[InferredOutput, ...]
+    # GetInputCharacteristic's and GetOutputCharacteristic's table ("": all required)
+    input_characteristics: str
+    output_characteristics: str
+    # Outputs that may hold strings: their elements go to ONNX Runtime after compute
+    copied_outputs: tuple[KernelOutput, ...]
+    type_choosers: tuple[TypeChooser, ...]
+
+
+@view
+class TypeChooser:
+    """An attribute that picks a type variable's dtype: the kernel ONNX Runtime chose by the
+    node's output types must be the one the attribute names."""
+
+    attribute: str
+    type_var: str
+
+
+def ort_op_view(op: OpDef) -> OrtOpView:
+    assert op.op_type is not None and op.domain is not None and op.version is not None
+    input_index = {t.name: i for i, t in enumerate(op.inputs)}
+    attrs = {a.name: a for a in op.attributes}
+
+    def element_type(output: TensorParam) -> str:
+        match op.dtype_source(output):
+            case FixedDType():
+                return f"opgen::ort::element_type<{common.tensor_cpp_type(output)}>()"
+            case FromInput(name):
+                return f"context.element_type({input_index[name]})"
+            case FromAttribute(name):  # read, and checked against the allowed dtypes, above
+                return f"static_cast<ONNXTensorElementDataType>(attrs.{name})"
+            case source:
+                assert_never(source)
+
+    def output_data(tensor: TensorParam) -> str:
+        cpp_type = common.tensor_cpp_type(tensor)
+        value = Local.runtime_value(tensor.name)
+        if tensor.variadic:
+            index = Local.value_index(tensor.name)
+            shape = f"{Local.output_shape_member(tensor.name)}[{index}]"
+            return (
+                f"opgen::ort::variadic_output_data<{cpp_type}>({value}[{index}], aligned, {shape})"
+            )
+        if op.elements_copied(tensor):
+            shape = Local.output_shape_member(tensor.name)
+            return f"opgen::ort::output_data<{cpp_type}>({value}, aligned, {shape})"
+        return f"opgen::ort::mutable_data<{cpp_type}>({value})"
+
+    wrapper = kernel_wrapper_view(op, _ort_data, output_data, "pool")
+    return OrtOpView(
+        **vars(wrapper),
+        version=op.version,
+        versions_text=", ".join(str(v) for v in op.versions),
+        first_version=op.versions[0],
+        rank_ambiguous_indices=", ".join(
+            str(i.index)
+            for i in common.shaped_inputs(op)
+            if i.name not in op.shape_rule.scalar_inputs and not i.variadic
+        ),
+        rule_attributes=tuple(
+            RuleAttribute(name, cpp.bool_literal(attrs[name].required))
+            for name in op.shape_rule.attributes
+        ),
+        inferred_outputs=tuple(
+            InferredOutput(
+                t.name,
+                i,
+                t.variadic,
+                element_type(t),
+                Local.output_shape_member(t.name),
+                "set_optional_output" if t.optional else "set_output",
+            )
+            for i, t in enumerate(op.outputs)
+        ),
+        input_characteristics=_characteristics(op.inputs),
+        output_characteristics=_characteristics(op.outputs),
+        copied_outputs=tuple(view for view in wrapper.outputs if view.elements_copied),
+        type_choosers=tuple(TypeChooser(name, tc.name) for name, tc in op.type_choosers.items()),
+    )
+
+
+def _characteristics(tensors: tuple[TensorParam, ...]) -> str:
+    """ONNX Runtime's characteristic of each parameter, or "" where all are required."""
+    names = [cpp.ort_characteristic(t.arity) for t in tensors]
+    return "" if all(n == "INPUT_OUTPUT_REQUIRED" for n in names) else ", ".join(names)
+
+
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    if Target.ort_library not in targets_of(op):
+        return []
+    path = f"{op.op_id}/{op.op_id}_ort.cc"
+    return [render("cpp/ort_op.cc.j2", path, common.sources(op), ort_op_view(op))]

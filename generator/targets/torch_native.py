@@ -1,0 +1,185 @@
+"""The native PyTorch registration: the op's schema and CPU kernel through PyTorch's stable ABI,
+its Autograd kernel and the op below it (torch_op.cc)."""
+
+from __future__ import annotations
+
+from generator.api import cpp
+from generator.api import python as py
+from generator.api.names import Local
+from generator.dest import common
+from generator.dest.cpp_kernel import (
+    KernelWrapperView,
+    dtype_list_expr,
+    kernel_wrapper_view,
+    one_output_value,
+    one_value,
+)
+from generator.dest.emission import Emission
+from generator.generated_file import GeneratedFile
+from generator.model.capabilities import Target, targets_of
+from generator.model.op import OpDef
+from generator.model.tensors import TensorParam
+from generator.render import render
+from generator.view import view
+
+
+def _torch_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    value = one_value(tensor, Local.runtime_value(tensor.name)).lstrip("*")
+    return f"opgen::torch_support::data<{cpp_type}>({value}, aligned)"
+
+
+def _torch_output_data(tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    value = one_output_value(tensor, Local.runtime_value(tensor.name))
+    return f"opgen::torch_support::mutable_data<{cpp_type}>({value})"
+
+
+@view
+class TorchAttribute:
+    assignment: str  # the native kernel's argument into the Attributes struct
+
+
+@view
+class AutogradCheck:
+    """One input as the native Autograd kernel checks it in its stack slot."""
+
+    function: str  # input or optional_input (NoGradientHere's)
+    index: int
+    name_literal: str
+
+
+@view
+class TorchOpView(KernelWrapperView):
+    """torch_op.cc: the native PyTorch registration (schema and CPU kernel, stable ABI)."""
+
+    torch_namespace: str
+    torch_name: str
+    torch_name_literal: str
+    definition_literal: str  # `name(schema)`, for m.def
+    namespace_literal: str
+    qualified_name_literal: str
+    source_literal: str  # the file, for PyTorch's debug info (_support.bind_op reads it)
+    # An op through which a gradient can flow registers its own Autograd kernel too (for when
+    # the generated package, whose Autograd kernel wins over it, is not imported) and the op
+    # it calls below the Autograd key.
+    autograd_kernel: bool
+    below_name_literal: str
+    below_qualified_name_literal: str
+    below_definition_literal: str
+    below_kernel: str  # the op below's CPU kernel (a BoxedKernel)
+    # The outputs before a variadic one whose op below returns them all as one list (see
+    # flat_below_autograd_kernel); None where it returns the op's own results
+    flat_below_singles: int | None
+    package_literal: str
+    forward_mode_message_literal: str
+    autograd_checks: tuple[AutogradCheck, ...]
+    return_type: str
+    run_params: str  # the input tensors, by value (made dense in place)
+    kernel_params: str  # the schema's arguments
+    boxed_args: tuple[str, ...]  # each taken from the dispatcher's stack
+    run_args: str
+    torch_attributes: tuple[TorchAttribute, ...]
+    result_expr: str
+    dtype_list_expr: str
+    supported_dtypes: str
+
+
+def _torch_type(tensor: TensorParam) -> str:
+    """What the native kernel takes for an input (its schema's Tensor, Tensor? or Tensor[])."""
+    if tensor.variadic:
+        return "std::vector<opgen::torch_support::Tensor>"
+    if tensor.optional:
+        return "std::optional<opgen::torch_support::Tensor>"
+    return "opgen::torch_support::Tensor"
+
+
+def _torch_return_type(tensor: TensorParam) -> str:
+    """What the native kernel returns for an output (its schema's Tensor or Tensor[])."""
+    if tensor.variadic:
+        return "std::vector<opgen::torch_support::Tensor>"
+    return "opgen::torch_support::Tensor"
+
+
+def _autograd_check(tensor: TensorParam) -> str:
+    """NoGradientHere's check of the input's stack slot."""
+    if tensor.variadic:
+        return "variadic_input"
+    return "optional_input" if tensor.optional else "input"
+
+
+def torch_op_view(op: OpDef, package: str) -> TorchOpView:
+    torch = py.torch_binding(op)
+    below = common.below_autograd_op(torch.name)
+    tensor_types = [_torch_type(t) for t in op.inputs]
+    tensor_params = [
+        f"{cpp_type} {Local.runtime_value(t.name)}"
+        for cpp_type, t in zip(tensor_types, op.inputs, strict=True)
+    ]
+    arg_types = tensor_types + [cpp.torch_attribute_type(op, a) for a in op.attributes]
+    outputs = [Local.runtime_value(t.name) for t in op.outputs]
+    allocated = op.shape_rule.kernel_allocated
+    # torch 2.13's dispatcher call from C++ converts results of (Tensor, ..., Tensor[]) wrongly
+    # (see flat_below_autograd_kernel): the op below returns them as one list.
+    singles = len(op.outputs) - 1
+    flat_singles = singles if op.outputs[-1].variadic and singles else None
+    result = [
+        f"{value}.take()" if t.name in allocated else value
+        for t, value in zip(op.outputs, outputs, strict=True)
+    ]
+    return TorchOpView(
+        **vars(kernel_wrapper_view(op, _torch_data, _torch_output_data, "parallel")),
+        torch_namespace=torch.namespace,
+        torch_name=torch.name,
+        torch_name_literal=cpp.string_literal(torch.name),
+        definition_literal=cpp.string_literal(torch.name + py.torch_schema(op)),
+        namespace_literal=cpp.string_literal(torch.namespace),
+        qualified_name_literal=cpp.string_literal(torch.qualified_name),
+        source_literal=cpp.string_literal(f"{op.op_id}_torch.cc"),
+        autograd_kernel=op.has_autograd_kernel,
+        below_name_literal=cpp.string_literal(below),
+        below_qualified_name_literal=cpp.string_literal(f"{torch.namespace}::{below}"),
+        below_definition_literal=cpp.string_literal(
+            below + py.torch_schema(op, flat_returns=flat_singles is not None)
+        ),
+        below_kernel=(
+            f"&opgen::torch_support::flat_below_autograd_kernel<&boxed_cpu_kernel, {flat_singles}>"
+            if flat_singles is not None
+            else "&opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>"
+        ),
+        flat_below_singles=flat_singles,
+        package_literal=cpp.string_literal(package),
+        forward_mode_message_literal=cpp.string_literal(py.forward_mode_message(op)),
+        autograd_checks=tuple(
+            AutogradCheck(_autograd_check(t), i, cpp.string_literal(t.name))
+            for i, t in enumerate(op.inputs)
+        ),
+        return_type=(
+            _torch_return_type(op.outputs[0])
+            if len(outputs) == 1
+            else f"std::tuple<{', '.join(_torch_return_type(t) for t in op.outputs)}>"
+        ),
+        run_params=", ".join(tensor_params),
+        kernel_params=", ".join(
+            tensor_params + [cpp.torch_attribute_param(op, a) for a in op.attributes]
+        ),
+        boxed_args=tuple(
+            f"opgen::torch_support::take<{arg_type}>(stack[{i}])"
+            for i, arg_type in enumerate(arg_types)
+        ),
+        run_args=", ".join(Local.runtime_value(t.name) for t in op.inputs),
+        torch_attributes=tuple(
+            TorchAttribute(cpp.torch_attribute_assignment(op, a)) for a in op.attributes
+        ),
+        result_expr=(result[0] if len(result) == 1 else f"std::make_tuple({', '.join(result)})"),
+        dtype_list_expr=dtype_list_expr(op),
+        supported_dtypes=common.supported_dtypes(op),
+    )
+
+
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    if Target.torch_native not in targets_of(op):
+        return []
+    path = f"{op.op_id}/{op.op_id}_torch.cc"
+    view = torch_op_view(op, emission.package.name)
+    return [render("cpp/torch_op.cc.j2", path, common.sources(op), view)]
