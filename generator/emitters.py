@@ -6,17 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from generator.dest import cpp_kernel, cpp_schema, docs, project, python, tests
+from generator.dest import cpp_kernel, docs, project, python, tests
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
-from generator.targets import ort_library, pybind, torch_native
+from generator.targets import cpp_schema, exporters, onnx_schema, ort_library, pybind, torch_native
 
 OpEmitter = Callable[[OpDef, Emission], list[GeneratedFile]]
 ProjectEmitter = Callable[[Sequence[OpDef], Emission], list[GeneratedFile]]
 
 OP_EMITTERS: tuple[OpEmitter, ...] = (
-    python.emit,  # the PyTorch op, the ONNX schema and export
+    python.emit,  # the op's package, the PyTorch op
+    onnx_schema.emit,  # the Python ONNX schema
+    exporters.emit,  # the exporters' translation and symbolic
     cpp_kernel.emit,  # the kernel API and its instantiations
     ort_library.emit,  # the ONNX Runtime custom op
     pybind.emit,  # the pybind11 binding

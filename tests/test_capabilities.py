@@ -329,8 +329,8 @@ def test_optional_and_not_variadic_is_optional(tmp_path):
 def test_both_schemas_carry_differentiation_categories(tmp_path):
     """tests/opdefs/mul_add.yaml builds and runs its generated tests with these (in
     test_feature_ops); here, that both schemas say them."""
-    from generator.dest.cpp_schema import onnx_schema_view as cpp_schema_view
-    from generator.dest.python import onnx_schema_view as python_schema_view
+    from generator.targets.cpp_schema import onnx_schema_view as cpp_schema_view
+    from generator.targets.onnx_schema import onnx_schema_view as python_schema_view
 
     op = parse_opdef(ROOT / "tests" / "opdefs" / "mul_add.yaml", "mul_add.yaml")
     cpp = cpp_schema_view(op)

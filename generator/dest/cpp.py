@@ -1,4 +1,4 @@
-"""C++ view pieces both C++ emitters share (dest/cpp_kernel.py, dest/cpp_schema.py)."""
+"""C++ view pieces both C++ emitters share (dest/cpp_kernel.py, targets/cpp_schema.py)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ from generator.api import onnx as onnx_api
 from generator.api import python as py
 from generator.api.names import Local
 from generator.dest import common
-from generator.dest.cpp_schema import test_types_not_in_every_onnx
 from generator.dest.emission import Emission
 from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.capabilities import Target, targets_of
@@ -23,6 +22,7 @@ from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, A
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
+from generator.targets.cpp_schema import test_types_not_in_every_onnx
 from generator.view import view
 
 # Every value below that ends in a Python literal (a list, dict or tuple the test module

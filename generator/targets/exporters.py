@@ -1,0 +1,163 @@
+"""The ONNX exporters' rules for an op with a PyTorch side: the dynamo exporter's translation
+(onnxscript) and the TorchScript exporter's symbolic (onnx_export.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import assert_never
+
+from generator.api import python as py
+from generator.dest import common
+from generator.dest.emission import Emission
+from generator.model.capabilities import Target, targets_of
+from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
+from generator.model.shapes import OutputShape, SlicePart
+from generator.model.tensors import TensorParam
+from generator.model.types import AttrType
+from generator.parse.project import export_targets
+from generator.render import GeneratedFile, render
+from generator.view import view
+
+_PARSE_ARG = {
+    AttrType.bool: "b",
+    AttrType.int: "i",
+    AttrType.float: "f",
+    AttrType.string: "s",
+    AttrType.ints: "is",
+    AttrType.floats: "fs",
+    AttrType.strings: "ss",
+}
+
+
+@view
+class OpsetView:
+    """A custom domain the export nodes call, as an onnxscript Opset."""
+
+    variable: str
+    domain: str
+    version: int
+
+
+@view
+class StringListConstantView:
+    """A list-of-strings attribute, which the TorchScript exporter passes as a constant."""
+
+    name: str
+    # constant_strings's arguments after the value: the default (a literal; "None" for a
+    # required attribute), and whether it may be absent
+    defaults: str
+
+
+@view
+class OnnxExportView:
+    """generated/<op>/onnx_export.py: the dynamo translation and the TorchScript symbolic."""
+
+    overload_name: str
+    is_override: bool
+    op_id: str
+    uses_standard_opset: bool
+    opsets: tuple[OpsetView, ...]
+    opsets_literal: str
+    translation_params: str
+    fill_defaults: tuple[str, ...]
+    translation_statements: tuple[str, ...]
+    parse_args: str
+    symbolic_params: str
+    string_list_constants: tuple[StringListConstantView, ...]
+    # Each dtype argument, which a symbolic gets as c10's ScalarType index, as ONNX's number
+    symbolic_dtype_conversions: tuple[str, ...]
+    symbolic_statements: tuple[str, ...]
+
+
+def export_opsets(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> dict[str, int]:
+    """Custom domain -> version, for every custom op the export nodes call."""
+    opsets: dict[str, int] = {}
+    for target in export_targets(op, index):
+        assert target.domain is not None and target.version is not None  # it defines an ONNX op
+        opsets[target.domain] = max(opsets.get(target.domain, 0), target.version)
+    return dict(sorted(opsets.items()))
+
+
+def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxExportView:
+    torch = py.torch_binding(op)
+    opsets = export_opsets(op, index)
+    return OnnxExportView(
+        overload_name=torch.overload_name,
+        is_override=torch.is_override,
+        op_id=op.op_id,
+        uses_standard_opset=any(not n.domain for rule in op.export for n in rule.nodes),
+        opsets=tuple(OpsetView(py.opset_variable(d), d, v) for d, v in opsets.items()),
+        opsets_literal=py.literal_dict(opsets),
+        translation_params=py.python_params(op, annotate=False, dtype_arguments=False),
+        fill_defaults=tuple(py.fill_defaults(op) + py.fill_dtype_defaults(op)),
+        translation_statements=tuple(py.translation_statements(op)),
+        parse_args=", ".join(
+            ['"v"'] * len(op.inputs) + [f'"{_PARSE_ARG[a.type]}"' for a in op.attributes]
+        ),
+        symbolic_params=", ".join([t.name for t in op.inputs] + [a.name for a in op.attributes]),
+        string_list_constants=tuple(
+            StringListConstantView(
+                a.name,
+                (
+                    "None, may_be_absent=True"
+                    if a.optional_without_default
+                    else py.literal(a.default) if a.has_default else "None"
+                ),
+            )
+            for a in op.attributes
+            if a.type is AttrType.strings
+        ),
+        symbolic_dtype_conversions=tuple(py.dtype_conversions(op, "onnx_dtype_of_scalar_type")),
+        symbolic_statements=tuple(py.symbolic_statements(op, _set_types(op))),
+    )
+
+
+def _set_types(op: OpDef) -> list[str]:
+    """TorchScript values carry no type from g.op: outputs that provably have an input's shape
+    get that input's type (with their own dtype)."""
+    statements = []
+    rules = {shape.output: shape for shape in op.shape_rule.outputs}
+    for output in op.outputs:
+        if output.variadic:  # a list value: its values stay untyped, to ONNX inference
+            continue
+        match op.dtype_source(output):
+            case FromInput(name):
+                typed_like, dtype = name, ""
+                own_dtype = f".with_dtype({name}.type().dtype())"  # on another input's type
+            case FixedDType(fixed):
+                typed_like, dtype = op.inputs[0].name, f".with_dtype({py.TORCH_DTYPE[fixed]})"
+                own_dtype = dtype
+            case FromAttribute(name):  # by then ONNX's number (symbolic_dtype_conversions)
+                dtype = f".with_dtype(_support.torch_dtype({name}))"
+                typed_like, own_dtype = op.inputs[0].name, dtype
+            case source:
+                assert_never(source)
+        shape = rules.get(output.name)
+        if shape is None:  # no shape rule: the dtype, and sizes left to ONNX inference
+            statements.append(f"{output.name}.setType({typed_like}.type(){dtype}.with_sizes(None))")
+            continue
+        same_shape = next((t.name for t in op.inputs if _same_shape(shape, t, op)), None)
+        if same_shape is None:
+            continue
+        if same_shape != typed_like:
+            dtype = own_dtype
+        statements.append(f"{output.name}.setType({same_shape}.type(){dtype})")
+    return statements
+
+
+def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
+    """True when the output provably has this input's shape (for the TorchScript type)."""
+    match shape.parts:
+        case (SlicePart(start=None) as whole,):
+            return whole.input == tensor.name and whole.stop is None
+    output = next(o for o in op.outputs if o.name == shape.output)
+    return output.shape is not None and tensor.shape is not None and output.shape == tensor.shape
+
+
+def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    if Target.exporters not in targets_of(op):
+        return []
+    view = onnx_export_view(op, emission.onnx_ops)
+    return [
+        render("python/onnx_export.py.j2", f"{op.op_id}/onnx_export.py", common.sources(op), view)
+    ]
