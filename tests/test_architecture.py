@@ -204,3 +204,13 @@ def write_package(root: Path, files: dict[str, str]) -> Path:
 def test_the_cycle_check_resolves_every_kind_of_import(tmp_path, files, expected):
     found = cycles(import_graph(write_package(tmp_path, files)))
     assert found == ([expected] if expected else []), found
+
+
+def test_every_generated_test_part_has_one_place_in_the_order():
+    """A part file nobody placed would never be included; a name without a file would fail
+    every generation."""
+    from generator.dest.tests import PART_ORDER
+
+    folder = ROOT / "generator" / "templates" / "python" / "test_parity"
+    files = {path.name.removesuffix(".py.j2") for path in folder.glob("*.py.j2")}
+    assert len(PART_ORDER) == len(set(PART_ORDER)) and set(PART_ORDER) == files

@@ -18,10 +18,11 @@ from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam, value_names
 from generator.model.tests import RandomCase
-from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
+from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
+from generator.targets import ort_library
 from generator.targets.cpp_schema import test_types_not_in_every_onnx
 from generator.view import view
 
@@ -276,7 +277,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         exporters=py.literal(list(op.exporters)),
         type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
         torchscript_missing=_dtype_tuple(TORCHSCRIPT_MISSING_DTYPES),
-        output_omissions=py.literal(_output_omissions(op)),
+        output_omissions=py.literal(ort_library.output_omissions(op)),
         input_names=py.literal([t.name for t in op.inputs]),
         variadic_input=next((t.name for t in op.inputs if t.variadic), None),
         variadic_output=next((t.name for t in op.outputs if t.variadic), None),
@@ -385,7 +386,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             (" and ONNX Runtime's session" if has_kernel else "")
             + ("; the PyTorch op cannot be called without it" if op.new_torch_op else "")
         ),
-        bool_attribute_names=py.literal(_bool_attributes(op)),
+        bool_attribute_names=py.literal(ort_library.bool_attributes(op)),
         tensor_attribute_dtypes=py.literal(
             {
                 a.name: (a.dtype.value, "float32" if a.dtype is not DType.float32 else "int64")
@@ -410,64 +411,88 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
     )
 
 
+# The parts of generator/templates/python/test_parity/ in the order a test module has them.
+PART_ORDER = (
+    "torch_helpers",
+    "export_helpers",
+    "single_node",
+    "known_cases",
+    "test_known_values",
+    "random_cases",
+    "test_export_and_parity",
+    "test_pytorch_parity",
+    "test_torchscript_export_refuses_dtypes_it_lacks",
+    "test_single_node_parity",
+    "test_onnxruntime_infers_output_types_and_shapes",
+    "test_onnxruntime_leaves_out_optional_outputs",
+    "test_onnxruntime_pairs_variadic_output_values",
+    "test_earlier_version_runs",
+    "test_opcheck",
+    "test_native_registration",
+    "test_inputs_on_two_devices_raise",
+    "test_gradients",
+    "test_gradients_through_torch_func",
+    "test_backward_without_gradient_formulas_raises",
+    "test_forward_mode_ad_raises_naming_the_op",
+    "test_override",
+    "error_cases",
+    "test_bad_shapes_raise_in_pytorch",
+    "test_bad_shapes_error_status_in_onnxruntime",
+    "test_bad_shapes_give_one_message_everywhere",
+    "test_bad_shapes_fail_onnx_shape_inference",
+    "value_error_cases",
+    "test_bad_values_raise",
+    "test_wrong_dtype_is_rejected",
+    "test_missing_required_attribute_is_rejected",
+    "test_attribute_of_the_wrong_type_fails_the_session",
+    "test_tensor_attribute_of_another_dtype_fails_the_session",
+    "test_bool_attribute_other_than_0_or_1_fails_the_session",
+    "test_session_without_library_fails_clearly",
+    "test_cpp_schema_with_onnx_library",
+    "test_matches_builtin",
+)
+
+
 def _parts(op: OpDef) -> tuple[str, ...]:
     """The parts of generator/templates/python/test_parity/ that the op's test module has, in file order:
     each is a test (or the data and helpers of some) that an op has or lacks as a whole."""
-    has_kernel = op.has_ort_kernel
     shape_errors = any(case.values is None for case in op.error_cases)
     value_errors = any(case.values is not None for case in op.error_cases)
-    wanted = (
-        ("torch_helpers", op.torch is not None),
-        ("export_helpers", bool(op.export)),
-        ("single_node", op.defines_onnx_op),
-        ("known_cases", True),
-        ("test_known_values", bool(op.tests.known)),
-        ("random_cases", True),
-        ("test_export_and_parity", bool(op.export)),
-        ("test_pytorch_parity", op.torch is not None and not op.export),
-        ("test_torchscript_export_refuses_dtypes_it_lacks", _torchscript_refuses_dtypes(op)),
-        ("test_single_node_parity", op.runs_in_onnxruntime),
-        ("test_onnxruntime_infers_output_types_and_shapes", has_kernel),
-        (
-            "test_onnxruntime_leaves_out_optional_outputs",
-            has_kernel and _output_omissions(op) != [],
-        ),
-        (
-            "test_onnxruntime_pairs_variadic_output_values",
-            has_kernel and any(t.variadic for t in op.outputs),
-        ),
-        ("test_earlier_version_runs", bool(op.earlier_versions) and op.runs_in_onnxruntime),
-        ("test_opcheck", op.new_torch_op),
-        ("test_native_registration", _native_tests(op) is not None),
-        ("test_inputs_on_two_devices_raise", op.new_torch_op and _present_inputs(op) > 1),
-        ("test_gradients", bool(op.gradients)),
-        ("test_gradients_through_torch_func", _tests_torch_func(op)),
-        ("test_backward_without_gradient_formulas_raises", _no_gradient_message(op) is not None),
-        ("test_forward_mode_ad_raises_naming_the_op", _forward_mode_message(op) is not None),
-        ("test_override", op.torch is not None and op.torch.is_override),
-        ("error_cases", True),
-        ("test_bad_shapes_raise_in_pytorch", shape_errors and op.new_torch_op),
-        ("test_bad_shapes_error_status_in_onnxruntime", shape_errors and has_kernel),
-        ("test_bad_shapes_give_one_message_everywhere", shape_errors),
-        ("test_bad_shapes_fail_onnx_shape_inference", shape_errors and op.defines_onnx_op),
-        ("value_error_cases", True),
-        ("test_bad_values_raise", value_errors),
-        ("test_wrong_dtype_is_rejected", op.defines_onnx_op and _unsupported_dtype(op) is not None),
-        ("test_missing_required_attribute_is_rejected", any(a.required for a in op.attributes)),
-        ("test_attribute_of_the_wrong_type_fails_the_session", has_kernel and bool(op.attributes)),
-        (
-            "test_tensor_attribute_of_another_dtype_fails_the_session",
-            has_kernel and any(a.dtype is not None for a in op.attributes),
-        ),
-        (
-            "test_bool_attribute_other_than_0_or_1_fails_the_session",
-            has_kernel and bool(_bool_attributes(op)),
-        ),
-        ("test_session_without_library_fails_clearly", has_kernel),
-        ("test_cpp_schema_with_onnx_library", op.has_cpp_schema),
-        ("test_matches_builtin", bool(op.tests.builtin_equivalents) and op.runs_in_onnxruntime),
-    )
-    return tuple(f"python/test_parity/{name}.py.j2" for name, present in wanted if present)
+    wanted = {
+        "torch_helpers": op.torch is not None,
+        "export_helpers": bool(op.export),
+        "single_node": op.defines_onnx_op,
+        "known_cases": True,
+        "test_known_values": bool(op.tests.known),
+        "random_cases": True,
+        "test_export_and_parity": bool(op.export),
+        "test_pytorch_parity": op.torch is not None and not op.export,
+        "test_torchscript_export_refuses_dtypes_it_lacks": _torchscript_refuses_dtypes(op),
+        "test_single_node_parity": op.runs_in_onnxruntime,
+        "test_earlier_version_runs": bool(op.earlier_versions) and op.runs_in_onnxruntime,
+        "test_opcheck": op.new_torch_op,
+        "test_native_registration": _native_tests(op) is not None,
+        "test_inputs_on_two_devices_raise": op.new_torch_op and _present_inputs(op) > 1,
+        "test_gradients": bool(op.gradients),
+        "test_gradients_through_torch_func": _tests_torch_func(op),
+        "test_backward_without_gradient_formulas_raises": _no_gradient_message(op) is not None,
+        "test_forward_mode_ad_raises_naming_the_op": _forward_mode_message(op) is not None,
+        "test_override": op.torch is not None and op.torch.is_override,
+        "error_cases": True,
+        "test_bad_shapes_raise_in_pytorch": shape_errors and op.new_torch_op,
+        "test_bad_shapes_give_one_message_everywhere": shape_errors,
+        "test_bad_shapes_fail_onnx_shape_inference": shape_errors and op.defines_onnx_op,
+        "value_error_cases": True,
+        "test_bad_values_raise": value_errors,
+        "test_wrong_dtype_is_rejected": op.defines_onnx_op and _unsupported_dtype(op) is not None,
+        "test_missing_required_attribute_is_rejected": any(a.required for a in op.attributes),
+        "test_cpp_schema_with_onnx_library": op.has_cpp_schema,
+        "test_matches_builtin": bool(op.tests.builtin_equivalents) and op.runs_in_onnxruntime,
+    }
+    # The targets' own parts: each module of generator/targets/ that has some says which.
+    wanted |= ort_library.test_parts(op)
+    assert wanted.keys() == set(PART_ORDER), wanted.keys() ^ set(PART_ORDER)
+    return tuple(f"python/test_parity/{name}.py.j2" for name in PART_ORDER if wanted[name])
 
 
 def _what_is_compared(op: OpDef) -> str:
@@ -495,16 +520,6 @@ def _torchscript_refuses_dtypes(op: OpDef) -> bool:
     )
 
 
-def _output_omissions(op: OpDef) -> list[list[str]]:
-    """Each optional output alone, then all of them together (where there are several), but
-    never every output: ONNX Runtime runs no node without one ("At least one output should be
-    requested")."""
-    optional = [t.name for t in op.outputs if t.optional]
-    alone = [[name] for name in optional if len(op.outputs) > 1]
-    together = optional if len(optional) < len(op.outputs) else optional[:-1]
-    return alone + ([together] if len(together) > 1 else [])
-
-
 def _tests_torch_func(op: OpDef) -> bool:
     """torch.func's transforms run the gradient formulas of our own Autograd kernel only."""
     return bool(op.gradients) and op.has_autograd_kernel
@@ -529,10 +544,6 @@ def _forward_mode_message(op: OpDef) -> str | None:
     if not (op.new_torch_op and op.has_autograd_kernel and op.differentiable):
         return None
     return py.literal(re.escape(py.forward_mode_message(op)))
-
-
-def _bool_attributes(op: OpDef) -> list[str]:
-    return [a.name for a in op.attributes if a.type is AttrType.bool]
 
 
 def _export_facts(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ExportFactsView:

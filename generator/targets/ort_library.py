@@ -19,6 +19,7 @@ from generator.generated_file import GeneratedFile
 from generator.model.capabilities import Target, targets_of
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.tensors import TensorParam
+from generator.model.types import AttrType
 from generator.render import render
 from generator.view import view
 
@@ -148,3 +149,37 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
         return []
     path = f"{op.op_id}/{op.op_id}_ort.cc"
     return [render("cpp/ort_op.cc.j2", path, common.sources(op), ort_op_view(op))]
+
+
+def output_omissions(op: OpDef) -> list[list[str]]:
+    """Each optional output alone, then all of them together (where there are several), but
+    never every output: ONNX Runtime runs no node without one ("At least one output should be
+    requested")."""
+    optional = [t.name for t in op.outputs if t.optional]
+    alone = [[name] for name in optional if len(op.outputs) > 1]
+    together = optional if len(optional) < len(op.outputs) else optional[:-1]
+    return alone + ([together] if len(together) > 1 else [])
+
+
+def bool_attributes(op: OpDef) -> list[str]:
+    return [a.name for a in op.attributes if a.type is AttrType.bool]
+
+
+def test_parts(op: OpDef) -> dict[str, bool]:
+    """This target's parts of the generated tests (generator/templates/python/test_parity/),
+    and whether the op's test module has each."""
+    ours = Target.ort_library in targets_of(op)
+    shape_errors = any(case.values is None for case in op.error_cases)
+    return {
+        "test_onnxruntime_infers_output_types_and_shapes": ours,
+        "test_onnxruntime_leaves_out_optional_outputs": ours and output_omissions(op) != [],
+        "test_onnxruntime_pairs_variadic_output_values": ours
+        and any(t.variadic for t in op.outputs),
+        "test_bad_shapes_error_status_in_onnxruntime": ours and shape_errors,
+        "test_attribute_of_the_wrong_type_fails_the_session": ours and bool(op.attributes),
+        "test_tensor_attribute_of_another_dtype_fails_the_session": ours
+        and any(a.dtype is not None for a in op.attributes),
+        "test_bool_attribute_other_than_0_or_1_fails_the_session": ours
+        and bool(bool_attributes(op)),
+        "test_session_without_library_fails_clearly": ours,
+    }
