@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import assert_never
+from typing import Any, assert_never
 
 from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.api.onnx import TENSOR_PROTO
@@ -19,7 +19,13 @@ from generator.model.tensors import (
     TensorParam,
     VariadicArity,
 )
-from generator.model.types import TORCH_NAME, TORCHSCRIPT_MISSING_DTYPES, AttrType, DType
+from generator.model.types import (
+    DTYPE_OF_NUMBER,
+    TORCH_NAME,
+    TORCHSCRIPT_MISSING_DTYPES,
+    AttrType,
+    DType,
+)
 
 TORCH_DTYPE = {d: f"torch.{name}" for d, name in TORCH_NAME.items()}
 # How the generated tests spell a dtype: torch's, and a string tensor's (which PyTorch lacks) as
@@ -476,3 +482,14 @@ def forward_mode_message(op: OpDef) -> str:
         f"hessian, torch.autograd.forward_ad): {op.definition_path} gives reverse-mode "
         "gradient formulas only"
     )
+
+
+def attribute_value_in_tests(op: OpDef, name: str, value: Any) -> str:
+    """An attribute's value in the tests: where the attribute picks a dtype, the dtype as the
+    tests spell it (the PyTorch op takes a torch.dtype; an ONNX node gets its number)."""
+    if name in op.type_choosers:
+        return TEST_DTYPE[DTYPE_OF_NUMBER[value]]
+    dtype = op.attributes_by_name[name].dtype
+    if dtype is not None and value is not None:  # a tensor attribute: an array of its dtype
+        return f"_testing.tensor_attribute({literal(value)}, {literal(dtype.value)})"
+    return literal(value)

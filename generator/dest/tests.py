@@ -18,11 +18,11 @@ from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam, value_names
 from generator.model.tests import RandomCase
-from generator.model.types import DTYPE_OF_NUMBER, TORCHSCRIPT_MISSING_DTYPES, DType
+from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
-from generator.targets import ort_library
+from generator.targets import cpp_schema, exporters, ort_library, torch_native
 from generator.targets.cpp_schema import test_types_not_in_every_onnx
 from generator.view import view
 
@@ -105,34 +105,6 @@ class BuiltinEquivalentView:
 
 
 @view
-class NativeTestsView:
-    """The tests of a natively registered op: TorchScript, torch.compile, vmap."""
-
-    script_params: str  # ScriptedModel.forward's tensor parameters
-    script_call: str  # the op called with the first random case's attributes
-    vmap: bool  # outputs of a size the shape rule knows (vmap stacks them)
-    domain_ident: str  # names the op's native library
-
-
-def _native_tests(op: OpDef) -> NativeTestsView | None:
-    if op.torch is None or not op.has_native_torch_op:
-        return None
-    torch = op.torch
-    attributes = op.case_attributes(op.tests.random[0].attributes)
-    return NativeTestsView(
-        script_params=", ".join(f"{t.name}: {py.tensor_annotation(t.arity)}" for t in op.inputs),
-        script_call=f"torch.ops.{torch.namespace}.{torch.name}("
-        + ", ".join(
-            [t.name for t in op.inputs]
-            + [f"{k}={_attribute_value(op, k, v)}" for k, v in attributes.items()]
-        )
-        + ")",
-        vmap=not op.shape_rule.kernel_allocated,
-        domain_ident=op.domain_ident,
-    )
-
-
-@view
 class ParityTestView:
     """generated/<op>/test_<op>.py."""
 
@@ -199,7 +171,7 @@ class ParityTestView:
     first_type_var: str | None
     samplers: tuple[SamplerView, ...]
     random_cases: tuple[RandomCaseView, ...]
-    native: NativeTestsView | None
+    native: torch_native.NativeTestsView | None
     error_cases: tuple[ErrorCaseView, ...]
     value_error_cases: tuple[ValueErrorCaseView, ...]
     bad_values_test_name: str
@@ -220,20 +192,13 @@ class ParityTestView:
     builtin_equivalents: tuple[BuiltinEquivalentView, ...]
 
 
-def _attribute_value(op: OpDef, name: str, value: Any) -> str:
-    """An attribute's value in the tests: where the attribute picks a dtype, the dtype as the
-    tests spell it (the PyTorch op takes a torch.dtype; an ONNX node gets its number)."""
-    if name in op.type_choosers:
-        return py.TEST_DTYPE[DTYPE_OF_NUMBER[value]]
-    dtype = op.attributes_by_name[name].dtype
-    if dtype is not None and value is not None:  # a tensor attribute: an array of its dtype
-        return f"_testing.tensor_attribute({py.literal(value)}, {py.literal(dtype.value)})"
-    return py.literal(value)
-
-
 def _attributes_literal(op: OpDef, attributes: Mapping[str, Any]) -> str:
     return (
-        "{" + ", ".join(f"{k!r}: {_attribute_value(op, k, v)}" for k, v in attributes.items()) + "}"
+        "{"
+        + ", ".join(
+            f"{k!r}: {py.attribute_value_in_tests(op, k, v)}" for k, v in attributes.items()
+        )
+        + "}"
     )
 
 
@@ -296,7 +261,11 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         reference_params=", ".join(
             [f"{t.name}=None" if t.optional else t.name for t in op.inputs]
             + [
-                a.name if a.required else f"{a.name}={_attribute_value(op, a.name, a.default)}"
+                (
+                    a.name
+                    if a.required
+                    else f"{a.name}={py.attribute_value_in_tests(op, a.name, a.default)}"
+                )
                 for a in op.attributes
             ]
             + [tc.name for tc in op.type_choosers.values()]
@@ -341,7 +310,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         first_type_var=op.type_constraints[0].name if op.type_constraints else None,
         samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
         random_cases=tuple(case for case, _ in random_cases),
-        native=_native_tests(op),
+        native=torch_native.native_tests_view(op),
         error_cases=tuple(
             ErrorCaseView(
                 py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
@@ -460,18 +429,14 @@ def _parts(op: OpDef) -> tuple[str, ...]:
     value_errors = any(case.values is not None for case in op.error_cases)
     wanted = {
         "torch_helpers": op.torch is not None,
-        "export_helpers": bool(op.export),
         "single_node": op.defines_onnx_op,
         "known_cases": True,
         "test_known_values": bool(op.tests.known),
         "random_cases": True,
-        "test_export_and_parity": bool(op.export),
         "test_pytorch_parity": op.torch is not None and not op.export,
-        "test_torchscript_export_refuses_dtypes_it_lacks": _torchscript_refuses_dtypes(op),
         "test_single_node_parity": op.runs_in_onnxruntime,
         "test_earlier_version_runs": bool(op.earlier_versions) and op.runs_in_onnxruntime,
         "test_opcheck": op.new_torch_op,
-        "test_native_registration": _native_tests(op) is not None,
         "test_inputs_on_two_devices_raise": op.new_torch_op and _present_inputs(op) > 1,
         "test_gradients": bool(op.gradients),
         "test_gradients_through_torch_func": _tests_torch_func(op),
@@ -486,11 +451,11 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         "test_bad_values_raise": value_errors,
         "test_wrong_dtype_is_rejected": op.defines_onnx_op and _unsupported_dtype(op) is not None,
         "test_missing_required_attribute_is_rejected": any(a.required for a in op.attributes),
-        "test_cpp_schema_with_onnx_library": op.has_cpp_schema,
         "test_matches_builtin": bool(op.tests.builtin_equivalents) and op.runs_in_onnxruntime,
     }
     # The targets' own parts: each module of generator/targets/ that has some says which.
-    wanted |= ort_library.test_parts(op)
+    for target in (exporters, ort_library, torch_native, cpp_schema):
+        wanted |= target.test_parts(op)
     assert wanted.keys() == set(PART_ORDER), wanted.keys() ^ set(PART_ORDER)
     return tuple(f"python/test_parity/{name}.py.j2" for name in PART_ORDER if wanted[name])
 
@@ -506,18 +471,6 @@ def _what_is_compared(op: OpDef) -> str:
     if op.defines_onnx_op:
         compared += " vs\na one-node model of the ONNX op"
     return compared
-
-
-def _torchscript_refuses_dtypes(op: OpDef) -> bool:
-    """The TorchScript exporter could trace the op, but some dtype binding has a tensor of a
-    dtype it lacks (the op's symbolic refuses it, naming the op)."""
-    if not (bool(op.export) and op.new_torch_op and op.torchscript_traces):
-        return False
-    return any(
-        not op.torchscript_exports(binding, case.shapes)
-        for binding in op.instantiations
-        for case in op.tests.random
-    )
 
 
 def _tests_torch_func(op: OpDef) -> bool:

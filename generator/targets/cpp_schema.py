@@ -461,3 +461,9 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
         render("cpp/onnx_schema.cc.j2", f"{base}_schema.cc", srcs, onnx_schema_view(op)),
         render("cpp/schema_test.cc.j2", f"{base}_schema_test.cc", srcs, schema_test_view(op)),
     ]
+
+
+def test_parts(op: OpDef) -> dict[str, bool]:
+    """This target's parts of the generated tests (generator/templates/python/test_parity/),
+    and whether the op's test module has each."""
+    return {"test_cpp_schema_with_onnx_library": Target.cpp_schema in targets_of(op)}

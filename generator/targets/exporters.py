@@ -161,3 +161,26 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     return [
         render("python/onnx_export.py.j2", f"{op.op_id}/onnx_export.py", common.sources(op), view)
     ]
+
+
+def torchscript_refuses_dtypes(op: OpDef) -> bool:
+    """The TorchScript exporter could trace the op, but some dtype binding has a tensor of a
+    dtype it lacks (the op's symbolic refuses it, naming the op)."""
+    if not (bool(op.export) and op.new_torch_op and op.torchscript_traces):
+        return False
+    return any(
+        not op.torchscript_exports(binding, case.shapes)
+        for binding in op.instantiations
+        for case in op.tests.random
+    )
+
+
+def test_parts(op: OpDef) -> dict[str, bool]:
+    """This target's parts of the generated tests (generator/templates/python/test_parity/),
+    and whether the op's test module has each."""
+    ours = Target.exporters in targets_of(op)
+    return {
+        "export_helpers": ours,
+        "test_export_and_parity": ours,
+        "test_torchscript_export_refuses_dtypes_it_lacks": torchscript_refuses_dtypes(op),
+    }

@@ -183,3 +183,37 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     path = f"{op.op_id}/{op.op_id}_torch.cc"
     view = torch_op_view(op, emission.package.name)
     return [render("cpp/torch_op.cc.j2", path, common.sources(op), view)]
+
+
+@view
+class NativeTestsView:
+    """The tests of a natively registered op: TorchScript, torch.compile, vmap."""
+
+    script_params: str  # ScriptedModel.forward's tensor parameters
+    script_call: str  # the op called with the first random case's attributes
+    vmap: bool  # outputs of a size the shape rule knows (vmap stacks them)
+    domain_ident: str  # names the op's native library
+
+
+def native_tests_view(op: OpDef) -> NativeTestsView | None:
+    if op.torch is None or not op.has_native_torch_op:
+        return None
+    torch = op.torch
+    attributes = op.case_attributes(op.tests.random[0].attributes)
+    return NativeTestsView(
+        script_params=", ".join(f"{t.name}: {py.tensor_annotation(t.arity)}" for t in op.inputs),
+        script_call=f"torch.ops.{torch.namespace}.{torch.name}("
+        + ", ".join(
+            [t.name for t in op.inputs]
+            + [f"{k}={py.attribute_value_in_tests(op, k, v)}" for k, v in attributes.items()]
+        )
+        + ")",
+        vmap=not op.shape_rule.kernel_allocated,
+        domain_ident=op.domain_ident,
+    )
+
+
+def test_parts(op: OpDef) -> dict[str, bool]:
+    """This target's parts of the generated tests (generator/templates/python/test_parity/),
+    and whether the op's test module has each."""
+    return {"test_native_registration": Target.torch_native in targets_of(op)}
