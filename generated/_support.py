@@ -718,6 +718,11 @@ def node_with_values(op, singles: int, values: int, *args, **kwargs) -> tuple:
 def symbolic_node_with_values(g, name: str, singles: int, values: int, *args, **kwargs) -> tuple:
     """The TorchScript symbolic's node of an op whose last output is variadic (see
     node_with_values): the values as one list value."""
+    if not values:  # a list of no values has no type the exporter can give the graph
+        raise RuntimeError(
+            f"{name}: the TorchScript exporter exports its variadic output with one value or "
+            "more, got none"
+        )
     count = singles + values
     outputs = g.op(name, *args, outputs=count, **kwargs)
     outputs = list(outputs) if count > 1 else [outputs]
