@@ -77,8 +77,11 @@ def run_with_native_library_alone(library, model, args: tuple, want, tmp_path) -
         ],
         capture_output=True,
         text=True,
+        timeout=300,
     )
-    assert result.returncode == 0 and "same results" in result.stdout, result.stderr[-4000:]
+    assert result.returncode == 0 and "same results" in result.stdout, (
+        result.stdout[-2000:] + result.stderr[-4000:]
+    )
 
 
 def spread(result: tuple, outputs: list, variadic: str, names: list, who: str) -> tuple:

@@ -1209,3 +1209,34 @@ def test_a_bad_attribute_field_is_the_only_error(tmp_path, run_generator, old, n
     assert result.returncode == 2, result.stdout + result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and f": {field}: " in errors[0], result.stderr
+
+
+def test_an_exported_case_giving_a_variadic_output_no_value_is_refused(tmp_path, run_generator):
+    """Neither exporter exports a variadic output of no value (ONNX has no list of no values
+    without its element type): a random case, which the tests export, must give its input a
+    value; a known case, which they run but do not export, may leave it none."""
+    text = (ROOT / "tests/opdefs/scale_each.yaml").read_text()
+    for old, new in (
+        ("outputs:\n  - {name: Y", "outputs:\n  - {name: total, type: T, shape: []}\n  - {name: Y"),
+        ('reference: "[scale', 'reference: "(scale.clone(), [scale'),
+        ('for x in X]"', 'for x in X])"'),
+        ("outputs: {Y: [[]]}", "outputs: {total: 2, Y: [[]]}"),
+        ("outputs: {Y: [[2,", "outputs: {total: 2, Y: [[2,"),
+        ("    - inputs: {scale: 2, X: [[]]}", "    - inputs: {scale: 2, X: []}"),
+        ("outputs: {total: 2, Y: [[]]}", "outputs: {total: 2, Y: []}"),
+        ("shapes: {scale: [], X: [[rows]]}", "shapes: {scale: [], X: []}"),
+    ):
+        assert old in text, old
+        text = text.replace(old, new)
+    (tmp_path / "opdefs").mkdir()
+    (tmp_path / "opdefs" / "scale_each.yaml").write_text(text)
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, result.stderr
+    assert re.search(
+        r"scale_each\.yaml:\d+:\d+: tests\.random\[1\]\.shapes\.X: variadic input 'X' has no "
+        r"value here, so variadic output 'Y' would have none, which neither ONNX exporter "
+        r"exports",
+        errors[0],
+    ), result.stderr

@@ -21,7 +21,7 @@ _AI_OPGEN = Opset("ai.opgen", 1)
 
 def translation(X, max_norm=1.0):
     norm, Y = _support.node_with_values(
-        _AI_OPGEN.ClipByGlobalNorm, 1, len(X), X=X, max_norm=max_norm
+        "ClipByGlobalNorm", _AI_OPGEN.ClipByGlobalNorm, 1, len(X), X=X, max_norm=max_norm
     )
     return norm, Y
 
@@ -30,6 +30,7 @@ def translation(X, max_norm=1.0):
 def symbolic(g, X, max_norm):
     norm, Y = _support.symbolic_node_with_values(
         g,
+        "ClipByGlobalNorm",
         "ai.opgen::ClipByGlobalNorm",
         1,
         len(symbolic_helper._unpack_list(X)),

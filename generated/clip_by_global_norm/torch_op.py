@@ -40,7 +40,7 @@ def _fake(X: list[torch.Tensor], max_norm: float = 1.0) -> tuple[torch.Tensor, l
 
 
 def _setup_context(ctx, inputs, output) -> None:
-    """Keeps what the gradient formulas read: the inputs, the outputs, the attributes."""
+    """Keeps what the gradient formulas read: the inputs, the outputs they read, the attributes."""
     X, max_norm = inputs
     norm, Y = output
     ctx.save_for_backward(*X, norm)

@@ -39,7 +39,7 @@ def _fake(X: torch.Tensor) -> torch.Tensor:
 
 
 def _setup_context(ctx, inputs, output) -> None:
-    """Keeps what the gradient formulas read: the inputs, the outputs, the attributes."""
+    """Keeps what the gradient formulas read: the inputs, the outputs they read, the attributes."""
     (X,) = inputs
     (Y,) = (output,)
     ctx.save_for_backward(X, Y)

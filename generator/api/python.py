@@ -185,10 +185,20 @@ def dtype_conversions(op: OpDef, convert: str) -> list[str]:
     ]
 
 
-def torch_schema(op: OpDef, flat_returns: bool = False) -> str:
-    """The PyTorch operator schema, derived from the definition (not inferred from Python);
-    `flat_returns`: every output in one Tensor[] (the native library's op below the Autograd
-    key of an op with a variadic output after others)."""
+def torch_schema(op: OpDef) -> str:
+    """The PyTorch operator schema, derived from the definition (not inferred from Python)."""
+    returns = ", ".join(schema_return_type(t.arity) for t in op.outputs)
+    return torch_schema_arguments(op) + (returns if len(op.outputs) == 1 else f"({returns})")
+
+
+def flat_torch_schema(op: OpDef) -> str:
+    """The schema with every output in one Tensor[] (the native library's op below the
+    Autograd key of an op with a variadic output after others: see torch_support.h)."""
+    return torch_schema_arguments(op) + "Tensor[]"
+
+
+def torch_schema_arguments(op: OpDef) -> str:
+    """A PyTorch schema's arguments and arrow: `(Tensor X, float alpha=1.0) -> `."""
     args = [
         f"{schema_tensor_type(t.arity)} {t.name}"
         + ("=None" if input_defaults_to_none(op, i) else "")
@@ -205,10 +215,7 @@ def torch_schema(op: OpDef, flat_returns: bool = False) -> str:
             args.append(f"{SCHEMA_TYPE[attr.type]}? {attr.name}=None")
         else:
             args.append(f"{SCHEMA_TYPE[attr.type]} {attr.name}={schema_value(attr.default)}")
-    returns = ", ".join(schema_return_type(t.arity) for t in op.outputs)
-    if flat_returns:
-        return f"({', '.join(args)}) -> Tensor[]"
-    return f"({', '.join(args)}) -> " + (returns if len(op.outputs) == 1 else f"({returns})")
+    return f"({', '.join(args)}) -> "
 
 
 def python_params(op: OpDef, annotate: bool, *, dtype_arguments: bool) -> str:
@@ -307,8 +314,8 @@ def _translation_node(node: OnnxNode, absent: frozenset[str], op: OpDef) -> str:
     call = f"{opset_variable(node.domain)}.{node.op_type}"
     paired = _variadic_output_pair(node, op)
     if paired is not None:
-        singles = len(node.outputs) - 1
-        args = [call, str(singles), f"len({paired})"] + args
+        title = literal(op.message_prefix)
+        args = [title, call, str(op.outputs_before_variadic), f"len({paired})"] + args
         return f"{', '.join(node.outputs)} = _support.node_with_values({', '.join(args)})"
     return f"{', '.join(node.outputs)} = {call}({', '.join(args)})"
 
@@ -344,8 +351,9 @@ def _symbolic_node(node: OnnxNode, absent: frozenset[str], op: OpDef) -> str:
     paired = _variadic_output_pair(node, op)
     if paired is not None:
         values = f"len(symbolic_helper._unpack_list({paired}))"
-        singles = str(len(node.outputs) - 1)
-        args = ["g", json.dumps(node.qualified), singles, values] + args
+        title = literal(op.message_prefix)
+        singles = str(op.outputs_before_variadic)
+        args = ["g", title, json.dumps(node.qualified), singles, values] + args
         return f"{', '.join(node.outputs)} = _support.symbolic_node_with_values({', '.join(args)})"
     args = [json.dumps(node.qualified)] + args
     if len(node.outputs) > 1:

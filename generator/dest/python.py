@@ -108,9 +108,8 @@ class TorchOutputView:
     name: str
     shape_expr: str  # a list of sizes over the (fake) inputs
     dtype_expr: str
-    # A variadic output: the input whose values its values take the shapes of, one for one
-    # ("" for another output)
-    values_of: str
+    variadic: bool
+    values_of: str  # variadic: the input whose values its values take the shapes of, one for one
 
 
 @view
@@ -248,7 +247,9 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         dtype_check_args=_dtype_check_args(op),
         data_dependent_sizes=tuple(op.shape_rule.data_dependent_sizes),
         outputs=tuple(
-            TorchOutputView(o.name, shape.expr, output_dtype_expr(op, o), shape.values_of)
+            TorchOutputView(
+                o.name, shape.expr, output_dtype_expr(op, o), o.variadic, shape.values_of
+            )
             for o, shape in zip(op.outputs, shapes, strict=True)
         ),
         # The device of the outputs: a required input's (an optional one may be None).

@@ -455,7 +455,9 @@ def _parts(op: OpDef) -> tuple[str, ...]:
     }
     # The targets' own parts: each module of generator/targets/ that has some says which.
     for target in (exporters, ort_library, torch_native, cpp_schema):
-        wanted |= target.test_parts(op)
+        theirs = target.test_parts(op)
+        assert not wanted.keys() & theirs.keys(), wanted.keys() & theirs.keys()
+        wanted |= theirs
     assert wanted.keys() == set(PART_ORDER), wanted.keys() ^ set(PART_ORDER)
     return tuple(f"python/test_parity/{name}.py.j2" for name in PART_ORDER if wanted[name])
 

@@ -441,6 +441,11 @@ class OpDef:
         return tuple(t for t in self.outputs if t.name in names)
 
     @property
+    def outputs_before_variadic(self) -> int | None:
+        """How many outputs come before a variadic last output (None: no variadic output)."""
+        return len(self.outputs) - 1 if self.outputs[-1].variadic else None
+
+    @property
     def variadic_outputs(self) -> frozenset[str]:
         return frozenset(t.name for t in self.outputs if t.variadic)
 

@@ -187,9 +187,10 @@ class _Signature:
         optional = [t.name for t in self.inputs if t.optional]
         return read.mapping(node, names, names - set(optional)) if names else {}
 
-    def value_map(self, node: Node) -> dict[str, Node]:
+    def value_map(self, node: Node, exported: bool = False) -> dict[str, Node]:
         """The inputs' values by name: a variadic input X is a list of its values, which are
-        X_0, X_1, ... (at least its minimum number of them)."""
+        X_0, X_1, ... (at least its minimum number of them). `exported`: the case is exported
+        (a random case of an op with a PyTorch side)."""
         values: dict[str, Node] = {}
         for name, child in self.tensor_map(node, self.input_names).items():
             tensor = next(t for t in self.inputs if t.name == name)
@@ -202,12 +203,18 @@ class _Signature:
                     f"variadic input '{name}' is a list of its values, at least "
                     f"{tensor.arity.min_arity} here; found {len(items)}"
                 )
-            only = self.outputs[0] if len(self.outputs) == 1 else None
-            if not items and only is not None and only.variadic and only.same_shape_as == name:
+            paired = next((t for t in self.outputs if t.variadic and t.same_shape_as == name), None)
+            if not items and paired is not None and len(self.outputs) == 1:
                 raise child.error(
                     f"variadic input '{name}' has no value here, so the op would have no "
-                    f"output (its one output, '{only.name}', takes one value per value of "
+                    f"output (its one output, '{paired.name}', takes one value per value of "
                     "it): ONNX Runtime runs no model without outputs"
+                )
+            if not items and paired is not None and exported and self.exported:
+                raise child.error(
+                    f"variadic input '{name}' has no value here, so variadic output "
+                    f"'{paired.name}' would have none, which neither ONNX exporter exports "
+                    "(give it a value in a random case; a known case may leave it none)"
                 )
             values.update((value_name(name, i), item) for i, item in enumerate(items))
         return values
@@ -409,7 +416,7 @@ def _parse_known(item: Node, signature: _Signature) -> KnownCase:
 def _parse_random(item: Node, signature: _Signature) -> RandomCase:
     rf = read.mapping(item, {"shapes", "dynamic", "sample", "attributes"}, {"shapes"})
     shapes: dict[str, tuple[int | str, ...]] = {}  # a str: a dynamic dim's symbol
-    shape_nodes = signature.value_map(rf["shapes"])
+    shape_nodes = signature.value_map(rf["shapes"], exported=True)
     for name, shape_node in shape_nodes.items():
         shapes[name] = tuple(_random_dim(d) for d in read.sequence(shape_node))
     dynamic = _parse_dynamic(rf["dynamic"], shapes, signature.exported) if "dynamic" in rf else {}

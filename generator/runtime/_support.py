@@ -683,49 +683,60 @@ def onnx_list_attribute(name: str, kind: str, values):
     return make(name, list(values))
 
 
-def node_with_values(op, singles: int, values: int, *args, **kwargs) -> tuple:
-    """The dynamo translation's node of an op whose last output is variadic: `singles` outputs,
-    then `values` values, given back as the exporter reads the PyTorch op's: a Tensor[] output
-    alone as a tuple of its values, after others as one ONNX sequence (torch 2.13 reads neither
-    a flat nor a nested tuple there). onnxscript 0.7's call gives a
-    node as many outputs as the schema has parameters, so the node is built through the
-    exporter's recorder, which takes the count (torch 2.13's OpRecorder._call_op)."""
-    from onnxscript import ir
-    from onnxscript._internal import evaluator
-    from torch.onnx._internal.exporter import _building
+def node_with_values(title: str, op, singles: int, values: int, *args, **kwargs) -> tuple:
+    """The dynamo translation's node of an op whose last output is variadic (`title`: how its
+    messages name it): `singles` outputs, then `values` values, given back as the exporter
+    reads the PyTorch op's: a Tensor[] output alone as a tuple of its values, after others as
+    one ONNX sequence (torch 2.13 reads neither a flat nor a nested tuple there). onnxscript
+    0.7's call gives a node as many outputs as the schema has parameters, so the node is built
+    through the exporter's recorder, which takes the count: torch 2.13's private
+    OpRecorder._call_op (torch is pinned; another version that lacks it fails naming it)."""
+    import torch
 
-    recorder = evaluator.default()
-    if not isinstance(recorder, _building.OpRecorder) or not values:
+    if not values:  # ONNX has no sequence of no tensors without its element type
         raise RuntimeError(
-            f"{op.name}: the dynamo exporter exports its variadic output only inside "
-            "torch.onnx.export and with one value or more, got "
-            + (
-                f"{values} values"
-                if isinstance(recorder, _building.OpRecorder)
-                else "another evaluator"
-            )
+            f"{title}: the dynamo exporter exports its variadic output with one value or more, "
+            "got none"
         )
-    signature = ir.schemas.OpSignature.from_op_schema(op.op_schema)
-    named_inputs, named_attrs = _building._construct_named_inputs_and_attrs(signature, args, kwargs)
-    outputs = recorder._call_op(signature, named_inputs, named_attrs, singles + values)
+    try:
+        from onnxscript import ir
+        from onnxscript._internal import evaluator
+        from torch.onnx._internal.exporter import _building
+
+        recorder = evaluator.default()
+        if not isinstance(recorder, _building.OpRecorder):
+            raise RuntimeError(
+                f"{title}: its dynamo translation runs inside torch.onnx.export only (its "
+                "recorder builds the node)"
+            )
+        signature = ir.schemas.OpSignature.from_op_schema(op.op_schema)
+        named = _building._construct_named_inputs_and_attrs(signature, args, kwargs)
+        outputs = recorder._call_op(signature, *named, singles + values)
+    except (AttributeError, ImportError) as error:
+        raise RuntimeError(
+            f"{title}: the dynamo translation of a variadic output builds its node through "
+            f"torch 2.13's exporter internals, which torch {torch.__version__} changed: {error}"
+        ) from error
     if not singles:  # the exporter reads a translation's tuple as a Tensor[] output's values
         return tuple(outputs)
     return (*outputs[:singles], recorder.opset.SequenceConstruct(*outputs[singles:]))
 
 
-def symbolic_node_with_values(g, name: str, singles: int, values: int, *args, **kwargs) -> tuple:
+def symbolic_node_with_values(
+    g, title: str, name: str, singles: int, values: int, *args, **kwargs
+) -> tuple:
     """The TorchScript symbolic's node of an op whose last output is variadic (see
     node_with_values): the values as one list value."""
     if not values:  # a list of no values has no type the exporter can give the graph
         raise RuntimeError(
-            f"{name}: the TorchScript exporter exports its variadic output with one value or "
+            f"{title}: the TorchScript exporter exports its variadic output with one value or "
             "more, got none"
         )
     count = singles + values
     outputs = g.op(name, *args, outputs=count, **kwargs)
     outputs = list(outputs) if count > 1 else [outputs]
-    values = g.op("prim::ListConstruct", *outputs[singles:])
-    return (*outputs[:singles], values) if singles else values
+    value_list = g.op("prim::ListConstruct", *outputs[singles:])
+    return (*outputs[:singles], value_list) if singles else value_list
 
 
 def given(**attributes) -> dict:

@@ -68,9 +68,10 @@ class TorchOpView(KernelWrapperView):
     below_qualified_name_literal: str
     below_definition_literal: str
     below_kernel: str  # the op below's CPU kernel (a BoxedKernel)
-    # The outputs before a variadic one whose op below returns them all as one list (see
-    # flat_below_autograd_kernel); None where it returns the op's own results
-    flat_below_singles: int | None
+    # The op below returns every output as one list (see flat_below_autograd_kernel), the
+    # Autograd kernel takes back `outputs_before_variadic` outputs and the variadic one's list
+    flat_below: bool
+    outputs_before_variadic: int
     package_literal: str
     forward_mode_message_literal: str
     autograd_checks: tuple[AutogradCheck, ...]
@@ -121,8 +122,8 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
     allocated = op.shape_rule.kernel_allocated
     # torch 2.13's dispatcher call from C++ converts results of (Tensor, ..., Tensor[]) wrongly
     # (see flat_below_autograd_kernel): the op below returns them as one list.
-    singles = len(op.outputs) - 1
-    flat_singles = singles if op.outputs[-1].variadic and singles else None
+    singles = op.outputs_before_variadic
+    flat_below = bool(singles)
     result = [
         f"{value}.take()" if t.name in allocated else value
         for t, value in zip(op.outputs, outputs, strict=True)
@@ -140,14 +141,15 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         below_name_literal=cpp.string_literal(below),
         below_qualified_name_literal=cpp.string_literal(f"{torch.namespace}::{below}"),
         below_definition_literal=cpp.string_literal(
-            below + py.torch_schema(op, flat_returns=flat_singles is not None)
+            below + (py.flat_torch_schema(op) if flat_below else py.torch_schema(op))
         ),
         below_kernel=(
-            f"&opgen::torch_support::flat_below_autograd_kernel<&boxed_cpu_kernel, {flat_singles}>"
-            if flat_singles is not None
+            f"&opgen::torch_support::flat_below_autograd_kernel<&boxed_cpu_kernel, {singles}>"
+            if flat_below
             else "&opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>"
         ),
-        flat_below_singles=flat_singles,
+        flat_below=flat_below,
+        outputs_before_variadic=singles or 0,
         package_literal=cpp.string_literal(package),
         forward_mode_message_literal=cpp.string_literal(py.forward_mode_message(op)),
         autograd_checks=tuple(
@@ -216,4 +218,4 @@ def native_tests_view(op: OpDef) -> NativeTestsView | None:
 def test_parts(op: OpDef) -> dict[str, bool]:
     """This target's parts of the generated tests (generator/templates/python/test_parity/),
     and whether the op's test module has each."""
-    return {"test_native_registration": Target.torch_native in targets_of(op)}
+    return {"test_native_registration": native_tests_view(op) is not None}
