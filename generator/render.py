@@ -143,17 +143,25 @@ def _version(distribution: str) -> str:
     return version(distribution)
 
 
+# As the generated package's pyproject.toml tells black (its pre-commit hook): black left to
+# guess the target from a file formats some calls otherwise (`f(*a, k=v,)`'s trailing comma).
+BLACK_TARGET = "py311"
+
+
 def _black_key(text: str) -> str:
-    return opgen_cache.content_key("black", _version("black"), str(LINE_LENGTH), text)
+    return opgen_cache.content_key("black", _version("black"), str(LINE_LENGTH), BLACK_TARGET, text)
 
 
 def _black(text: str) -> str | Exception:
     """black's output, or its error (returned: it must cross a process boundary)."""
     import black
-    from black.parsing import InvalidInput  # where black defines it (black re-exports it)
+    from black.mode import TargetVersion  # where black defines it (black re-exports it)
+    from black.parsing import InvalidInput
 
     try:
-        formatted = black.format_str(text, mode=black.Mode(line_length=LINE_LENGTH))
+        target = TargetVersion[BLACK_TARGET.upper()]
+        mode = black.Mode(line_length=LINE_LENGTH, target_versions={target})
+        formatted = black.format_str(text, mode=mode)
         # black parses leniently (`*X = inputs` passes): the compiler has the last word.
         compile(formatted, "<generated>", "exec", dont_inherit=True)
     except (InvalidInput, SyntaxError) as exc:

@@ -35,6 +35,6 @@ def symbolic(g, X, max_norm):
         1,
         len(symbolic_helper._unpack_list(X)),
         *symbolic_helper._unpack_list(X),
-        max_norm_f=max_norm
+        max_norm_f=max_norm,
     )
     return norm, Y

@@ -42,7 +42,7 @@ def _fake(X: list[torch.Tensor], max_norm: float = 1.0) -> tuple[torch.Tensor, l
 def _setup_context(ctx, inputs, output) -> None:
     """Keeps what the gradient formulas read: the inputs, the outputs they read, the attributes."""
     X, max_norm = inputs
-    norm, Y = output
+    norm, _ = output
     ctx.save_for_backward(*X, norm)
     ctx.attributes = (_support.float32_value(max_norm),)
 
@@ -60,11 +60,11 @@ def _backward(ctx, grad_norm, grad_Y):
                     + (
                         grad_norm
                         + torch.where(clipping, -scale / (norm + 1e-6), 0.0)
-                        * sum((gj * xj).sum() for gj, xj in zip(grad_Y, X))
+                        * sum((gj * xj).sum() for gj, xj in zip(grad_Y, X, strict=True))
                     )
                     * x
                     / torch.where(norm > 0, norm, 1.0)
-                    for g, x in zip(grad_Y, X)
+                    for g, x in zip(grad_Y, X, strict=True)
                 ]
             )(torch.clamp(max_norm / (norm + 1e-6), max=1.0), max_norm / (norm + 1e-6) < 1.0),
             len(X),

@@ -41,7 +41,6 @@ def _fake(X: list[torch.Tensor]) -> torch.Tensor:
 def _setup_context(ctx, inputs, output) -> None:
     """Keeps what the gradient formulas read: the inputs, the outputs they read, the attributes."""
     (X,) = inputs
-    (Y,) = (output,)
     ctx.save_for_backward(*X)
 
 

@@ -130,6 +130,8 @@ class GradientFormulasView:
 
     argument_targets: str  # unpacks `inputs`: the inputs, then the attributes
     unpacked_output: str  # `output` as a tuple of the outputs
+    # The outputs the formulas read, as assignment targets (`_` for the others); "": none
+    output_targets: str
     tensor_names: str  # inputs and outputs, saved for backward
     # backward's unpacking of them: a variadic parameter's values back into a list
     saved_targets: str
@@ -386,7 +388,8 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
     attributes = [a.name for a in op.attributes]
     # A variadic parameter's values are saved one by one (and unpacked back into a list): the
     # inputs, and the outputs the formulas read.
-    params = op.inputs + op.outputs_read_by_gradients
+    read = op.outputs_read_by_gradients
+    params = op.inputs + read
     tensors = [f"*{t.name}" if t.variadic else t.name for t in params]
     if sum(t.variadic for t in params) > 1:  # two starred targets cannot unpack
         saved_targets = ", ".join(t.name for t in params)
@@ -408,6 +411,9 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
         argument_targets=", ".join([t.name for t in op.inputs] + attributes)
         + ("," if len(op.inputs) + len(attributes) == 1 else ""),
         unpacked_output="(output,)" if len(op.outputs) == 1 else "output",
+        output_targets=(
+            _targets([t.name if t in read else "_" for t in op.outputs]) if read else ""
+        ),
         tensor_names=", ".join(tensors),
         saved_targets=saved_targets,
         saved_values=saved_values,
