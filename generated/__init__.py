@@ -76,6 +76,8 @@ DOMAIN_LIBRARIES = {
     "mydomain": "mydomain",
     "test.customop": "test_customop",
 }
+# The domains whose ops have CUDA kernels, which get a library for ONNX Runtime's CUDA provider.
+CUDA_DOMAINS = frozenset(["ai.opgen", "test.customop"])
 # Definitions that override the export of an existing PyTorch op, by op id.
 OVERRIDES = {op.__name__.rsplit(".", 1)[-1]: op for op in OPS if op.IS_OVERRIDE}
 _registered = False
@@ -211,11 +213,14 @@ def add_functions(model) -> bool:
 __version__ = _package.VERSION
 
 
-def get_library_path(domain: str | None = None) -> str:
+def get_library_path(domain: str | None = None, device: str = "cpu") -> str:
     """The path of the ONNX Runtime custom-op library serving an ONNX domain, for
     SessionOptions.register_custom_ops_library; the domain may be left out when the package
-    has one library."""
-    return str(_support.ort_library(_support.library_of(domain, DOMAIN_LIBRARIES)))
+    has one library. device="cuda": the library for a session with the CUDA provider (every op
+    of the domain on the CPU, those with a CUDA kernel on the GPU too)."""
+    ident = _support.library_of(domain, DOMAIN_LIBRARIES)
+    served = next(name for name, value in DOMAIN_LIBRARIES.items() if value == ident)
+    return str(_support.ort_library(ident, device, served in CUDA_DOMAINS, served))
 
 
 def ort_library(domain: str) -> str:

@@ -283,6 +283,7 @@ def build(args: argparse.Namespace) -> int:
                 # reports' line numbers (the template's -O1 overrides -O2).
                 f"-DCMAKE_BUILD_TYPE={'RelWithDebInfo' if sanitize else 'Release'}",
                 f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
+                f"-DOPGEN_CUDA={args.cuda.upper()}",
             ],
             args.quiet,
         )
@@ -292,13 +293,14 @@ def build(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     else:
         # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
-        # at the sanitizer choice of this command.
+        # at the sanitizer and CUDA choices of this command.
         subprocess.run(
             [
                 "cmake",
                 str(build_dir),
                 f"-DORT_INCLUDE_DIR={include}",
                 f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
+                f"-DOPGEN_CUDA={args.cuda.upper()}",
             ],
             capture_output=True,
             check=False,

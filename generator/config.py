@@ -12,6 +12,7 @@ import functools
 import json
 import keyword
 import os
+import re
 import stat
 import sys
 import tomllib
@@ -29,6 +30,9 @@ OPGEN_TOML = "opgen.toml"
 PYPROJECT_TOML = "pyproject.toml"
 DEFAULT_PACKAGE = "generated"
 DEFAULT_VERSION = "0.1.0"
+DEFAULT_CUDA_ARCHITECTURES = "80;90"
+# One entry of CMake's CUDA_ARCHITECTURES: a compute capability, with a suffix (90a) and a kind.
+_CUDA_ARCHITECTURE = re.compile(r"[1-9][0-9]{1,2}[a-z]?(-real|-virtual)?")
 
 # Each key and what it sets (the README's table says the same in prose).
 KEYS = {
@@ -39,6 +43,8 @@ KEYS = {
     "torch-api": "how ops with a kernel are registered with PyTorch unless their definition "
     "says (default: native)",
     "version": f"the version of the ops' wheel (default: {DEFAULT_VERSION})",
+    "cuda-architectures": "the GPU architectures nvcc compiles the CUDA kernels for, as CMake's "
+    f"CUDA_ARCHITECTURES (default: {DEFAULT_CUDA_ARCHITECTURES}, Ampere and Hopper)",
 }
 # Import names a generated package must not take: it would shadow opgen, what opgen or the
 # generated code runs on, or the tools that build and test it. (An installed module of the
@@ -64,12 +70,15 @@ class Config:
     build_dir: Path
     torch_api: TorchApi
     version: str
+    cuda_architectures: str = DEFAULT_CUDA_ARCHITECTURES  # a CMake list
 
     def generated_package(self) -> GeneratedPackage:
         """What the generated code is told of its package. Its build folder is relative to the
         package's folder: where the package looks for its libraries when not installed."""
         build_dir = os.path.relpath(self.build_dir.absolute(), self.package_dir.absolute())
-        return GeneratedPackage(self.package, self.version, Path(build_dir).as_posix())
+        return GeneratedPackage(
+            self.package, self.version, Path(build_dir).as_posix(), self.cuda_architectures
+        )
 
 
 class ConfigError(Exception):
@@ -259,6 +268,9 @@ def load(args: argparse.Namespace) -> Config:
         build_dir=build_dir,
         torch_api=TorchApi[values.get("torch-api", TorchApi.native.name)],
         version=version,
+        cuda_architectures=cuda_architectures(
+            values.get("cuda-architectures", DEFAULT_CUDA_ARCHITECTURES)
+        ),
     )
 
 
@@ -377,10 +389,24 @@ def _value_problem(key: str, text: str) -> str | None:
             )
         case "version":
             return version_problem(text)
+        case "cuda-architectures":
+            entries = cuda_architectures(text).split(";")
+            wrong = [e for e in entries if not _CUDA_ARCHITECTURE.fullmatch(e)]
+            if wrong or not text.strip():
+                return (
+                    f"'{wrong[0] if wrong else text}' is no CUDA architecture: expected compute "
+                    "capabilities such as '80;90' (optionally '90a', '80-real', '90-virtual')"
+                )
+            return None
         case _:  # a folder
             if not text or "\0" in text:
                 return "expected a folder's path"
             return None
+
+
+def cuda_architectures(text: str) -> str:
+    """The architectures as a CMake list: separated by ';', ',' or spaces in the configuration."""
+    return ";".join(part for part in re.split(r"[;,\s]+", text) if part)
 
 
 def package_problem(name: str) -> str | None:

@@ -10,7 +10,15 @@ from generator.dest import cpp_kernel, docs, project, python, tests
 from generator.dest.emission import Emission
 from generator.generated_file import GeneratedFile
 from generator.model.op import OpDef
-from generator.targets import cpp_schema, exporters, onnx_schema, ort_library, pybind, torch_native
+from generator.targets import (
+    cpp_schema,
+    cuda,
+    exporters,
+    onnx_schema,
+    ort_library,
+    pybind,
+    torch_native,
+)
 
 OpEmitter = Callable[[OpDef, Emission], list[GeneratedFile]]
 ProjectEmitter = Callable[[Sequence[OpDef], Emission], list[GeneratedFile]]
@@ -23,11 +31,13 @@ OP_EMITTERS: tuple[OpEmitter, ...] = (
     ort_library.emit,  # the ONNX Runtime custom op
     pybind.emit,  # the pybind11 binding
     torch_native.emit,  # the native PyTorch registration
+    cuda.emit,  # the CUDA kernel and its ONNX Runtime and PyTorch registrations
     cpp_schema.emit,  # the ONNX C++ schema and its test
     tests.emit,  # the parity tests
     docs.emit_op,  # the op's page
 )
 PROJECT_EMITTERS: tuple[ProjectEmitter, ...] = (
     project.emit,  # the package, CMake, each domain's libraries, the runtime files
+    cuda.emit_project,  # the CUDA runtime files, each domain's ONNX Runtime CUDA library
     docs.emit_index,  # the docs' index
 )

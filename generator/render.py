@@ -28,7 +28,15 @@ from generator.generated_file import GeneratedFile as GeneratedFile
 # Package data (pyproject.toml), found through importlib.resources: an installed wheel has them.
 TEMPLATES_DIR = Path(str(resources.files("generator").joinpath("templates")))
 
-_COMMENT = {".py": "#", ".txt": "#", ".toml": "#", ".h": "//", ".cc": "//", ".md": None}
+_COMMENT = {
+    ".py": "#",
+    ".txt": "#",
+    ".toml": "#",
+    ".h": "//",
+    ".cc": "//",
+    ".cu": "//",
+    ".md": None,
+}
 
 
 @cache

@@ -41,7 +41,7 @@ def project_with(tmp_path: Path, config: str, name: str = "pyproject.toml") -> P
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)  # where the search for a configuration stops
     (repo / "defs").mkdir()
-    for file in ("inverse.yaml", "inverse_kernel.h"):
+    for file in ("inverse.yaml", "inverse_kernel.h", "inverse_kernel.cuh"):
         shutil.copy(ROOT / "opdefs" / file, repo / "defs" / file)
     (repo / name).write_text(config)
     return repo
@@ -126,7 +126,7 @@ build-dir = 3
     errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert errors == [
         "error: pyproject.toml:3:1: tool.opgen.packge: unknown field 'packge' (did you mean "
-        "'package'?); expected one of ['build-dir', 'definitions', 'package', 'package-dir', "
+        "'package'?); expected one of ['build-dir', 'cuda-architectures', 'definitions', 'package', 'package-dir', "
         "'torch-api', 'version']",
         "error: pyproject.toml:4:1: tool.opgen.package: 'import' is a Python keyword",
         "error: pyproject.toml:5:1: tool.opgen.torch-api: 'nativ' is not one of ['native', "
@@ -163,10 +163,21 @@ def test_two_configurations_in_one_folder_are_refused(tmp_path):
 
 def test_torch_api_default_applies_to_ops_with_a_kernel(tmp_path):
     repo = project_with(tmp_path, 'definitions = "defs"\ntorch-api = "library"\n', "opgen.toml")
+    definition = repo / "defs" / "inverse.yaml"
+    text = definition.read_text()
+    (repo / "defs" / "plain_inverse.yaml").write_text(
+        text.replace("  cuda: inverse_kernel.cuh\n", "")
+        .replace("op: Inverse", "op: PlainInverse")
+        .replace("opgen::inverse", "opgen::plain_inverse")
+    )
     result = opgen("-q", cwd=repo)
     assert result.returncode == 0, result.stderr
-    assert not (repo / "generated" / "inverse" / "inverse_torch.cc").exists()
-    assert "torch.library.Library" in (repo / "generated" / "inverse" / "torch_op.py").read_text()
+    plain = repo / "generated" / "plain_inverse"
+    assert not (plain / "plain_inverse_torch.cc").exists()
+    assert "torch.library.Library" in (plain / "torch_op.py").read_text()
+    # A CUDA kernel is registered natively, the one registration of CUDA kernels yet.
+    assert (repo / "generated" / "inverse" / "inverse_torch.cc").exists()
+    assert "native=(" in (repo / "generated" / "inverse" / "torch_op.py").read_text()
 
 
 def test_new_in_an_empty_repository_writes_a_configuration(tmp_path):
@@ -231,7 +242,11 @@ def test_folders_that_overlap_and_names_that_shadow_are_refused(tmp_path, config
         assert result.returncode == 2, (command, result.stderr)
         assert message in result.stderr, (command, result.stderr)
     assert sorted(p.name for p in repo.iterdir()) == [".git", "defs", "opgen.toml"]
-    assert sorted(p.name for p in (repo / "defs").iterdir()) == ["inverse.yaml", "inverse_kernel.h"]
+    assert sorted(p.name for p in (repo / "defs").iterdir()) == [
+        "inverse.yaml",
+        "inverse_kernel.cuh",
+        "inverse_kernel.h",
+    ]
 
 
 def test_new_checks_the_folders_before_writing(tmp_path):
@@ -279,7 +294,7 @@ def test_a_package_folder_behind_a_symbolic_link_finds_its_build_folder(tmp_path
 
 def test_get_library_path_of_a_package_without_libraries_says_so(tmp_path):
     repo = project_with(tmp_path, 'definitions = "defs"\npackage = "pk"\n', "opgen.toml")
-    for name in ("inverse.yaml", "inverse_kernel.h"):
+    for name in ("inverse.yaml", "inverse_kernel.h", "inverse_kernel.cuh"):
         (repo / "defs" / name).unlink()
     shutil.copy(ROOT / "opdefs" / "aten_add.yaml", repo / "defs")
     assert opgen("-q", cwd=repo).returncode == 0

@@ -16,6 +16,8 @@ def project_with(tmp_path: Path, text: str, name: str = "inverse.yaml") -> Path:
     (tmp_path / "opdefs").mkdir()
     (tmp_path / "opdefs" / name).write_text(text)
     shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", tmp_path / "opdefs")
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", tmp_path / "opdefs")
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", tmp_path / "opdefs")
     return tmp_path
 
 
@@ -480,14 +482,16 @@ def test_collisions_between_definitions(tmp_path, run_generator, name, old, new,
     assert not (project / "generated").exists()
 
 
-@pytest.mark.parametrize("ident", ["a", "kernels", "torch", "schemas", "kernel_objects"])
+@pytest.mark.parametrize(
+    "ident", ["a", "kernels", "torch", "schemas", "kernel_objects", "cuda", "torch_cuda"]
+)
 def test_a_domains_build_targets_are_distinct(ident):
     """One domain's CMake targets never meet (domain `kernels` once named its pybind11 module
     and its kernel objects both opgen_kernels_kernels); the template's own have a '-'."""
     from generator.runtime._names import target_names
 
     names = target_names(ident)
-    assert len(set(names)) == len(names) == 6, names
+    assert len(set(names)) == len(names) == 9, names
     assert all(name == f"opgen_{ident}" or name.startswith(f"opgen_{ident}_") for name in names)
     template = (ROOT / "generator" / "templates" / "cmake" / "CMakeLists.txt.j2").read_text()
     fixed = set(re.findall(r"add_(?:library|executable)\(([\w-]+)", template))
@@ -559,7 +563,7 @@ def test_reserved_names_cover_each_ops_cpp_namespace():
 
     declared = set()
     for path in (ROOT / "generated").glob("*/*"):
-        if path.suffix not in (".cc", ".h") or path.parent.name in ("include", "domains"):
+        if path.suffix not in (".cc", ".h", ".cu") or path.parent.name in ("include", "domains"):
             continue
         text = path.read_text()
         declared |= set(re.findall(r"^\s*(?:struct|class|using)\s+(?:\w+::)*(\w+)", text, re.M))

@@ -19,6 +19,7 @@ def project_with(tmp_path: Path, text: str, name: str = "inverse.yaml") -> Path:
     (tmp_path / "opdefs").mkdir(parents=True)
     (tmp_path / "opdefs" / name).write_text(text)
     shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", tmp_path / "opdefs")
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", tmp_path / "opdefs")
     return tmp_path
 
 
@@ -297,6 +298,7 @@ def many_ops(tmp_path: Path, count: int) -> Path:
             text.replace("op: CustomOpOne", f"op: Op{index:02d}")
             .replace("test_customop::custom_op_one", f"many::op_{index:02d}")
             .replace("domain: test.customop", "domain: many")
+            .replace("  cuda: custom_op_one_kernel.cuh\n", "")  # (its namespace is the op's)
         )
     return tmp_path
 

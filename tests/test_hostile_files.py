@@ -95,6 +95,7 @@ def hostile_project(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess
     for name, _ in EXPRESSION_CASES:
         (opdefs / name).write_text(EXPRESSIONS[name])
     shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", opdefs)
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", opdefs)
     make_file_cases(opdefs)
     started = time.monotonic()
     result = run([], project)
@@ -209,6 +210,7 @@ def small_project(tmp_path: Path, stem: str = "inverse") -> Path:
     (tmp_path / "opdefs").mkdir()
     (tmp_path / "opdefs" / f"{stem}.yaml").write_text(GOOD)
     shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", tmp_path / "opdefs")
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", tmp_path / "opdefs")
     return tmp_path
 
 

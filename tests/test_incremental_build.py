@@ -73,6 +73,7 @@ def _definition(op_id: str, kernel_in_file: bool) -> str:
         text.replace("op: CustomOpOne", f"op: {op_type}")
         .replace("test_customop::custom_op_one", f"inc_ops::{op_id}")
         .replace("domain: test.customop", "domain: inc.ops")
+        .replace("  cuda: custom_op_one_kernel.cuh\n", "")  # (its namespace is the op's)
     )
     if kernel_in_file:
         body = text[text.index("kernel:\n") : text.index("\ntests:")]

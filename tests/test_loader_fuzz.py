@@ -233,6 +233,7 @@ def fuzz(examples: int) -> None:
     opdefs = project / "opdefs"
     opdefs.mkdir()
     shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", opdefs)
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", opdefs)
     shutil.copy(ROOT / "opdefs" / "custom_group_norm_kernel.h", opdefs)
     os.chdir(project)
     signal.signal(signal.SIGALRM, _alarm)

@@ -37,7 +37,7 @@ def repository(tmp_path: Path, config: str | None = 'definitions = "opdefs"\n') 
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)  # where the search for a configuration stops
     (repo / "opdefs").mkdir()
-    for name in ("inverse.yaml", "inverse_kernel.h"):
+    for name in ("inverse.yaml", "inverse_kernel.h", "inverse_kernel.cuh"):
         shutil.copy(ROOT / "opdefs" / name, repo / "opdefs" / name)
     if config is not None:
         (repo / "opgen.toml").write_text(config)

@@ -826,7 +826,11 @@ def test_user_trees_survive_build_and_wheel():
     ref = reference()
     spec = draw_spec(Draw(seed=27), ref, slow=True)
     with tempfile.TemporaryDirectory(prefix="opgen-ownership-") as scratch:
-        world = start(Path(scratch), spec, definitions=("inverse.yaml", "inverse_kernel.h"))
+        world = start(
+            Path(scratch),
+            spec,
+            definitions=("inverse.yaml", "inverse_kernel.h", "inverse_kernel.cuh"),
+        )
         package = world.repo / PACKAGE
         problems: list[str] = []
 

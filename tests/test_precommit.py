@@ -123,7 +123,7 @@ def test_hook_for_other_repositories(tmp_path):
 
     user = tmp_path / "user-repo"
     (user / "defs").mkdir(parents=True)
-    for name in ("inverse.yaml", "inverse_kernel.h"):
+    for name in ("inverse.yaml", "inverse_kernel.h", "inverse_kernel.cuh"):
         shutil.copy(ROOT / "opdefs" / name, user / "defs" / name)
     (user / "opgen.toml").write_text('definitions = "defs"\npackage = "userops"\n')
     git(user, "init", "-q")

@@ -106,6 +106,7 @@ def test_toml_definition_equals_yaml(tmp_path):
     toml_text = TOML_INVERSE
     (tmp_path / "inverse.toml").write_text(toml_text)
     shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", tmp_path)
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", tmp_path)
     toml_op = parse_opdef(tmp_path / "inverse.toml", "opdefs/inverse.yaml")
     assert toml_op.op_type == yaml_op.op_type
     assert toml_op.shape_rule == yaml_op.shape_rule
@@ -159,6 +160,7 @@ dynamic = {batch = [2, 5]}
 def test_toml_error_names_line(tmp_path, run_generator):
     (tmp_path / "opdefs").mkdir()
     shutil.copy(ROOT / "opdefs" / "inverse_kernel.h", tmp_path / "opdefs")
+    shutil.copy(ROOT / "opdefs" / "inverse_kernel.cuh", tmp_path / "opdefs")
     text = TOML_INVERSE.replace(
         'types = ["float32", "float64", "float16"]', 'types = ["float32", "floaty"]'
     )

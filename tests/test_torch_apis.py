@@ -69,6 +69,8 @@ def test_torch_api(api, tmp_path, run_generator):
     shutil.copytree(ROOT / "opdefs", tmp_path / "opdefs")
     definition = tmp_path / "opdefs" / "inverse.yaml"
     text = definition.read_text()
+    if api != "native":  # (a CUDA kernel is registered natively only, yet)
+        text = text.replace("  cuda: inverse_kernel.cuh\n", "")
     if api == "legacy":  # the legacy API takes no gradient formulas
         text = re.sub(r"\ngradients:\n(  .*\n)+", "\n", text)
         assert "gradients" not in text

@@ -10,6 +10,7 @@ import generator
 from generator.api import cpp
 from generator.dest import common
 from generator.dest.emission import Emission
+from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
 from generator.render import GeneratedFile, copy_runtime, render
 from generator.view import view
@@ -39,6 +40,17 @@ class DomainView:
     kernel_objects_name: str  # CMake's object library of its kernels
     schemas_library_name: str  # CMake's static library of its C++ schemas
     max_version: int  # of its ops
+    # CUDA kernels (generator/targets/cuda.py): the ops with one, those of them its ONNX Runtime
+    # CUDA library serves on the GPU and its native PyTorch CUDA library registers, and the
+    # CMake targets building them
+    cuda_op_ids: tuple[str, ...]
+    cuda_ort_op_ids: tuple[str, ...]
+    cuda_torch_op_ids: tuple[str, ...]
+    cuda_kernel_objects_name: str
+    cuda_library_name: str
+    torch_cuda_library_name: str
+    # The ops whose CUDA kernels this ort_library.cc registers (in the CUDA library's only)
+    cuda_registrations: tuple[str, ...] = ()
 
 
 @view
@@ -51,6 +63,8 @@ class CMakeView:
     opgen_version: str
     domains: tuple[DomainView, ...]
     has_native_ops: bool  # some domain gets a native PyTorch library
+    has_cuda_ops: bool  # some op has a CUDA kernel
+    cuda_architectures: str  # the default of OPGEN_CUDA_ARCHITECTURES
     torch_target_version: str
 
 
@@ -102,9 +116,10 @@ class PackageInitView:
     package: str
     op_ids: tuple[str, ...]
     domain_libraries: tuple[DomainLibraryView, ...]  # domains with kernels only
+    cuda_domains: list[str]  # domains with a CUDA kernel for ONNX Runtime (a list: tojson)
 
 
-def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
+def domain_views(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
     """Domains with C++ artifacts (kernel ops or C++ schemas), each with its definitions."""
     ordered = sorted((op for op in ops if op.has_cpp_schema), key=lambda op: (op.domain, op.op_id))
     domains = []
@@ -113,6 +128,7 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
         members = list(group)
         ident = members[0].domain_ident
         kernel_op_ids = tuple(op.op_id for op in members if op.kernel)
+        cuda_ops = [op for op in members if Target.cuda in targets_of(op)]
         view = DomainView(
             domain=domain,
             domain_literal=cpp.string_literal(domain),
@@ -132,6 +148,12 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
             kernel_objects_name=common.kernel_objects_name(ident),
             schemas_library_name=common.schemas_library_name(ident),
             max_version=max(op.version or 0 for op in members),
+            cuda_op_ids=tuple(op.op_id for op in cuda_ops),
+            cuda_ort_op_ids=tuple(op.op_id for op in cuda_ops if op.has_ort_kernel),
+            cuda_torch_op_ids=tuple(op.op_id for op in cuda_ops if op.has_native_torch_op),
+            cuda_kernel_objects_name=common.cuda_kernel_objects_name(ident),
+            cuda_library_name=common.cuda_library_name(ident),
+            torch_cuda_library_name=common.torch_cuda_library_name(ident),
         )
         domains.append((view, sorted(op.definition_path for op in members)))
     return domains
@@ -139,11 +161,12 @@ def _domains(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
 
 def emit(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
     all_sources = sorted(op.definition_path for op in ops)
-    domains = _domains(ops)
+    domains = domain_views(ops)
     views = tuple(domain for domain, _ in domains)
     info = emission.package
     has_native_ops = any(view.native_op_ids for view in views)
     package = PackageInitView(
+        cuda_domains=[view.domain for view in views if view.cuda_ort_op_ids],
         package=info.name,
         op_ids=tuple(sorted(op.op_id for op in ops)),
         domain_libraries=tuple(
@@ -174,6 +197,8 @@ def emit(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
                 opgen_version=generator.__version__,
                 domains=views,
                 has_native_ops=has_native_ops,
+                has_cuda_ops=any(view.cuda_op_ids for view in views),
+                cuda_architectures=info.cuda_architectures,
                 torch_target_version=cpp.TORCH_TARGET_VERSION,
             ),
         ),

@@ -22,7 +22,7 @@ from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
-from generator.targets import cpp_schema, exporters, ort_library, torch_native
+from generator.targets import cpp_schema, cuda, exporters, ort_library, torch_native
 from generator.targets.cpp_schema import test_types_not_in_every_onnx
 from generator.view import view
 
@@ -172,6 +172,7 @@ class ParityTestView:
     samplers: tuple[SamplerView, ...]
     random_cases: tuple[RandomCaseView, ...]
     native: torch_native.NativeTestsView | None
+    cuda: cuda.CudaTestsView | None
     error_cases: tuple[ErrorCaseView, ...]
     value_error_cases: tuple[ValueErrorCaseView, ...]
     bad_values_test_name: str
@@ -311,6 +312,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
         random_cases=tuple(case for case, _ in random_cases),
         native=torch_native.native_tests_view(op),
+        cuda=cuda.cuda_tests_view(op),
         error_cases=tuple(
             ErrorCaseView(
                 py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
@@ -398,6 +400,7 @@ PART_ORDER = (
     "test_earlier_version_runs",
     "test_opcheck",
     "test_native_registration",
+    "test_cuda",
     "test_inputs_on_two_devices_raise",
     "test_gradients",
     "test_gradients_through_torch_func",
@@ -454,7 +457,7 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         "test_matches_builtin": bool(op.tests.builtin_equivalents) and op.runs_in_onnxruntime,
     }
     # The targets' own parts: each module of generator/targets/ that has some says which.
-    for target in (exporters, ort_library, torch_native, cpp_schema):
+    for target in (exporters, ort_library, torch_native, cpp_schema, cuda):
         theirs = target.test_parts(op)
         assert not wanted.keys() & theirs.keys(), wanted.keys() & theirs.keys()
         wanted |= theirs

@@ -38,6 +38,7 @@ class Target(Enum):
     pybind = "pybind11 module"
     torch_native = "PyTorch, native"
     torch_python = "PyTorch, Python APIs"
+    cuda = "CUDA kernels"
     exporters = "ONNX exporters"
     parity_tests = "parity tests"
 
@@ -152,6 +153,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         torch_python="Tensor[]; gradient formulas with 'library' (not yet 'custom_op')",
         exporters="to the op's own node (an export node passing its values to another op: "
         "not yet)",
+        cuda="the kernel gets opgen::Inputs<T>, views of device memory",
         parity_tests="test cases list its values; vmap runs one call per sample",
     ),
     Feature.heterogeneous_variadic: _only_schemas(cpp_schema=Carried()),
@@ -163,12 +165,13 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         torch_native="a Tensor[] return",
         torch_python="a Tensor[] return",
         exporters="the op's node gets one output per value",
+        cuda="the kernel gets opgen::Outputs<T>, views of device memory",
         parity_tests="test cases list its values; the reference returns a list",
     ),
     Feature.optional_output: _everywhere(
         **{
             name: "computes every output; the kernel's pointer is never null"
-            for name in ("pybind", "torch_native", "torch_python")
+            for name in ("pybind", "torch_native", "torch_python", "cuda")
         }
     ),
     Feature.optional_input_first: _everywhere(),
@@ -191,6 +194,10 @@ TABLE: dict[Feature, dict[Target, Support]] = {
             "(kernel: {onnxruntime: false})"
         ),
         Target.torch_python: Carried("torch.complex64, torch.complex128"),
+        Target.cuda: Carried(
+            "the kernel gets std::complex<float>, std::complex<double> pointers (the layout of "
+            "cuda::std::complex, which device code uses); in PyTorch alone"
+        ),
         Target.exporters: _EXPORT_NO_COMPLEX,
         Target.parity_tests: Carried(
             'test values written as numbers or strings Python\'s complex() reads ("1-2j", '
@@ -205,6 +212,8 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         pybind="ml_dtypes' numpy types",
         torch_native="torch.float8_e4m3fn, ...",
         torch_python="torch.float8_e4m3fn, ...",
+        cuda="the kernel gets opgen::float8e4m3fn, ...: their bits (the conversions are host "
+        "code; cuda_fp8.h's types have the same layout)",
         parity_tests="ONNX Runtime's Python API has no numpy type for them: inputs cross as "
         "their bits, outputs through a Cast to float32; compared in float32; opcheck's schema "
         "check (torch.allclose has no float8 kernel) made bit for bit instead",
@@ -225,6 +234,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         torch_native=_TORCH_INT4,
         torch_python=_TORCH_INT4,
         exporters=_TORCH_INT4,
+        cuda=NotYet("ONNX Runtime's two values per byte are unpacked on the host"),
         parity_tests=Carried(
             "numpy arrays of ml_dtypes.int4 and uint4, which cross into ONNX Runtime packed "
             "and come back through a Cast to int8 or uint8; the reference sees torch int8 or "
@@ -249,6 +259,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         Target.torch_native: _NO_STRINGS,
         Target.torch_python: _NO_STRINGS,
         Target.exporters: _NO_STRINGS,
+        Target.cuda: Never("device memory holds no string tensors (PyTorch and ONNX Runtime)"),
         Target.parity_tests: Carried(
             "numpy arrays of str (dtype object); the reference is a Python expression over "
             "them (np is numpy)"
@@ -268,6 +279,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         ),
         Target.torch_python: Carried("a torch.dtype argument (ScalarType); kernel ops only"),
         Target.exporters: Carried("the node gets the torch.dtype's ONNX number"),
+        Target.cuda: Carried("a kernel per dtype, as on the CPU"),
         Target.parity_tests: Carried(
             "every dtype the attribute may name; the reference sees the variable as a torch "
             "dtype (int4 and uint4: numpy dtypes, whose .name says which)"
@@ -285,6 +297,7 @@ TABLE: dict[Feature, dict[Target, Support]] = {
         pybind=NotYet("it serves PyTorch ops, whose side is not carried yet"),
         torch_native=NotYet("a Tensor argument"),
         torch_python=NotYet("a Tensor argument"),
+        cuda=NotYet("its values are copied on the host, not to the device"),
         parity_tests=Carried(
             "test cases write its value as nested lists; the reference sees a torch tensor"
         ),
@@ -320,6 +333,8 @@ def targets_of(op: OpDef) -> tuple[Target, ...]:
                 targets.append(Target.ort_library)
             if op.has_pybind_binding:
                 targets.append(Target.pybind)
+            if op.kernel is not None and op.kernel.cuda_file is not None:
+                targets.append(Target.cuda)
         case Function():
             targets.append(Target.cpp_schema)
         case ProvidedBy() | None:
@@ -503,6 +518,8 @@ def _way_out(op: OpDef, row: dict[Target, Support], targets: tuple[Target, ...])
     """What the definition can drop to keep the feature: its PyTorch side, its ONNX Runtime
     kernel, or all but the interface."""
     refused = {t for t in targets if not isinstance(row[t], Carried | NotApplicable)}
+    if refused == {Target.cuda}:
+        return "without 'cuda' in 'kernel' the op runs on the CPU alone (docs/capabilities.md)"
     if op.kernel is not None and refused <= set(_PYTORCH_TARGETS):
         return "without 'torch' the op runs in ONNX Runtime alone (docs/capabilities.md)"
     in_onnxruntime = {Target.ort_library, Target.exporters}  # no export without a kernel there
@@ -561,7 +578,7 @@ def matrix_markdown() -> str:
         "Which targets an op gets: every op defining an ONNX op, the Python schema; a kernel, "
         "the C++ schema and the ONNX Runtime library (not with `onnxruntime: false`: an op for "
         "PyTorch alone), and with a `torch` side the pybind11 "
-        "module; a function, the C++ "
+        "module; a kernel with `cuda`, CUDA kernels (in PyTorch and ONNX Runtime); a function, the C++ "
         "schema; a `torch` side, its PyTorch registration and, unless its kernel is for "
         "PyTorch alone, the exporters; every op but an "
         "interface-only one (only `op`, `domain`, `version`, type constraints, inputs, outputs "

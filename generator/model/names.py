@@ -48,7 +48,7 @@ SHARED_OUTPUT_NAMES = frozenset(
 # The generated package's own top-level names: an op module of one of these names would hide
 # it (or be hidden) in the package's namespace.
 PACKAGE_NAMES = frozenset(
-    """OPS DOMAIN_LIBRARIES OVERRIDES register_all custom_translation_table custom_opsets
+    """OPS DOMAIN_LIBRARIES CUDA_DOMAINS OVERRIDES register_all custom_translation_table custom_opsets
     torchscript_overrides add_functions get_library_path ort_library build_info
     export_model""".split()
     # its imports and private names
@@ -67,7 +67,8 @@ OPGEN_NAMESPACE_NAMES = frozenset(
     check_arity check_extent check_paired_count checked_numel compute_type compute_type_of data_dependent_dim dim_add
     dim_floor_div dim_mul dim_sub dim_to_string each_shape element_count elements_touched fail
     fail_overflow float16 float8 float8e4m3fn float8e4m3fnuz float8e5m2 float8e5m2fnuz floor_div int4 int4_of is_4bit items_per_task join_present kShapeEnd ort pack_4bit packed_4bit_bytes uint4 unpack_4bit utf8_sequence
-    py_support quoted reduced_shape schema schema_testing shape_to_string torch_support""".split()
+    py_support quoted reduced_shape schema schema_testing shape_to_string torch_support
+    cuda ort_cuda torch_cuda""".split()
 )
 
 
@@ -77,7 +78,9 @@ OP_NAMESPACE_NAMES = frozenset(
     """AttributeProto Attributes Dim FunctionNodes FunctionOpsets InferOutputShapes
     InferTypesAndShapes ModelProto OpSchema OrtKernel OrtOp OutputShapes OutputShapesOf
     RegisterSchema RunSchemaTest add_ort_ops bind boxed_autograd_kernel boxed_cpu_kernel compute
-    cpu_kernel infer_shapes kOpType make_model only_node run""".split()
+    cpu_kernel infer_shapes kOpType make_model only_node run
+    InferCudaOutputShapes OrtCudaKernel OrtCudaOp add_ort_cuda_ops boxed_cuda_kernel compute_cuda
+    cuda_kernel""".split()
 )
 
 

@@ -60,6 +60,9 @@ class Kernel:
     # Compiled into the domain's ONNX Runtime library; false (`onnxruntime: false`) for an op
     # that runs in PyTorch alone (complex tensors, which ONNX Runtime lacks).
     in_onnxruntime: bool = True
+    # A CUDA kernel beside the C++ one (`cuda:`, a file nvcc compiles), run where the tensors
+    # are on a GPU: by PyTorch's CUDA dispatch key and ONNX Runtime's CUDA provider.
+    cuda_file: Path | None = None
 
 
 class Runtime(Enum):

@@ -10,3 +10,4 @@ class GeneratedPackage:
     name: str = "generated"  # the import name
     version: str = "0.1.0"  # of the ops' wheel
     build_dir: str = "../build"  # where `opgen build` puts the libraries, from the package
+    cuda_architectures: str = "80;90"  # what nvcc compiles the CUDA kernels for (a CMake list)

@@ -65,8 +65,23 @@ def _parse_versions(node: Node) -> tuple[int, ...]:
     return versions
 
 
+def _file_beside(node: Node, definition_dir: Path, what: str) -> Path:
+    """A kernel file named by `node`: beside the definition (no '..'), and there."""
+    relative = read.string(node)
+    if Path(relative).is_absolute() or ".." in Path(relative).parts:
+        raise node.error("must be a file name beside the definition (no '..')")
+    path = definition_dir / relative
+    try:
+        found = path.is_file()
+    except OSError as exc:  # is_file() raises for a name too long, for one
+        raise node.error(f"{what} file: {exc.strerror}") from None
+    if not found:
+        raise node.error(f"{what} file '{relative}' not found beside the definition")
+    return path
+
+
 def _parse_kernel(node: Node, definition_dir: Path, has_torch: bool) -> Kernel:
-    fields = read.mapping(node, {"source", "body", "onnxruntime"}, set())
+    fields = read.mapping(node, {"source", "body", "onnxruntime", "cuda"}, set())
     if ("source" in fields) == ("body" in fields):
         raise node.error("give exactly one of 'source' (a file beside the definition) or 'body'")
     in_onnxruntime = read.boolean(fields["onnxruntime"]) if "onnxruntime" in fields else True
@@ -75,19 +90,13 @@ def _parse_kernel(node: Node, definition_dir: Path, has_torch: bool) -> Kernel:
             "a kernel for no runtime: 'onnxruntime: false' is for an op with a PyTorch side "
             "('torch') that runs in PyTorch alone"
         )
+    cuda_file = (
+        _file_beside(fields["cuda"], definition_dir, "CUDA kernel") if "cuda" in fields else None
+    )
     if "body" in fields:
-        return Kernel(None, read.string(fields["body"]), in_onnxruntime)
-    relative = read.string(fields["source"])
-    if Path(relative).is_absolute() or ".." in Path(relative).parts:
-        raise fields["source"].error("must be a file name beside the definition (no '..')")
-    path = definition_dir / relative
-    try:
-        found = path.is_file()
-    except OSError as exc:  # is_file() raises for a name too long, for one
-        raise fields["source"].error(f"kernel file: {exc.strerror}") from None
-    if not found:
-        raise fields["source"].error(f"kernel file '{relative}' not found beside the definition")
-    return Kernel(path, None, in_onnxruntime)
+        return Kernel(None, read.string(fields["body"]), in_onnxruntime, cuda_file)
+    source = _file_beside(fields["source"], definition_dir, "kernel")
+    return Kernel(source, None, in_onnxruntime, cuda_file)
 
 
 TOP_LEVEL = {
@@ -179,6 +188,11 @@ def parse_opdef(
     op_id = errors.attempt(read.op_id_field, Node(path.stem, d.root.location, "<file name>"))
     op_type, domain, versions = _read_onnx_name(d)
     doc = d.get("doc", read.string) or ""
+    # The configuration's default registration is for ops whose definition names none; a CUDA
+    # kernel is registered natively (the one registration of CUDA kernels yet).
+    kernel = d.fields.get("kernel")
+    if kernel is not None and kernel.is_mapping and "cuda" in kernel.value:
+        kernel_torch_api = TorchApi.native
     torch_binding = d.get("torch", parse_torch, "kernel" in d, kernel_torch_api)
     signature = _read_signature(d)
     _check_signature(d, signature, versions)
@@ -262,7 +276,7 @@ def parse_opdef(
         locations=read.field_locations(d.fields),
     )
     problems = refusals(op) + _variadic_problems(op) + _string_problems(op)
-    problems += _tensor_attribute_problems(op)
+    problems += _tensor_attribute_problems(op) + _cuda_problems(op)
     for field_path, message in problems + _pytorch_alone_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
     errors.raise_if_any()
@@ -300,6 +314,30 @@ def _tensor_attribute_problems(op: OpDef) -> list[tuple[str, str]]:
                     "kernel reads it as opgen::TensorAttribute of that type",
                 )
             )
+    return problems
+
+
+def _cuda_problems(op: OpDef) -> list[tuple[str, str]]:
+    """What a CUDA kernel cannot have yet beyond the capability table's features."""
+    if op.kernel is None or op.kernel.cuda_file is None:
+        return []
+    problems = []
+    if op.shape_rule.kernel_allocated:
+        problems.append(
+            (
+                "kernel.cuda",
+                "a CUDA kernel with an output of data-dependent size (data_dependent_sizes) is "
+                "not carried yet: its size would come back from the device",
+            )
+        )
+    if op.torch is not None and op.new_torch_op and not op.has_native_torch_op:
+        problems.append(
+            (
+                "kernel.cuda",
+                "a CUDA kernel is registered with PyTorch natively (torch.api native, the "
+                f"default), not yet with torch.api {op.torch.api.value}",
+            )
+        )
     return problems
 
 

@@ -30,6 +30,31 @@ def torch_library_file(domain_ident: str) -> str:
     return f"lib{torch_library_name(domain_ident)}.so"
 
 
+def cuda_library_name(domain_ident: str) -> str:
+    """The ONNX Runtime custom-op library for the CUDA provider: the domain's ops on the CPU and
+    those with a CUDA kernel on the GPU too (a session registers one library per domain)."""
+    return f"opgen_{domain_ident}_cuda"
+
+
+def cuda_library_file(domain_ident: str) -> str:
+    return f"lib{cuda_library_name(domain_ident)}.so"
+
+
+def torch_cuda_library_name(domain_ident: str) -> str:
+    """The native PyTorch library of the CUDA kernels (loaded after the CPU one, which defines
+    the ops); it loads only into a torch built with CUDA."""
+    return f"opgen_{domain_ident}_torch_cuda"
+
+
+def torch_cuda_library_file(domain_ident: str) -> str:
+    return f"lib{torch_cuda_library_name(domain_ident)}.so"
+
+
+def cuda_kernel_objects_name(domain_ident: str) -> str:
+    """The CMake object library of the domain's CUDA kernels (nvcc's)."""
+    return f"opgen_{domain_ident}_cuda_kernel_objects"
+
+
 def below_autograd_op(name: str) -> str:
     """The op (in the same namespace) that a native op's own Autograd kernel calls below the
     Autograd key: the library defines it with the op's schema and CPU kernel, for when the
@@ -64,6 +89,9 @@ def target_names(domain_ident: str) -> tuple[str, ...]:
         schema_tests_name(domain_ident),
         kernel_objects_name(domain_ident),
         schemas_library_name(domain_ident),
+        cuda_library_name(domain_ident),
+        torch_cuda_library_name(domain_ident),
+        cuda_kernel_objects_name(domain_ident),
     )
 
 

@@ -157,18 +157,44 @@ def float32_attributes(attributes: dict) -> dict:
     return {name: rounded(value) for name, value in attributes.items()}
 
 
-def session(model, libraries=(), threads: int = 1) -> ort.InferenceSession:
-    """An ONNX Runtime session on the CPU with the given custom-op libraries (domain idents;
-    one ident or None also work)."""
+def session(model, libraries=(), threads: int = 1, device: str = "cpu") -> ort.InferenceSession:
+    """An ONNX Runtime session on the CPU (or with the CUDA provider first: device="cuda", with
+    the libraries for it) with the given custom-op libraries (domain idents; one ident or None
+    also work)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.log_severity_level = 3
     if libraries is None:
         libraries = ()
     for ident in [libraries] if isinstance(libraries, str) else libraries:
-        options.register_custom_ops_library(str(_support.ort_library(ident)))
+        path = _support.ort_library(ident, device, has_cuda=True, domain=ident)
+        options.register_custom_ops_library(str(path))
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    providers = ["CPUExecutionProvider"]
+    if device == "cuda":
+        if "CUDAExecutionProvider" not in ort.get_available_providers():
+            raise RuntimeError(
+                f"onnxruntime {ort.__version__} has no CUDA provider (install onnxruntime-gpu)"
+            )
+        providers.insert(0, "CUDAExecutionProvider")
+    return ort.InferenceSession(data, options, providers=providers)
+
+
+# Whether this process sees a GPU: the CUDA tests of the generated modules exist only then (on a
+# machine without one nothing collects them; `./dev test-gpu` runs them on one).
+CUDA_DEVICE = torch.cuda.is_available()
+
+
+def to_device(value, device: str):
+    """Tensors (alone, or in lists and tuples, as variadic values are) on a device; anything
+    else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    if isinstance(value, dict):
+        return {name: to_device(item, device) for name, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(to_device(item, device) for item in value)
+    return value
 
 
 def single_node_model(

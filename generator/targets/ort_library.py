@@ -3,6 +3,8 @@ and its graph-time shape inference (ort_op.cc)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import assert_never
 
 from generator.api import cpp
@@ -28,6 +30,54 @@ def _ort_data(tensor: TensorParam) -> str:
     cpp_type = common.tensor_cpp_type(tensor)
     value = one_value(tensor, Local.runtime_value(tensor.name)).lstrip("*")
     return f"opgen::ort::data<{cpp_type}>({value}, aligned)"
+
+
+@dataclass(frozen=True)
+class OrtDevice:
+    """Where ONNX Runtime runs an op's kernel: its wrapper for each device is a file of its own
+    (a unity build may compile several in one unit, so each names its classes apart)."""
+
+    kernel_class: str
+    op_class: str
+    infer_function: str
+    add_function: str  # adds the op's kernels to the domain
+    execution_provider: str  # GetExecutionProviderType's; "" for ONNX Runtime's default, the CPU
+    includes: tuple[str, ...]  # beside <op>_op.h
+    context_statement: str  # declares the kernel's context; {elements}: what a call touches
+    context: str  # its name
+    compute: str  # the kernel's function
+    after_compute: str  # a statement after it returns, or ""
+    input_data: Callable[[TensorParam], str]  # where an input's elements are
+    output_data: Callable[[OpDef, TensorParam], str]  # where an output's buffer is
+
+
+def _cpu_output_data(op: OpDef, tensor: TensorParam) -> str:
+    cpp_type = common.tensor_cpp_type(tensor)
+    value = Local.runtime_value(tensor.name)
+    if tensor.variadic:
+        index = Local.value_index(tensor.name)
+        shape = f"{Local.output_shape_member(tensor.name)}[{index}]"
+        return f"opgen::ort::variadic_output_data<{cpp_type}>({value}[{index}], aligned, {shape})"
+    if op.elements_copied(tensor):
+        shape = Local.output_shape_member(tensor.name)
+        return f"opgen::ort::output_data<{cpp_type}>({value}, aligned, {shape})"
+    return f"opgen::ort::mutable_data<{cpp_type}>({value})"
+
+
+CPU = OrtDevice(
+    kernel_class="OrtKernel",
+    op_class="OrtOp",
+    infer_function="InferOutputShapes",
+    add_function="add_ort_ops",
+    execution_provider="",
+    includes=("opgen/ort_support.h",),
+    context_statement="const opgen::ort::ThreadPoolContext pool(context, {elements});",
+    context="pool",
+    compute="compute",
+    after_compute="",
+    input_data=_ort_data,
+    output_data=_cpu_output_data,
+)
 
 
 @view
@@ -64,6 +114,15 @@ class OrtOpView(KernelWrapperView):
     # Outputs that may hold strings: their elements go to ONNX Runtime after compute
     copied_outputs: tuple[KernelOutput, ...]
     type_choosers: tuple[TypeChooser, ...]
+    kernel_class: str
+    op_class: str
+    infer_function: str
+    add_function: str
+    execution_provider: str
+    includes: tuple[str, ...]
+    context_statement: str
+    compute: str
+    after_compute: str
 
 
 @view
@@ -75,7 +134,7 @@ class TypeChooser:
     type_var: str
 
 
-def ort_op_view(op: OpDef) -> OrtOpView:
+def ort_op_view(op: OpDef, device: OrtDevice = CPU) -> OrtOpView:
     assert op.op_type is not None and op.domain is not None and op.version is not None
     input_index = {t.name: i for i, t in enumerate(op.inputs)}
     attrs = {a.name: a for a in op.attributes}
@@ -91,21 +150,9 @@ def ort_op_view(op: OpDef) -> OrtOpView:
             case source:
                 assert_never(source)
 
-    def output_data(tensor: TensorParam) -> str:
-        cpp_type = common.tensor_cpp_type(tensor)
-        value = Local.runtime_value(tensor.name)
-        if tensor.variadic:
-            index = Local.value_index(tensor.name)
-            shape = f"{Local.output_shape_member(tensor.name)}[{index}]"
-            return (
-                f"opgen::ort::variadic_output_data<{cpp_type}>({value}[{index}], aligned, {shape})"
-            )
-        if op.elements_copied(tensor):
-            shape = Local.output_shape_member(tensor.name)
-            return f"opgen::ort::output_data<{cpp_type}>({value}, aligned, {shape})"
-        return f"opgen::ort::mutable_data<{cpp_type}>({value})"
-
-    wrapper = kernel_wrapper_view(op, _ort_data, output_data, "pool")
+    wrapper = kernel_wrapper_view(
+        op, device.input_data, lambda t: device.output_data(op, t), device.context
+    )
     return OrtOpView(
         **vars(wrapper),
         version=op.version,
@@ -135,6 +182,15 @@ def ort_op_view(op: OpDef) -> OrtOpView:
         output_characteristics=_characteristics(op.outputs),
         copied_outputs=tuple(view for view in wrapper.outputs if view.elements_copied),
         type_choosers=tuple(TypeChooser(name, tc.name) for name, tc in op.type_choosers.items()),
+        kernel_class=device.kernel_class,
+        op_class=device.op_class,
+        infer_function=device.infer_function,
+        add_function=device.add_function,
+        execution_provider=device.execution_provider,
+        includes=device.includes,
+        context_statement=device.context_statement.format(elements=wrapper.elements_expr),
+        compute=device.compute,
+        after_compute=device.after_compute,
     )
 
 

@@ -3,6 +3,9 @@ its Autograd kernel and the op below it (torch_op.cc)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from generator.api import cpp
 from generator.api import python as py
 from generator.api.names import Local
@@ -29,10 +32,45 @@ def _torch_data(tensor: TensorParam) -> str:
     return f"opgen::torch_support::data<{cpp_type}>({value}, aligned)"
 
 
-def _torch_output_data(tensor: TensorParam) -> str:
+def torch_output_data(tensor: TensorParam) -> str:
     cpp_type = common.tensor_cpp_type(tensor)
     value = one_output_value(tensor, Local.runtime_value(tensor.name))
     return f"opgen::torch_support::mutable_data<{cpp_type}>({value})"
+
+
+@dataclass(frozen=True)
+class TorchDevice:
+    """Where the native PyTorch op runs its kernel: the dispatch key's kernel of one device
+    (torch_kernel.j2), in the library of that device."""
+
+    label: str  # as comments name it
+    source_file: str  # the generated file, for PyTorch's debug info ({op_id}: the op's)
+    kernel_name: str  # the kernel with the schema's arguments
+    boxed_kernel: str  # and the one the dispatcher calls
+    prologue: Callable[[OpDef], tuple[str, ...]]  # run()'s first statements
+    empty: str  # allocates an output: (shape, op, what)
+    context_statement: str  # declares the kernel's context, `context`; {elements}: the call's
+    context: str
+    compute: str  # the kernel's function
+    after_compute: str  # a statement after it returns, or ""
+    input_data: Callable[[TensorParam], str]
+    output_data: Callable[[TensorParam], str]
+
+
+CPU = TorchDevice(
+    label="CPU",
+    source_file="{op_id}_torch.cc",
+    kernel_name="cpu_kernel",
+    boxed_kernel="boxed_cpu_kernel",
+    prologue=lambda op: (),
+    empty="opgen::torch_support::empty",
+    context_statement="const opgen::torch_support::ParallelContext parallel({elements});",
+    context="parallel",
+    compute="compute",
+    after_compute="",
+    input_data=_torch_data,
+    output_data=torch_output_data,
+)
 
 
 @view
@@ -84,6 +122,14 @@ class TorchOpView(KernelWrapperView):
     result_expr: str
     dtype_list_expr: str
     supported_dtypes: str
+    device_label: str
+    kernel_name: str
+    boxed_kernel: str
+    device_prologue: tuple[str, ...]
+    empty: str
+    context_statement: str
+    compute: str
+    after_compute: str
 
 
 def _torch_type(tensor: TensorParam) -> str:
@@ -109,7 +155,7 @@ def _autograd_check(tensor: TensorParam) -> str:
     return "optional_input" if tensor.optional else "input"
 
 
-def torch_op_view(op: OpDef, package: str) -> TorchOpView:
+def torch_op_view(op: OpDef, package: str, device: TorchDevice = CPU) -> TorchOpView:
     torch = py.torch_binding(op)
     below = common.below_autograd_op(torch.name)
     tensor_types = [_torch_type(t) for t in op.inputs]
@@ -128,15 +174,16 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         f"{value}.take()" if t.name in allocated else value
         for t, value in zip(op.outputs, outputs, strict=True)
     ]
+    wrapper = kernel_wrapper_view(op, device.input_data, device.output_data, device.context)
     return TorchOpView(
-        **vars(kernel_wrapper_view(op, _torch_data, _torch_output_data, "parallel")),
+        **vars(wrapper),
         torch_namespace=torch.namespace,
         torch_name=torch.name,
         torch_name_literal=cpp.string_literal(torch.name),
         definition_literal=cpp.string_literal(torch.name + py.torch_schema(op)),
         namespace_literal=cpp.string_literal(torch.namespace),
         qualified_name_literal=cpp.string_literal(torch.qualified_name),
-        source_literal=cpp.string_literal(f"{op.op_id}_torch.cc"),
+        source_literal=cpp.string_literal(device.source_file.format(op_id=op.op_id)),
         autograd_kernel=op.has_autograd_kernel,
         below_name_literal=cpp.string_literal(below),
         below_qualified_name_literal=cpp.string_literal(f"{torch.namespace}::{below}"),
@@ -144,9 +191,9 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
             below + (py.flat_torch_schema(op) if flat_below else py.torch_schema(op))
         ),
         below_kernel=(
-            f"&opgen::torch_support::flat_below_autograd_kernel<&boxed_cpu_kernel, {singles}>"
+            f"&opgen::torch_support::flat_below_autograd_kernel<&{device.boxed_kernel}, {singles}>"
             if flat_below
-            else "&opgen::torch_support::below_autograd_kernel<&boxed_cpu_kernel>"
+            else f"&opgen::torch_support::below_autograd_kernel<&{device.boxed_kernel}>"
         ),
         flat_below=flat_below,
         outputs_before_variadic=singles or 0,
@@ -176,6 +223,14 @@ def torch_op_view(op: OpDef, package: str) -> TorchOpView:
         result_expr=(result[0] if len(result) == 1 else f"std::make_tuple({', '.join(result)})"),
         dtype_list_expr=dtype_list_expr(op),
         supported_dtypes=common.supported_dtypes(op),
+        device_label=device.label,
+        kernel_name=device.kernel_name,
+        boxed_kernel=device.boxed_kernel,
+        device_prologue=device.prologue(op),
+        empty=device.empty,
+        context_statement=device.context_statement.format(elements=wrapper.elements_expr),
+        compute=device.compute,
+        after_compute=device.after_compute,
     )
 
 

@@ -256,9 +256,10 @@ inline void advise_huge_pages(const Tensor& tensor) {
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 }
 
-// A new dense CPU tensor (aoti_torch_empty_strided: no trip through the dispatcher, which
-// torch::stable::empty takes; a microsecond per output on small tensors).
-inline Tensor empty(const opgen::Shape& shape, ScalarType dtype, const char* op, const char* what) {
+// A new dense tensor, on the CPU unless told (aoti_torch_empty_strided: no trip through the
+// dispatcher, which torch::stable::empty takes; a microsecond per output on small tensors).
+inline Tensor empty(const opgen::Shape& shape, ScalarType dtype, const char* op, const char* what,
+                    int32_t device_type = aoti_torch_device_type_cpu(), int32_t device_index = 0) {
   // The shape rule checked that the sizes fit int64 (opgen::check_extent), so these strides do.
   std::vector<int64_t> strides(shape.size());
   int64_t stride = 1;
@@ -295,11 +296,11 @@ inline Tensor empty(const opgen::Shape& shape, ScalarType dtype, const char* op,
   }
   AtenTensorHandle handle = nullptr;
   if (aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
-                               dtype_code, aoti_torch_device_type_cpu(), 0, &handle) != AOTI_TORCH_SUCCESS) {
+                               dtype_code, device_type, device_index, &handle) != AOTI_TORCH_SUCCESS) {
     fail_allocation(op, what, shape, element_size, "allocate");
   }
   Tensor tensor(handle);
-  advise_huge_pages(tensor);
+  if (device_type == aoti_torch_device_type_cpu()) advise_huge_pages(tensor);
   return tensor;
 }
 template <typename T>
@@ -701,11 +702,15 @@ struct NoGradientHere {
 
  private:
   void check(const Tensor& tensor, const char* name) const {
-    if (!tensor.is_cpu()) {
+    int32_t device_type = 0;
+    STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(tensor.get(), &device_type));
+    // CUDA tensors go on below: to the op's CUDA kernel where its CUDA library is loaded, else
+    // to the dispatcher's error naming the op and the CUDA backend.
+    if (device_type != aoti_torch_device_type_cpu() && device_type != aoti_torch_device_type_cuda()) {
       opgen::fail(std::string(op_type) + ": input '" + name + "' is on " + device_name(tensor) +
                   ": " + library_file(anchor) +
-                  " has CPU kernels only (the fake kernel, for meta and fake tensors, comes with "
-                  "the generated package " + package + ")");
+                  " runs the op on the CPU and CUDA devices only (the fake kernel, for meta and "
+                  "fake tensors, comes with the generated package " + package + ")");
     }
     if (!may_carry_gradient(tensor)) return;
     switch (gradient_through(tensor)) {

@@ -1,0 +1,181 @@
+// What a CUDA kernel (the `cuda` file of an op definition) gets from the runtime calling it,
+// PyTorch's CUDA dispatch key or ONNX Runtime's CUDA provider: the stream to launch on, the
+// device, and the op's name for its errors. Its Input and Output views (opgen/runtime.h) hold
+// device pointers and host shapes. Compiled by nvcc (the kernels) and the C++ compiler (the
+// wrappers); the device helpers at the end exist for nvcc only.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "opgen/runtime.h"
+
+namespace opgen::cuda {
+
+// A failed CUDA call as opgen::Error naming the op and what failed: the runtimes turn it into
+// a PyTorch exception or an ONNX Runtime error status.
+inline void check(cudaError_t status, const char* op, const std::string& what) {
+  if (status == cudaSuccess) return;
+  opgen::fail(std::string(op) + ": " + what + " failed: " + cudaGetErrorName(status) + " (" +
+              cudaGetErrorString(status) + ")");
+}
+
+class Context {
+ public:
+  Context(const char* op, cudaStream_t stream, int device) : op_(op), stream_(stream), device_(device) {}
+
+  // Every launch goes on this stream (PyTorch's current stream, or ONNX Runtime's compute
+  // stream): never the default stream, never a synchronization.
+  cudaStream_t stream() const { return stream_; }
+  // The device the tensors are on, current while the kernel runs.
+  int device() const { return device_; }
+  const char* op() const { return op_; }
+
+  // A CUDA call's error, naming the op and `what`.
+  void check(cudaError_t status, const std::string& what) const { opgen::cuda::check(status, op_, what); }
+  // After a launch: its error (no kernel image for this GPU, a bad configuration) naming the op.
+  // The wrappers check once more after the kernel returns; a kernel launching several times
+  // calls it after each to name the launch.
+  void check_launch(const char* kernel) const {
+    check(cudaGetLastError(), std::string("launching ") + kernel);
+  }
+
+  // Blocks of `threads` covering `items`, at most CUDA's grid limit (a grid-stride loop covers
+  // the rest); at least one, so a launch for no items is valid (its threads do nothing).
+  static unsigned blocks_for(int64_t items, unsigned threads) {
+    const int64_t blocks = (items + threads - 1) / threads;
+    return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(blocks, 1), 2147483647));
+  }
+
+ private:
+  const char* op_;
+  cudaStream_t stream_;
+  int device_;
+};
+
+// A data check on the device, as the CPU kernel makes it: the kernel's threads flag the items
+// that fail it (flag(), the smallest wins) and the host code reads the first one back after its
+// launches, to fail with the CPU kernel's message. Reading it waits for the stream; inside a
+// CUDA graph being captured (torch.compile's "reduce-overhead") no wait is allowed, so the
+// check is not made there. The flag lives in stream-ordered device memory of its own.
+class DeviceFlag {
+ public:
+  static constexpr long long kNone = 0x7f7f7f7f7f7f7f7fLL;  // every byte 0x7f: no item flagged
+
+  explicit DeviceFlag(const Context& ctx) : ctx_(ctx) {
+    ctx.check(cudaMallocAsync(reinterpret_cast<void**>(&flag_), sizeof(long long), ctx.stream()),
+              "allocating a device flag");
+    ctx.check(cudaMemsetAsync(flag_, 0x7f, sizeof(long long), ctx.stream()), "clearing a device flag");
+  }
+  DeviceFlag(const DeviceFlag&) = delete;
+  DeviceFlag& operator=(const DeviceFlag&) = delete;
+  ~DeviceFlag() { static_cast<void>(cudaFreeAsync(flag_, ctx_.stream())); }
+
+  // What the kernel's threads write (with opgen::cuda::flag).
+  long long* device() const { return flag_; }
+
+  // The smallest item flagged by the work on the stream so far: -1 where none was, or where
+  // the stream is being captured into a CUDA graph (nothing can be read back there).
+  long long first() const {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    ctx_.check(cudaStreamIsCapturing(ctx_.stream(), &capturing), "querying the stream");
+    if (capturing != cudaStreamCaptureStatusNone) return -1;
+    ctx_.check_launch("the kernel");
+    long long value = kNone;
+    ctx_.check(cudaMemcpyAsync(&value, flag_, sizeof value, cudaMemcpyDeviceToHost, ctx_.stream()),
+               "reading a device flag");
+    ctx_.check(cudaStreamSynchronize(ctx_.stream()), "running the kernel");
+    return value == kNone ? -1 : value;
+  }
+
+  // One element of device memory, read back (for a message naming the offending value).
+  template <typename T>
+  T element(const T* data, long long index) const {
+    T value{};
+    ctx_.check(cudaMemcpyAsync(&value, data + index, sizeof(T), cudaMemcpyDeviceToHost, ctx_.stream()),
+               "reading an element");
+    ctx_.check(cudaStreamSynchronize(ctx_.stream()), "reading an element");
+    return value;
+  }
+
+ private:
+  const Context& ctx_;
+  long long* flag_ = nullptr;
+};
+
+// After the kernel returned: a launch error it left unchecked, naming the op. (An error while
+// the kernel runs on the device surfaces at the stream's next synchronization.)
+inline void check_kernel_returned(const char* op) {
+  check(cudaGetLastError(), op, "a CUDA launch of the kernel");
+}
+
+}  // namespace opgen::cuda
+
+#ifdef __CUDACC__
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace opgen::cuda {
+
+// The kernel's element types on the device: float16 and bfloat16 computed in float, as on the
+// CPU (opgen::compute_type_of); the others are their own.
+template <typename T>
+struct device_compute_type {
+  using type = T;
+};
+template <>
+struct device_compute_type<opgen::float16> {
+  using type = float;
+};
+template <>
+struct device_compute_type<opgen::bfloat16> {
+  using type = float;
+};
+template <typename T>
+using compute_t = typename device_compute_type<T>::type;
+
+template <typename T>
+__device__ __forceinline__ compute_t<T> widen(T value) {
+  return value;
+}
+template <>
+__device__ __forceinline__ float widen<opgen::float16>(opgen::float16 value) {
+  return __half2float(__ushort_as_half(value.bits));
+}
+template <>
+__device__ __forceinline__ float widen<opgen::bfloat16>(opgen::bfloat16 value) {
+  return __bfloat162float(__ushort_as_bfloat16(value.bits));
+}
+
+// Back to T, rounded to nearest even as on the CPU.
+template <typename T>
+__device__ __forceinline__ T narrow(compute_t<T> value) {
+  return static_cast<T>(value);
+}
+template <>
+__device__ __forceinline__ opgen::float16 narrow<opgen::float16>(float value) {
+  opgen::float16 result;
+  result.bits = __half_as_ushort(__float2half_rn(value));
+  return result;
+}
+template <>
+__device__ __forceinline__ opgen::bfloat16 narrow<opgen::bfloat16>(float value) {
+  opgen::bfloat16 result;
+  result.bits = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+  return result;
+}
+
+// Flags item `index` of a DeviceFlag (the smallest flagged is read back).
+__device__ __forceinline__ void flag(long long* flag, long long index) { atomicMin(flag, index); }
+
+// A grid-stride loop over items: `for (int64_t i = first_item(); i < n; i += item_stride())`.
+__device__ __forceinline__ int64_t first_item() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ int64_t item_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+}  // namespace opgen::cuda
+#endif

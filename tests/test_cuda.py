@@ -1,0 +1,264 @@
+"""CUDA kernels without a GPU (issue 29): every generated CUDA source compiles with nvcc for the
+configured architectures and links into the CUDA libraries; a CPU-only process builds, loads
+and runs everything as before and never loads a CUDA library; asking for CUDA where there is
+none is a clear error; a definition asking CUDA for what it cannot carry is refused at its
+field. (What needs a GPU runs through `./dev test-gpu`, never here.)
+
+nvcc is part of the machine (CUDA 13): without it these tests skip, except under CI=true,
+where that is a failure."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+LIB = BUILD / "lib"
+GENERATED = ROOT / "generated"
+# Every domain of generated/ with a CUDA kernel, its ops, and whether its ops have a PyTorch side.
+CUDA_DOMAINS = {"ai_opgen": ["inverse"], "test_customop": ["custom_op_one", "custom_op_two"]}
+
+
+def _nvcc() -> str:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no nvcc under CI: the CUDA sources must compile there")
+        pytest.skip("no nvcc on this machine")
+    return nvcc
+
+
+def python(script: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+
+
+def test_every_cuda_source_is_compiled_for_the_configured_architectures():
+    _nvcc()
+    info = json.loads((LIB / "build_info.json").read_text())
+    assert info["cuda"].startswith("13."), info
+    assert info["cuda_architectures"] == "80;90", info
+    sources = sorted(GENERATED.glob("*/*_cuda.cu"))
+    assert {s.parent.name for s in sources} == {op for ops in CUDA_DOMAINS.values() for op in ops}
+    objects = {o.name for o in BUILD.rglob("*_cuda.cu.o")}
+    assert objects == {f"{s.name}.o" for s in sources}, objects
+    for ident in CUDA_DOMAINS:
+        for library in (f"libopgen_{ident}_cuda.so", f"libopgen_{ident}_torch_cuda.so"):
+            sections = subprocess.run(
+                ["readelf", "-S", "-W", str(LIB / library)], capture_output=True, text=True
+            ).stdout
+            assert ".nv_fatbin" in sections, library  # the device code
+            names = set(re.findall(rb"sm_\d+", (LIB / library).read_bytes()))
+            assert names == {b"sm_80", b"sm_90"}, (library, names)
+
+
+def test_the_cuda_onnxruntime_library_links_its_cuda_runtime_statically():
+    """It needs no libcudart of its own beside the driver, so it loads on a machine without
+    CUDA: every symbol is resolved (linked with --no-undefined) but the driver's, loaded at the
+    first CUDA call."""
+    _nvcc()
+    for ident in CUDA_DOMAINS:
+        needed = subprocess.run(
+            ["readelf", "-d", str(LIB / f"libopgen_{ident}_cuda.so")],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert "libcudart" not in needed and "libcuda.so" not in needed, needed
+
+
+def test_a_cpu_only_process_runs_everything_and_never_loads_a_cuda_library():
+    _nvcc()
+    result = python("""
+        import numpy as np, onnxruntime as ort, torch
+        import generated
+        from generated import _testing
+        assert torch.version.cuda is None
+        x = torch.randn(4, 3, 3, dtype=torch.float64) + 4 * torch.eye(3, dtype=torch.float64)
+        torch.testing.assert_close(torch.ops.opgen.inverse(x), torch.linalg.inv(x))
+        a, b = torch.randn(2, 5), torch.randn(2, 5)
+        torch.testing.assert_close(torch.ops.test_customop.custom_op_one(a, b), a + b)
+        for domain in ("ai.opgen", "test.customop"):
+            options = ort.SessionOptions()
+            options.register_custom_ops_library(generated.get_library_path(domain))
+        maps = open("/proc/self/maps").read()
+        loaded = sorted({line.split()[-1] for line in maps.splitlines() if "cuda" in line.split("/")[-1]})
+        print("loaded:", loaded)
+        """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "loaded: []" in result.stdout, result.stdout
+
+
+def test_the_cuda_onnxruntime_library_serves_the_cpu_provider_too():
+    """A session with the CUDA provider takes one library per domain: the CUDA library carries
+    every op of the domain on the CPU as well, and loads (and runs them) without a GPU."""
+    _nvcc()
+    result = python("""
+        import numpy as np, onnxruntime as ort
+        from onnx import TensorProto, helper
+        import generated
+
+        def run(library, op, inputs, output_type):
+            names = list(inputs)
+            node = helper.make_node(op, names, ["Z"], domain="test.customop")
+            graph = helper.make_graph(
+                [node], "g",
+                [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in names],
+                [helper.make_tensor_value_info("Z", output_type, [2, 3])])
+            model = helper.make_model(graph, ir_version=9, opset_imports=[
+                helper.make_opsetid("", 17), helper.make_opsetid("test.customop", 1)])
+            options = ort.SessionOptions()
+            options.register_custom_ops_library(library)
+            session = ort.InferenceSession(model.SerializeToString(), options,
+                                           providers=["CPUExecutionProvider"])
+            return session.run(None, inputs)[0]
+
+        cpu = generated.get_library_path("test.customop")
+        cuda = generated.get_library_path("test.customop", device="cuda")
+        assert cuda.endswith("libopgen_test_customop_cuda.so"), cuda
+        x = np.array([[0.5, 1.5, -2.5], [3.25, -0.5, 7.0]], np.float32)
+        y = np.ones((2, 3), np.float32)
+        for op, inputs, kind in (("CustomOpOne", {"X": x, "Y": y}, TensorProto.FLOAT),
+                                 ("CustomOpTwo", {"X": x}, TensorProto.INT32)):
+            np.testing.assert_array_equal(run(cuda, op, inputs, kind), run(cpu, op, inputs, kind))
+        print("same")
+        """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "same" in result.stdout
+
+
+def test_asking_for_cuda_where_there_is_none_is_a_clear_error(tmp_path):
+    _nvcc()
+    import generated
+    from generated._support import NotBuiltError
+
+    with pytest.raises(ValueError, match="^device must be 'cpu' or 'cuda', got 'gpu'$"):
+        generated.get_library_path("ai.opgen", device="gpu")
+    with pytest.raises(
+        ValueError,
+        match=r"^generated has no CUDA kernels for domain 'mydomain': no op definition of it "
+        r"names a CUDA kernel \(kernel: \{cuda: <file>\}\)",
+    ):
+        generated.get_library_path("mydomain", device="cuda")
+    # A build without the CUDA libraries (no nvcc where it ran): the path says so.
+    (tmp_path / "lib").mkdir()
+    for library in LIB.iterdir():
+        if "_cuda" not in library.name:
+            (tmp_path / "lib" / library.name).symlink_to(library)
+    result = python(
+        """
+        import generated
+        try:
+            generated.get_library_path("ai.opgen", device="cuda")
+        except generated._support.NotBuiltError as error:
+            print(error)
+        print(generated.get_library_path("ai.opgen"))
+        """,
+        OPGEN_BUILD_DIR=str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (
+        f"{tmp_path}/lib/libopgen_ai_opgen_cuda.so does not exist: the CUDA libraries were not "
+        "built (`opgen build` builds them where CMake finds nvcc; `opgen build --cuda on` makes "
+        "its absence an error)"
+    ) in result.stdout, result.stdout
+    assert NotBuiltError.__name__ == "NotBuiltError"
+
+
+def test_the_pytorch_cuda_library_does_not_load_into_a_cpu_only_torch():
+    """Why the CUDA kernels are libraries of their own: PyTorch's current-stream function is
+    libtorch_cuda's, which a CPU-only torch lacks."""
+    _nvcc()
+    result = python("""
+        import torch
+        assert torch.version.cuda is None
+        try:
+            torch.ops.load_library("build/lib/libopgen_ai_opgen_torch_cuda.so")
+        except OSError as error:
+            print("refused:", error)
+        """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "refused: Could not load this library" in result.stdout, result.stdout
+    undefined = subprocess.run(
+        ["nm", "-D", "--undefined-only", str(LIB / "libopgen_ai_opgen_torch_cuda.so")],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert "aoti_torch_get_current_cuda_stream" in undefined
+
+
+CUDA_REFUSALS = [
+    # (definition, old, new, error)
+    (
+        "opdefs/inverse.yaml",
+        "  cuda: inverse_kernel.cuh\n",
+        "  cuda: missing.cuh\n",
+        r"kernel\.cuda: CUDA kernel file 'missing\.cuh' not found beside the definition",
+    ),
+    (
+        "opdefs/inverse.yaml",
+        "name: opgen::inverse\n",
+        "name: opgen::inverse\n  api: library\n",
+        r"kernel\.cuda: a CUDA kernel is registered with PyTorch natively \(torch\.api native, "
+        r"the default\), not yet with torch\.api library",
+    ),
+    (
+        "opdefs/string_replace.yaml",
+        "  source: string_replace_kernel.h\n",
+        "  source: string_replace_kernel.h\n  cuda: string_replace_kernel.h\n",
+        r"[\w\[\].]+: string tensors: not carried by CUDA kernels \(device memory holds no string tensors "
+        r"\(PyTorch and ONNX Runtime\)\); without 'cuda' in 'kernel' the op runs on the CPU "
+        r"alone",
+    ),
+    (
+        "opdefs/dequantize_int4.yaml",
+        "  source: dequantize_int4_kernel.h\n",
+        "  source: dequantize_int4_kernel.h\n  cuda: dequantize_int4_kernel.h\n",
+        r"[\w\[\].]+: int4, uint4: not carried by .*CUDA kernels \(not yet: ONNX Runtime's two values per "
+        r"byte are unpacked on the host\)",
+    ),
+    (
+        "opdefs/codebook_dequantize.yaml",
+        "  source: codebook_dequantize_kernel.h\n",
+        "  source: codebook_dequantize_kernel.h\n  cuda: codebook_dequantize_kernel.h\n",
+        r"[\w\[\].]+: tensor attributes \(tensor\): not carried by .*CUDA kernels \(not yet: its values "
+        r"are copied on the host, not to the device\)",
+    ),
+    (
+        "tests/opdefs/select_above.yaml",
+        "kernel:\n",
+        "kernel:\n  cuda: select_above.yaml\n",
+        r"kernel\.cuda: a CUDA kernel with an output of data-dependent size "
+        r"\(data_dependent_sizes\) is not carried yet",
+    ),
+]
+
+
+@pytest.mark.parametrize("source,old,new,error", CUDA_REFUSALS)
+def test_a_cuda_kernel_asked_for_what_it_cannot_carry_is_refused_at_its_field(
+    tmp_path, run_generator, source, old, new, error
+):
+    definition = ROOT / source
+    text = definition.read_text()
+    assert old in text, source
+    (tmp_path / "opdefs").mkdir()
+    for sibling in definition.parent.glob(f"{definition.stem}*"):
+        shutil.copy(sibling, tmp_path / "opdefs" / sibling.name)
+    (tmp_path / "opdefs" / definition.name).write_text(text.replace(old, new, 1))
+    result = run_generator(cwd=tmp_path)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert re.search(rf"{definition.stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "generated").exists()
