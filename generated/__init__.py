@@ -77,7 +77,7 @@ DOMAIN_LIBRARIES = {
     "test.customop": "test_customop",
 }
 # The domains whose ops have CUDA kernels, which get a library for ONNX Runtime's CUDA provider.
-CUDA_DOMAINS = frozenset(["ai.opgen", "test.customop"])
+CUDA_DOMAINS = frozenset(["ai.opgen", "mydomain", "test.customop"])
 # Definitions that override the export of an existing PyTorch op, by op id.
 OVERRIDES = {op.__name__.rsplit(".", 1)[-1]: op for op in OPS if op.IS_OVERRIDE}
 _registered = False

@@ -195,8 +195,8 @@ def _member(archive: tarfile.TarFile, name: str) -> bytes:
 
 def _op_for_path(path: str, ops: Iterable[OpDef]) -> str | None:
     for op in ops:
-        kernel = op.kernel.source_file if op.kernel else None
-        if f"/{op.op_id}/" in path or (kernel is not None and path.endswith(kernel.name)):
+        kernels = [op.kernel.source_file, op.kernel.cuda_file] if op.kernel else []
+        if f"/{op.op_id}/" in path or any(k is not None and path.endswith(k.name) for k in kernels):
             return f"{op.op_id} ({op.definition_path})"
     return None
 
@@ -315,7 +315,8 @@ def build(args: argparse.Namespace) -> int:
                 op
                 for line in lines
                 if re.search(r"\berror\b", line)
-                for match in [re.match(r"^([^:\s]+):\d+", line)]
+                # The C++ compiler's `file:line:`, nvcc's `file(line):`
+                for match in [re.match(r"^([^:\s(]+)(?::\d+|\(\d+\))", line)]
                 if match and (op := _op_for_path(match.group(1), ops))
             }
         )

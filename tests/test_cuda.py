@@ -262,3 +262,74 @@ def test_a_cuda_kernel_asked_for_what_it_cannot_carry_is_refused_at_its_field(
     assert re.search(rf"{definition.stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "generated").exists()
+
+
+def _opgen(project: Path, *args: str, path: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("CUDACXX", None)
+    if path is not None:
+        env["PATH"] = path
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+
+
+def test_building_with_and_without_cuda(tmp_path):
+    """One project (Inverse alone), built in turn: with CUDA (its libraries, and in
+    build_info.json); then --cuda off (the CUDA libraries of the earlier build removed, the
+    package saying they were not built); --cuda on where no nvcc is found (an error saying
+    how); and a CUDA kernel that does not compile (the build names the op)."""
+    _nvcc()
+    project = tmp_path / "p"
+    (project / ".git").mkdir(parents=True)  # where the search for a configuration stops
+    (project / "opdefs").mkdir()
+    for name in ("inverse.yaml", "inverse_kernel.h", "inverse_kernel.cuh"):
+        shutil.copy(ROOT / "opdefs" / name, project / "opdefs" / name)
+    (project / "opgen.toml").write_text('package = "cudaops"\ncuda-architectures = "80"\n')
+    assert _opgen(project, "-q").returncode == 0
+    lib = project / "build" / "lib"
+    built = _opgen(project, "build", "-q", "--cuda", "on")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert (lib / "libopgen_ai_opgen_cuda.so").is_file()
+    assert (lib / "libopgen_ai_opgen_torch_cuda.so").is_file()
+    info = json.loads((lib / "build_info.json").read_text())
+    assert info["cuda"].startswith("13.") and info["cuda_architectures"] == "80", info
+
+    off = _opgen(project, "build", "-q", "--cuda", "off")
+    assert off.returncode == 0, off.stdout[-3000:] + off.stderr[-3000:]
+    assert sorted(p.name for p in lib.glob("*cuda*")) == []
+    assert json.loads((lib / "build_info.json").read_text())["cuda"] == ""
+    result = subprocess.run(
+        [sys.executable, "-c", "import cudaops; cudaops.get_library_path(device='cuda')"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": f"{project}{os.pathsep}{ROOT}"},
+    )
+    assert "libopgen_ai_opgen_cuda.so does not exist: the CUDA libraries were not built" in (
+        result.stderr
+    ), result.stderr
+
+    without_nvcc = os.pathsep.join(
+        p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "nvcc").exists()
+    )
+    assert shutil.which("nvcc", path=without_nvcc) is None
+    refused = _opgen(
+        project, "build", "-q", "--cuda", "on", "--build-dir", "other", path=without_nvcc
+    )
+    assert refused.returncode != 0
+    assert "OPGEN_CUDA=ON and no CUDA compiler found" in refused.stdout + refused.stderr
+
+    kernel = project / "opdefs" / "inverse_kernel.cuh"
+    kernel.write_text(
+        kernel.read_text().replace("const int64_t n = X.dim(-1);", "const int64_t n = X.nope;")
+    )
+    broken = _opgen(project, "build", "-q", "--cuda", "on")
+    assert broken.returncode == 1
+    assert "nope" in broken.stdout, "nvcc's own message is shown"
+    assert "build failed in op(s): inverse (opdefs/inverse.yaml)" in broken.stderr, broken.stderr

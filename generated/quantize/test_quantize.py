@@ -605,6 +605,82 @@ def test_vmap_equals_one_call_per_sample():
             torch.testing.assert_close(got[i], want, rtol=0, atol=0, equal_nan=True)
 
 
+# The CUDA kernel's tests exist only where this process sees a GPU: nothing collects them on a
+# machine without one (`./dev test-gpu` runs them on one).
+if _testing.CUDA_DEVICE:
+
+    @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+    def test_cuda_parity(index, types):
+        """The CUDA kernel against the reference and the CPU kernel: through PyTorch on a
+        current stream that is not the default one, and through ONNX Runtime's CUDA provider."""
+        case = RANDOM_CASES[index]
+        attributes = case["attributes"]
+        for size_index in range(sizes(case)):
+            inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+            expected = expected_outputs(inputs, attributes, types)
+            on_cpu = run_torch(inputs, attributes)
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                on_gpu = run_torch(_testing.to_device(inputs, "cuda"), attributes)
+            stream.synchronize()
+            for name, got, cpu, want in zip(
+                output_names(inputs), on_gpu, on_cpu, expected, strict=True
+            ):
+                got = _testing.to_device(got, "cpu")
+                _testing.assert_close(
+                    got, want, TOLERANCES, f"PyTorch on CUDA, {name}, size #{size_index}"
+                )
+                _testing.assert_close(
+                    got, cpu, TOLERANCES, f"CUDA vs CPU kernel, {name}, size #{size_index}"
+                )
+            session = _testing.session(single_node(inputs, attributes), LIBRARY, device="cuda")
+            for name, got, want in zip(
+                output_names(inputs), run_ort(session, inputs), expected, strict=True
+            ):
+                _testing.assert_close(
+                    got,
+                    want,
+                    TOLERANCES,
+                    f"ONNX Runtime's CUDA provider, {name}, size #{size_index}",
+                )
+
+    @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+    def test_cuda_compiles(mode):
+        """torch.compile on CUDA tensors, also capturing CUDA graphs (reduce-overhead): the same
+        results as the eager CUDA call, and as a replay of the captured graph."""
+        case = RANDOM_CASES[0]
+        inputs = _testing.to_device(make_inputs(case, 0, TYPES[0], seed=4), "cuda")
+        compiled = torch.compile(
+            lambda *args: TORCH_OP(*args, **case["attributes"]), mode=mode, fullgraph=True
+        )
+        want = TORCH_OP(*call_args(inputs), **case["attributes"])
+        for _ in range(3):  # the graph is recorded on an early call and replayed after
+            got = compiled(*call_args(inputs))
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+    def test_cuda_aot_inductor(tmp_path):
+        """torch.export, then AOTInductor for CUDA: the packaged model calls the op's CUDA kernel."""
+        case = RANDOM_CASES[0]
+        inputs = _testing.to_device(make_inputs(case, 0, TYPES[0], seed=5), "cuda")
+        exported = torch.export.export(Model(case["attributes"]), call_args(inputs))
+        package = torch._inductor.aoti_compile_and_package(
+            exported, package_path=str(tmp_path / "model.pt2")
+        )
+        got = torch._inductor.aoti_load_package(package)(*call_args(inputs))
+        want = TORCH_OP(*call_args(inputs), **case["attributes"])
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+    def test_cuda_inputs_on_two_devices_raise():
+        """A CPU tensor beside a CUDA one reaches the CUDA kernel: an error naming the op and both
+        tensors, never a read of host memory on the device."""
+        case = RANDOM_CASES[0]
+        inputs = make_inputs(case, 0, TYPES[0], seed=0)
+        first = [name for name in INPUTS if inputs.get(name) is not None][0]
+        inputs[first] = inputs[first].to("cuda")
+        with pytest.raises((RuntimeError, ValueError), match="the inputs must be on one device"):
+            TORCH_OP(*call_args(inputs), **case["attributes"])
+
+
 def test_inputs_on_two_devices_raise():
     """An input on the meta device with the others on the CPU dispatches to the fake kernel,
     which must refuse it rather than return an uninitialized result as if the op had run."""

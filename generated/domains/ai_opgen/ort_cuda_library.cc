@@ -37,10 +37,19 @@ void add_ort_ops(Ort::CustomOpDomain& domain);
 namespace opgen::sum_op {
 void add_ort_ops(Ort::CustomOpDomain& domain);
 }
+namespace opgen::clip_by_global_norm {
+void add_ort_cuda_ops(Ort::CustomOpDomain& domain);
+}
+namespace opgen::dequantize {
+void add_ort_cuda_ops(Ort::CustomOpDomain& domain);
+}
 namespace opgen::inverse {
 void add_ort_cuda_ops(Ort::CustomOpDomain& domain);
 }
 namespace opgen::layer_norm {
+void add_ort_cuda_ops(Ort::CustomOpDomain& domain);
+}
+namespace opgen::quantize {
 void add_ort_cuda_ops(Ort::CustomOpDomain& domain);
 }
 namespace opgen::sum_op {
@@ -76,8 +85,11 @@ RegisterCustomOps(OrtSessionOptions* options, const OrtApiBase* api_base) {
       opgen::quantize_int4::add_ort_ops(*domain);
       opgen::string_replace::add_ort_ops(*domain);
       opgen::sum_op::add_ort_ops(*domain);
+      opgen::clip_by_global_norm::add_ort_cuda_ops(*domain);
+      opgen::dequantize::add_ort_cuda_ops(*domain);
       opgen::inverse::add_ort_cuda_ops(*domain);
       opgen::layer_norm::add_ort_cuda_ops(*domain);
+      opgen::quantize::add_ort_cuda_ops(*domain);
       opgen::sum_op::add_ort_cuda_ops(*domain);
     });
     Ort::UnownedSessionOptions(options).Add(*domain);

@@ -119,6 +119,7 @@ inline void check_kernel_returned(const char* op) {
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 namespace opgen::cuda {
 
@@ -134,6 +135,14 @@ struct device_compute_type<opgen::float16> {
 };
 template <>
 struct device_compute_type<opgen::bfloat16> {
+  using type = float;
+};
+template <>
+struct device_compute_type<opgen::float8e4m3fn> {
+  using type = float;
+};
+template <>
+struct device_compute_type<opgen::float8e5m2> {
   using type = float;
 };
 template <typename T>
@@ -152,6 +161,16 @@ __device__ __forceinline__ float widen<opgen::bfloat16>(opgen::bfloat16 value) {
   return __bfloat162float(__ushort_as_bfloat16(value.bits));
 }
 
+// float8 (the two formats CUDA has: e4m3fn and e5m2; not the fnuz ones) through half, exactly.
+template <>
+__device__ __forceinline__ float widen<opgen::float8e4m3fn>(opgen::float8e4m3fn value) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(value.bits, __NV_E4M3)));
+}
+template <>
+__device__ __forceinline__ float widen<opgen::float8e5m2>(opgen::float8e5m2 value) {
+  return __half2float(__half(__nv_cvt_fp8_to_halfraw(value.bits, __NV_E5M2)));
+}
+
 // Back to T, rounded to nearest even as on the CPU.
 template <typename T>
 __device__ __forceinline__ T narrow(compute_t<T> value) {
@@ -167,6 +186,19 @@ template <>
 __device__ __forceinline__ opgen::bfloat16 narrow<opgen::bfloat16>(float value) {
   opgen::bfloat16 result;
   result.bits = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+  return result;
+}
+// float8: saturating to the largest finite value, as ONNX's Cast with saturate=1 (NaN stays NaN).
+template <>
+__device__ __forceinline__ opgen::float8e4m3fn narrow<opgen::float8e4m3fn>(float value) {
+  opgen::float8e4m3fn result;
+  result.bits = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
+  return result;
+}
+template <>
+__device__ __forceinline__ opgen::float8e5m2 narrow<opgen::float8e5m2>(float value) {
+  opgen::float8e5m2 result;
+  result.bits = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E5M2);
   return result;
 }
 

@@ -1,0 +1,61 @@
+// CUDA kernel of the Quantize op definition (opdefs/quantize.yaml): Y = X / scale, rounded half
+// to even and clamped to an integer Q, or converted with saturation to a float8 Q, as on the CPU
+// (quantize_kernel.h); one thread per element. Its checks run on the device and fail the call
+// with the CPU kernel's messages: a scale that is not positive and finite (flagged as item 0),
+// else the first X that divides to NaN for an integer Q (item i + 1). The generator never
+// writes this file.
+#include <limits>
+#include <string>
+#include <type_traits>
+
+namespace opgen::quantize {
+
+namespace {
+
+template <typename Q, typename T>
+__global__ void quantize(const T* __restrict__ x, const T* __restrict__ scale, Q* __restrict__ y,
+                         int64_t n, long long* failed) {
+  using C = opgen::cuda::compute_t<T>;
+  const C step = opgen::cuda::widen(scale[0]);
+  if (!(step > C(0) && step <= std::numeric_limits<C>::max())) {  // NaN fails both
+    if (opgen::cuda::first_item() == 0) opgen::cuda::flag(failed, 0);
+    return;
+  }
+  for (int64_t i = opgen::cuda::first_item(); i < n; i += opgen::cuda::item_stride()) {
+    const C quotient = opgen::cuda::widen(x[i]) / step;
+    if constexpr (std::is_integral_v<Q>) {
+      if (quotient != quotient) {
+        opgen::cuda::flag(failed, i + 1);
+        y[i] = Q(0);
+        continue;
+      }
+      constexpr C lowest = static_cast<C>(std::numeric_limits<Q>::min());
+      constexpr C highest = static_cast<C>(std::numeric_limits<Q>::max());
+      const C clamped = quotient < lowest ? lowest : (quotient > highest ? highest : quotient);
+      y[i] = static_cast<Q>(rint(clamped));  // half to even, as the CPU's 1.5 * 2^23 trick
+    } else {
+      y[i] = opgen::cuda::narrow<Q>(static_cast<float>(quotient));
+    }
+  }
+}
+
+}  // namespace
+
+template <typename Q, typename T>
+void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Input<T>& X, const opgen::Input<T>& scale,
+                  const opgen::Output<Q>& Y, const Attributes& attrs) {
+  (void)attrs;  // output_dtype chose Q
+  const int64_t n = Y.numel();
+  const opgen::cuda::DeviceFlag failed(ctx);
+  constexpr unsigned kThreads = 256;
+  quantize<Q, T><<<opgen::cuda::Context::blocks_for(n, kThreads), kThreads, 0, ctx.stream()>>>(
+      X.data, scale.data, Y.data, n, failed.device());
+  ctx.check_launch("quantize");
+  const long long first = failed.first();
+  if (first == 0) opgen::fail("Quantize: scale must be positive and finite");
+  if (first > 0) {
+    opgen::fail("Quantize: X[" + std::to_string(first - 1) + "] is NaN, which no integer represents");
+  }
+}
+
+}  // namespace opgen::quantize
