@@ -172,14 +172,20 @@ def session(model, libraries=(), threads: int = 1, device: str = "cpu") -> ort.I
         path = _support.ort_library(ident, device, has_cuda=True, domain=ident)
         options.register_custom_ops_library(str(path))
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
-    providers = ["CPUExecutionProvider"]
-    if device == "cuda":
-        if "CUDAExecutionProvider" not in ort.get_available_providers():
-            raise RuntimeError(
-                f"onnxruntime {ort.__version__} has no CUDA provider (install onnxruntime-gpu)"
-            )
-        providers.insert(0, "CUDAExecutionProvider")
-    return ort.InferenceSession(data, options, providers=providers)
+    if device == "cpu":
+        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        raise RuntimeError(
+            f"onnxruntime {ort.__version__} has no CUDA provider (install onnxruntime-gpu)"
+        )
+    # A CUDA provider that fails to load would otherwise leave the session on the CPU, with a
+    # warning only: the test would run the CPU kernel and pass.
+    options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    session = ort.InferenceSession(data, options, providers=["CUDAExecutionProvider"])
+    providers = session.get_providers()
+    if providers[0] != "CUDAExecutionProvider":
+        raise RuntimeError(f"the session runs on {providers}, not on ONNX Runtime's CUDA provider")
+    return session
 
 
 # Whether this process sees a GPU: the CUDA tests of the generated modules exist only then (on a

@@ -284,6 +284,7 @@ def build(args: argparse.Namespace) -> int:
                 f"-DCMAKE_BUILD_TYPE={'RelWithDebInfo' if sanitize else 'Release'}",
                 f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
                 f"-DOPGEN_CUDA={args.cuda.upper()}",
+                f"-DOPGEN_CUDA_ARCHITECTURES={settings.cuda_architectures}",
             ],
             args.quiet,
         )
@@ -293,7 +294,7 @@ def build(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     else:
         # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
-        # at the sanitizer and CUDA choices of this command.
+        # at the sanitizer and CUDA choices of this command and the configured architectures.
         subprocess.run(
             [
                 "cmake",
@@ -301,6 +302,7 @@ def build(args: argparse.Namespace) -> int:
                 f"-DORT_INCLUDE_DIR={include}",
                 f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
                 f"-DOPGEN_CUDA={args.cuda.upper()}",
+                f"-DOPGEN_CUDA_ARCHITECTURES={settings.cuda_architectures}",
             ],
             capture_output=True,
             check=False,

@@ -36,6 +36,12 @@ __global__ void group_norm(const T* __restrict__ x, const int64_t* __restrict__ 
   const int64_t groups = *num_groups;
   if (groups <= 0 || channels % groups != 0) {
     if (blockIdx.x == 0 && threadIdx.x == 0) opgen::cuda::flag(bad_groups, groups <= 0 ? 0 : 1);
+    // Defined values where the call cannot fail (inside a captured CUDA graph): NaN.
+    const int64_t total = batch * channels * spatial;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      y[i] = opgen::cuda::narrow<T>(static_cast<opgen::cuda::compute_t<T>>(NAN));
+    }
     return;
   }
   const int64_t channels_per_group = channels / groups;

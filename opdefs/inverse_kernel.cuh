@@ -77,6 +77,13 @@ struct Scratch {
   __device__ Acc& operator()(int64_t r, int64_t c) { return values[r * n + c]; }
 };
 
+// A singular matrix's output: NaN, as torch.linalg.inv_ex gives (the call fails unless a CUDA
+// graph is being captured, where nothing can be read back).
+template <typename T>
+__device__ void fill_nan(T* out, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) out[i] = opgen::cuda::narrow<T>(static_cast<opgen::cuda::compute_t<T>>(NAN));
+}
+
 template <typename T, typename Acc, int N>
 __global__ void invert_small(const T* __restrict__ in, T* __restrict__ out, int64_t count,
                              long long* singular) {
@@ -89,6 +96,7 @@ __global__ void invert_small(const T* __restrict__ in, T* __restrict__ out, int6
     const int64_t zero = eliminate<Acc>(a, pivot, N);
     if (zero >= 0) {
       opgen::cuda::flag(singular, m * N + zero);
+      fill_nan(out + m * N * N, N * N);
       continue;
     }
     store<T, Acc>(a, pivot, N, out + m * N * N);
@@ -105,6 +113,7 @@ __global__ void invert_large(const T* __restrict__ in, T* __restrict__ out, int6
     const int64_t zero = eliminate<Acc>(a, pivot, n);
     if (zero >= 0) {
       opgen::cuda::flag(singular, m * n + zero);
+      fill_nan(out + m * n * n, n * n);
       continue;
     }
     store<T, Acc>(a, pivot, n, out + m * n * n);

@@ -19,6 +19,8 @@ __global__ void quantize(const T* __restrict__ x, const T* __restrict__ scale, Q
   const C step = opgen::cuda::widen(scale[0]);
   if (!(step > C(0) && step <= std::numeric_limits<C>::max())) {  // NaN fails both
     if (opgen::cuda::first_item() == 0) opgen::cuda::flag(failed, 0);
+    // Defined values where the call cannot fail (inside a captured CUDA graph): 0.
+    for (int64_t i = opgen::cuda::first_item(); i < n; i += opgen::cuda::item_stride()) y[i] = Q{};
     return;
   }
   for (int64_t i = opgen::cuda::first_item(); i < n; i += opgen::cuda::item_stride()) {

@@ -22,8 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 LIB = BUILD / "lib"
 GENERATED = ROOT / "generated"
-# Every domain of generated/ with a CUDA kernel, its ops, and whether its ops have a PyTorch side.
-CUDA_DOMAINS = {"ai_opgen": ["inverse"], "test_customop": ["custom_op_one", "custom_op_two"]}
+# The shipped ops with a CUDA kernel, and the domains holding them (each gets both CUDA libraries).
+CUDA_OPS = {p.stem for p in (ROOT / "opdefs").glob("*.yaml") if "\n  cuda: " in p.read_text()}
+CUDA_DOMAINS = ("ai_opgen", "mydomain", "test_customop")
 
 
 def _nvcc() -> str:
@@ -52,7 +53,8 @@ def test_every_cuda_source_is_compiled_for_the_configured_architectures():
     assert info["cuda"].startswith("13."), info
     assert info["cuda_architectures"] == "80;90", info
     sources = sorted(GENERATED.glob("*/*_cuda.cu"))
-    assert {s.parent.name for s in sources} == {op for ops in CUDA_DOMAINS.values() for op in ops}
+    assert {s.parent.name for s in sources} == CUDA_OPS
+    assert {"inverse", "custom_op_one", "layer_norm", "sum_op"} <= CUDA_OPS
     objects = {o.name for o in BUILD.rglob("*_cuda.cu.o")}
     assert objects == {f"{s.name}.o" for s in sources}, objects
     for ident in CUDA_DOMAINS:
@@ -146,12 +148,28 @@ def test_asking_for_cuda_where_there_is_none_is_a_clear_error(tmp_path):
 
     with pytest.raises(ValueError, match="^device must be 'cpu' or 'cuda', got 'gpu'$"):
         generated.get_library_path("ai.opgen", device="gpu")
-    with pytest.raises(
-        ValueError,
-        match=r"^generated has no CUDA kernels for domain 'mydomain': no op definition of it "
-        r"names a CUDA kernel \(kernel: \{cuda: <file>\}\)",
-    ):
-        generated.get_library_path("mydomain", device="cuda")
+    # A package whose one op has no CUDA kernel (ClipBelow, for ONNX Runtime alone).
+    project = tmp_path / "plain"
+    (project / "opdefs").mkdir(parents=True)
+    shutil.copy(ROOT / "tests" / "opdefs" / "clip_below.yaml", project / "opdefs")
+    (project / "pyproject.toml").write_text('[tool.opgen]\npackage = "plainops"\n')
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "generator", "-q"],
+            cwd=project,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        ).returncode
+        == 0
+    )
+    plain = subprocess.run(
+        [sys.executable, "-c", "import plainops; plainops.get_library_path(device='cuda')"],
+        cwd=project, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": f"{project}{os.pathsep}{ROOT}"},
+    )  # fmt: skip
+    assert (
+        "ValueError: plainops has no CUDA kernels for domain 'test.ortonly': no op definition of "
+        "it names a CUDA kernel (kernel: {cuda: <file>})"
+    ) in plain.stderr, plain.stderr
     # A build without the CUDA libraries (no nvcc where it ran): the path says so.
     (tmp_path / "lib").mkdir()
     for library in LIB.iterdir():

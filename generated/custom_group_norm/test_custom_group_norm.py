@@ -502,8 +502,8 @@ if _testing.CUDA_DEVICE:
 
     @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
     def test_cuda_parity(index, types):
-        """The CUDA kernel against the reference and the CPU kernel: through PyTorch on a
-        current stream that is not the default one, and through ONNX Runtime's CUDA provider."""
+        """The CUDA kernel against the reference and the CPU kernel, through PyTorch on a current
+        stream that is not the default one."""
         case = RANDOM_CASES[index]
         attributes = case["attributes"]
         for size_index in range(sizes(case)):
@@ -524,6 +524,16 @@ if _testing.CUDA_DEVICE:
                 _testing.assert_close(
                     got, cpu, TOLERANCES, f"CUDA vs CPU kernel, {name}, size #{size_index}"
                 )
+
+    @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+    def test_cuda_parity_in_onnxruntime(index, types):
+        """The CUDA kernel on ONNX Runtime's CUDA provider (never a fallback to the CPU) against
+        the reference."""
+        case = RANDOM_CASES[index]
+        attributes = case["attributes"]
+        for size_index in range(sizes(case)):
+            inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+            expected = expected_outputs(inputs, attributes, types)
             session = _testing.session(single_node(inputs, attributes), LIBRARY, device="cuda")
             for name, got, want in zip(
                 output_names(inputs), run_ort(session, inputs), expected, strict=True
@@ -764,6 +774,23 @@ def test_bad_values_raise_in_both_runtimes(index, types):
     with pytest.raises(Exception, match=re.escape(message)) as raised:
         run_ort(session, inputs)
     assert "onnxruntime" in type(raised.value).__module__
+
+
+if _testing.CUDA_DEVICE:
+
+    @pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
+    def test_cuda_bad_values_raise(index, types):
+        """The CUDA kernel's data checks: the CPU kernel's message, from the device."""
+        values, attributes, message = VALUE_ERROR_CASES[index]
+        inputs = {
+            name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
+        }
+        with pytest.raises(ValueError, match=re.escape(message)):
+            TORCH_OP(*call_args(_testing.to_device(inputs, "cuda")), **attributes)
+        session = _testing.session(single_node(inputs, attributes), LIBRARY, device="cuda")
+        with pytest.raises(Exception, match=re.escape(message)) as raised:
+            run_ort(session, inputs)
+        assert "onnxruntime" in type(raised.value).__module__
 
 
 def test_wrong_dtype_is_rejected():

@@ -481,8 +481,8 @@ if _testing.CUDA_DEVICE:
 
     @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
     def test_cuda_parity(index, types):
-        """The CUDA kernel against the reference and the CPU kernel: through PyTorch on a
-        current stream that is not the default one, and through ONNX Runtime's CUDA provider."""
+        """The CUDA kernel against the reference and the CPU kernel, through PyTorch on a current
+        stream that is not the default one."""
         case = RANDOM_CASES[index]
         attributes = case["attributes"]
         for size_index in range(sizes(case)):
@@ -503,6 +503,16 @@ if _testing.CUDA_DEVICE:
                 _testing.assert_close(
                     got, cpu, TOLERANCES, f"CUDA vs CPU kernel, {name}, size #{size_index}"
                 )
+
+    @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
+    def test_cuda_parity_in_onnxruntime(index, types):
+        """The CUDA kernel on ONNX Runtime's CUDA provider (never a fallback to the CPU) against
+        the reference."""
+        case = RANDOM_CASES[index]
+        attributes = case["attributes"]
+        for size_index in range(sizes(case)):
+            inputs = make_inputs(case, size_index, types, seed=size_index + 1)
+            expected = expected_outputs(inputs, attributes, types)
             session = _testing.session(single_node(inputs, attributes), LIBRARY, device="cuda")
             for name, got, want in zip(
                 output_names(inputs), run_ort(session, inputs), expected, strict=True

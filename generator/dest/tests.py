@@ -414,6 +414,7 @@ PART_ORDER = (
     "test_bad_shapes_fail_onnx_shape_inference",
     "value_error_cases",
     "test_bad_values_raise",
+    "test_cuda_bad_values_raise",
     "test_wrong_dtype_is_rejected",
     "test_missing_required_attribute_is_rejected",
     "test_attribute_of_the_wrong_type_fails_the_session",

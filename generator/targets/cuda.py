@@ -154,6 +154,7 @@ class CudaTestsView:
     torch: bool  # its PyTorch op runs the CUDA kernel
     onnxruntime: bool  # ONNX Runtime's CUDA provider runs it
     two_devices: bool  # its first random case gives two tensor inputs or more (none variadic)
+    aot_inductor: bool  # the test module has its Model (an exported op's)
 
 
 def cuda_tests_view(op: OpDef) -> CudaTestsView | None:
@@ -166,13 +167,16 @@ def cuda_tests_view(op: OpDef) -> CudaTestsView | None:
         two_devices=op.has_native_torch_op
         and len(present) > 1
         and not any(t.variadic for t in op.inputs),
+        aot_inductor=op.has_native_torch_op and Target.exporters in targets_of(op),
     )
 
 
 def test_parts(op: OpDef) -> dict[str, bool]:
     """This target's parts of the generated tests (generator/templates/python/test_parity/),
     and whether the op's test module has each."""
-    return {"test_cuda": cuda_tests_view(op) is not None}
+    ours = cuda_tests_view(op) is not None
+    value_errors = any(case.values is not None for case in op.error_cases)
+    return {"test_cuda": ours, "test_cuda_bad_values_raise": ours and value_errors}
 
 
 def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:

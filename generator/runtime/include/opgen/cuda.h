@@ -60,7 +60,8 @@ class Context {
 // that fail it (flag(), the smallest wins) and the host code reads the first one back after its
 // launches, to fail with the CPU kernel's message. Reading it waits for the stream; inside a
 // CUDA graph being captured (torch.compile's "reduce-overhead") no wait is allowed, so the
-// check is not made there. The flag lives in stream-ordered device memory of its own.
+// check is not made there: a kernel writes defined values (NaN, 0) where a check fails. The
+// flag lives in stream-ordered device memory of its own.
 class DeviceFlag {
  public:
   static constexpr long long kNone = 0x7f7f7f7f7f7f7f7fLL;  // every byte 0x7f: no item flagged
@@ -68,7 +69,9 @@ class DeviceFlag {
   explicit DeviceFlag(const Context& ctx) : ctx_(ctx) {
     ctx.check(cudaMallocAsync(reinterpret_cast<void**>(&flag_), sizeof(long long), ctx.stream()),
               "allocating a device flag");
-    ctx.check(cudaMemsetAsync(flag_, 0x7f, sizeof(long long), ctx.stream()), "clearing a device flag");
+    const cudaError_t cleared = cudaMemsetAsync(flag_, 0x7f, sizeof(long long), ctx.stream());
+    if (cleared != cudaSuccess) static_cast<void>(cudaFreeAsync(flag_, ctx.stream()));
+    ctx.check(cleared, "clearing a device flag");
   }
   DeviceFlag(const DeviceFlag&) = delete;
   DeviceFlag& operator=(const DeviceFlag&) = delete;
