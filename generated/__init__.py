@@ -223,9 +223,9 @@ def get_library_path(domain: str | None = None, device: str = "cpu") -> str:
     return str(_support.ort_library(ident, device, served in CUDA_DOMAINS, served))
 
 
-def ort_library(domain: str) -> str:
-    """get_library_path(domain)."""
-    return get_library_path(domain)
+def ort_library(domain: str, device: str = "cpu") -> str:
+    """get_library_path(domain, device)."""
+    return get_library_path(domain, device)
 
 
 def build_info() -> dict:

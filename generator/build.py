@@ -193,12 +193,33 @@ def _member(archive: tarfile.TarFile, name: str) -> bytes:
         return extracted.read()
 
 
-def _op_for_path(path: str, ops: Iterable[OpDef]) -> str | None:
+def _ops_in(line: str, ops: Iterable[OpDef], output_dir: Path) -> set[str]:
+    """The ops whose files a compiler's message names: its generated folder (which the kernels
+    are included from, as <output>/<op>/../../<definitions>/<kernel>) or a kernel file, as
+    absolute paths (CMake hands the compilers absolute paths)."""
+    found = set()
     for op in ops:
-        kernels = [op.kernel.source_file, op.kernel.cuda_file] if op.kernel else []
-        if f"/{op.op_id}/" in path or any(k is not None and path.endswith(k.name) for k in kernels):
-            return f"{op.op_id} ({op.definition_path})"
-    return None
+        places = [f"{output_dir}/{op.op_id}/"]
+        if op.kernel is not None:
+            places += [str(k.resolve()) for k in (op.kernel.source_file, op.kernel.cuda_file) if k]
+        if any(place in line for place in places):
+            found.add(f"{op.op_id} ({op.definition_path})")
+    return found
+
+
+def _cmake_warnings(lines: list[str]) -> list[str]:
+    """CMake's warning messages in its output: each from its "CMake Warning" line to the end of
+    its indented text."""
+    found: list[str] = []
+    inside = False
+    for line in lines:
+        if line.startswith("CMake Warning"):
+            inside = True
+        elif inside and line and not line.startswith(" "):
+            inside = False
+        if inside:
+            found.append(line)
+    return found
 
 
 def _run(command: list[str], quiet: bool) -> tuple[int, list[str]]:
@@ -209,7 +230,7 @@ def _run(command: list[str], quiet: bool) -> tuple[int, list[str]]:
     lines = []
     for line in process.stdout:
         lines.append(line.rstrip("\n"))
-        if not quiet or "error" in line:
+        if not quiet or "error" in line or "fatal" in line:
             print(line, end="", flush=True)
     return process.wait(), lines
 
@@ -229,6 +250,13 @@ def build(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_INPUT
     sanitize = args.sanitize
+    if sanitize and args.cuda == "on":
+        print(
+            "error: --sanitize builds no CUDA libraries (the sanitizers see no device code): "
+            "drop --cuda on, or build the CUDA libraries without --sanitize",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     build_dir = args.build_dir.resolve()
     if sanitize and not args.build_dir_given:  # beside the normal build, never mixed with it
         build_dir = build_dir.with_name(f"{build_dir.name}-sanitize")
@@ -288,6 +316,9 @@ def build(args: argparse.Namespace) -> int:
             ],
             args.quiet,
         )
+        if args.quiet and code == 0:  # CMake's warnings (no CUDA libraries, and why) still show
+            for warning in _cmake_warnings(lines):
+                print(warning, file=sys.stderr)
         if code != 0:
             print("\n".join(lines[-30:]), file=sys.stderr)
             print("error: CMake configuration failed", file=sys.stderr)
@@ -295,7 +326,7 @@ def build(args: argparse.Namespace) -> int:
     else:
         # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
         # at the sanitizer and CUDA choices of this command and the configured architectures.
-        subprocess.run(
+        reconfigured = subprocess.run(
             [
                 "cmake",
                 str(build_dir),
@@ -305,8 +336,13 @@ def build(args: argparse.Namespace) -> int:
                 f"-DOPGEN_CUDA_ARCHITECTURES={settings.cuda_architectures}",
             ],
             capture_output=True,
+            text=True,
             check=False,
         )
+        # CMake's warnings and errors (no CUDA libraries, and why): the build step reruns a
+        # failed configuration and shows its errors again.
+        if reconfigured.stderr.strip():
+            print(reconfigured.stderr.rstrip(), file=sys.stderr)
     log(f"building with {args.jobs} job(s)")
     code, lines = _run(
         ["cmake", "--build", str(build_dir), "--parallel", str(args.jobs)], args.quiet
@@ -316,10 +352,8 @@ def build(args: argparse.Namespace) -> int:
             {
                 op
                 for line in lines
-                if re.search(r"\berror\b", line)
-                # The C++ compiler's `file:line:`, nvcc's `file(line):`
-                for match in [re.match(r"^([^:\s(]+)(?::\d+|\(\d+\))", line)]
-                if match and (op := _op_for_path(match.group(1), ops))
+                if re.search(r"\b(error|fatal)\b", line)
+                for op in _ops_in(line, ops, source)
             }
         )
         where = ", ".join(failed) if failed else "see the compiler output above"

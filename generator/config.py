@@ -16,11 +16,11 @@ import re
 import stat
 import sys
 import tomllib
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector
+from generator.model.names import unspellable
 from generator.model.op import TorchApi
 from generator.model.package import GeneratedPackage
 from generator.parse import read
@@ -296,27 +296,16 @@ def _check_apart(definitions: Path, package_dir: Path, build_dir: Path) -> None:
 
 # Folder names end up in generated files (the definitions' names in every header, the kernels'
 # #include paths) and in the build (CMake's paths): characters those cannot spell are refused.
-_UNSPELLABLE = {
-    '"': "a double quote, which ends a C++ #include path",
-    "\\": "a backslash, which C++ #include paths and CMake take as an escape",
-    ";": "a semicolon, which CMake takes as a list separator",
-}
-
-
 def spelling_problem(path: Path) -> str | None:
     """Why a folder's absolute path cannot be spelled in generated C++, CMake and Python, or
     None."""
     text = os.path.abspath(path)
-    for character in text:
-        if unicodedata.category(character) in ("Cc", "Cs", "Zl", "Zp"):
-            if "\udc80" <= character <= "\udcff":
-                what = "a byte that is not UTF-8"
-            else:
-                what = f"the control character {character!r}"
-            return f"its path {text!r} has {what}, which generated files cannot spell"
-        if character in _UNSPELLABLE:
-            return f"its path {text!r} has {_UNSPELLABLE[character]}"
-    return None
+    what = unspellable(text)
+    if what is None:
+        return None
+    if what.startswith(("the control", "a byte")):
+        return f"its path {text!r} has {what}, which generated files cannot spell"
+    return f"its path {text!r} has {what}"
 
 
 def _check_spellable(

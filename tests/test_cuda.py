@@ -333,6 +333,27 @@ def test_building_with_and_without_cuda(tmp_path):
         result.stderr
     ), result.stderr
 
+    # Architectures this nvcc lacks: no CUDA libraries, the CPU ones built (a warning says why);
+    # with --cuda on, an error naming the configuration's key. --sanitize with --cuda on: refused.
+    assert _opgen(project, "build", "-q", "--cuda", "on").returncode == 0  # (the CUDA libs again)
+    (project / "opgen.toml").write_text('package = "cudaops"\ncuda-architectures = "99"\n')
+    assert _opgen(project, "-q").returncode == 0
+    auto = _opgen(project, "build")
+    assert auto.returncode == 0, auto.stdout[-3000:] + auto.stderr[-3000:]
+    assert "opgen: no CUDA libraries: OPGEN_CUDA_ARCHITECTURES (the configuration's" in (
+        auto.stdout + auto.stderr
+    )
+    assert (
+        sorted(p.name for p in lib.glob("*cuda*")) == []
+        and (lib / "libopgen_ai_opgen.so").is_file()
+    )
+    on = _opgen(project, "build", "--cuda", "on")
+    assert on.returncode != 0 and "compiles for none of '99'" in on.stdout + on.stderr
+    sanitize = _opgen(project, "build", "--sanitize", "--cuda", "on")
+    assert sanitize.returncode == 2 and "--sanitize builds no CUDA libraries" in sanitize.stderr
+    (project / "opgen.toml").write_text('package = "cudaops"\ncuda-architectures = "80"\n')
+    assert _opgen(project, "-q").returncode == 0
+
     without_nvcc = os.pathsep.join(
         p for p in os.environ["PATH"].split(os.pathsep) if not (Path(p) / "nvcc").exists()
     )
@@ -351,3 +372,26 @@ def test_building_with_and_without_cuda(tmp_path):
     assert broken.returncode == 1
     assert "nope" in broken.stdout, "nvcc's own message is shown"
     assert "build failed in op(s): inverse (opdefs/inverse.yaml)" in broken.stderr, broken.stderr
+
+
+def test_a_compile_error_names_the_op_whose_files_it_is_in(tmp_path):
+    """By the op's generated folder or its kernel files, as absolute paths: a kernel file whose
+    name ends another's (kernel.cuh, layer_norm_kernel.cuh), an op id that is a folder of the
+    path (home), spaces in the path, nvcc's `file(line)` form."""
+    from types import SimpleNamespace
+
+    from generator.build import _ops_in
+
+    out = tmp_path / "my ops" / "generated"
+    definitions = tmp_path / "my ops" / "opdefs"
+
+    def op(op_id: str, cuda: str) -> SimpleNamespace:
+        kernel = SimpleNamespace(source_file=None, cuda_file=definitions / cuda)
+        return SimpleNamespace(op_id=op_id, kernel=kernel, definition_path=f"opdefs/{op_id}.yaml")
+
+    ops = [op("home", "kernel.cuh"), op("layer_norm", "layer_norm_kernel.cuh")]
+    line = f"{out}/layer_norm/../../opdefs/layer_norm_kernel.cuh(61): error: no member"
+    assert _ops_in(line, ops, out) == {"layer_norm (opdefs/layer_norm.yaml)"}
+    line = f"{definitions}/kernel.cuh:3:1: error: expected ';'"
+    assert _ops_in(line, ops, out) == {"home (opdefs/home.yaml)"}
+    assert _ops_in("/home/user/x.cc:1:1: error: y", ops, out) == set()

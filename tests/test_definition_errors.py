@@ -2,6 +2,7 @@
 exit code 2; nothing written."""
 
 import ast
+import os
 import re
 import shutil
 from pathlib import Path
@@ -1012,9 +1013,10 @@ def test_case_attribute_every_runtime_refuses_is_a_definition_error(
     assert old in text
     (tmp_path / "opdefs").mkdir()
     (tmp_path / "opdefs" / Path(source).name).write_text(text.replace(old, new))
-    kernel = (ROOT / source).with_name(f"{Path(source).stem}_kernel.h")
-    if kernel.is_file():  # (so that its absence is not the only error)
-        (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
+    for suffix in (".h", ".cuh"):  # (so that their absence is not the only error)
+        kernel = (ROOT / source).with_name(f"{Path(source).stem}_kernel{suffix}")
+        if kernel.is_file():
+            (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
     result = run_generator(cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(rf"{Path(source).stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
@@ -1042,9 +1044,10 @@ def test_kind_not_carried_there_yet_is_refused(tmp_path, run_generator, source, 
     assert old in text
     (tmp_path / "opdefs").mkdir()
     (tmp_path / "opdefs" / Path(source).name).write_text(text.replace(old, new))
-    kernel = (ROOT / source).with_name(f"{Path(source).stem}_kernel.h")
-    if kernel.is_file():  # (so that its absence is not the only error)
-        (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
+    for suffix in (".h", ".cuh"):  # (so that their absence is not the only error)
+        kernel = (ROOT / source).with_name(f"{Path(source).stem}_kernel{suffix}")
+        if kernel.is_file():
+            (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
     result = run_generator(cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(rf"{Path(source).stem}\.yaml:\d+:\d+: {error}", result.stderr), result.stderr
@@ -1142,9 +1145,8 @@ def test_complex_known_value_that_complex_cannot_read_is_refused(tmp_path, run_g
     (tmp_path / "opdefs" / "complex_rotate.yaml").write_text(
         text.replace(old, '    - inputs: {X: ["1+0j", "1 + 2i", "1-2j", "-3.5+0.25j"]}')
     )
-    (tmp_path / "opdefs" / "complex_rotate_kernel.h").write_text(
-        (ROOT / "opdefs" / "complex_rotate_kernel.h").read_text()
-    )
+    for name in ("complex_rotate_kernel.h", "complex_rotate_kernel.cuh"):
+        (tmp_path / "opdefs" / name).write_text((ROOT / "opdefs" / name).read_text())
     result = run_generator(cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(
@@ -1164,9 +1166,8 @@ def test_known_outputs_follow_the_op_order_whatever_the_file_order(tmp_path):
     old = "outputs: {norm: 5, Y: [[3], [[4]], 0]}"
     assert old in text
     (tmp_path / source.name).write_text(text.replace(old, "outputs: {Y: [[3], [[4]], 0], norm: 5}"))
-    (tmp_path / "clip_by_global_norm_kernel.h").write_text(
-        source.with_name("clip_by_global_norm_kernel.h").read_text()
-    )
+    for name in ("clip_by_global_norm_kernel.h", "clip_by_global_norm_kernel.cuh"):
+        (tmp_path / name).write_text(source.with_name(name).read_text())
     op = parse_opdef(tmp_path / source.name, source.name)
     assert list(op.tests.known[1].outputs) == ["norm", "Y_0", "Y_1", "Y_2"]
 
@@ -1207,8 +1208,8 @@ def test_a_bad_attribute_field_is_the_only_error(tmp_path, run_generator, old, n
     assert old in text
     (tmp_path / "opdefs").mkdir()
     (tmp_path / "opdefs" / source.name).write_text(text.replace(old, new, 1))
-    kernel = source.with_name("clip_by_global_norm_kernel.h")
-    (tmp_path / "opdefs" / kernel.name).write_text(kernel.read_text())
+    for name in ("clip_by_global_norm_kernel.h", "clip_by_global_norm_kernel.cuh"):
+        (tmp_path / "opdefs" / name).write_text(source.with_name(name).read_text())
     result = run_generator(cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
@@ -1244,3 +1245,72 @@ def test_an_exported_case_giving_a_variadic_output_no_value_is_refused(tmp_path,
         r"exports",
         errors[0],
     ), result.stderr
+
+
+# The runtime headers that compile alone (the schema ones need ONNX's generated protobuf code).
+RUNTIME_HEADERS = [
+    "runtime.h",
+    "shape_rule.h",
+    "ort_support.h",
+    "pybind_support.h",
+    "torch_support.h",
+    "cuda.h",
+    "ort_cuda_support.h",
+    "torch_cuda_support.h",
+]
+
+
+def _identifiers(header: str) -> set[str]:
+    """The names a header's code mentions unqualified (not after ::, . or ->)."""
+    text = re.sub(r"//[^\n]*", "", header)
+    text = re.sub(r'"(\\.|[^"\\])*"', '""', text)
+    text = re.sub(r"(?m)^\s*#.*$", "", text)
+    return set(re.findall(r"(?<![\w:.>])([A-Za-z_]\w*)\b", text))
+
+
+@pytest.mark.parametrize("header", RUNTIME_HEADERS)
+def test_no_op_id_hides_a_name_the_runtime_headers_use(header, tmp_path):
+    """An op id is namespace opgen::<op_id>, inside which the runtime headers' code runs: every
+    name those headers mention that an op id may take, declared so, leaves them compiling (an op
+    named uint32_t, madvise or OrtValue once hid C's, POSIX's or ONNX Runtime's)."""
+    import subprocess
+    import sysconfig
+
+    import pybind11
+    import torch
+
+    from generator.build import ort_include_dir
+    from generator.parse.read import op_id_problem
+
+    include = ROOT / "generator" / "runtime" / "include"
+    # (Not ALL_CAPS names: macros, which no declaration can escape; the README says so.)
+    text = (include / "opgen" / header).read_text()
+    names = sorted(n for n in _identifiers(text) if op_id_problem(n) is None and not n.isupper())
+    assert names, header
+    unit = tmp_path / ("unit.cu" if "cuda" in header else "unit.cc")
+    unit.write_text(
+        "namespace opgen {\n"
+        + "".join(f"namespace {name} {{}}\n" for name in names)
+        + f'}}\n#include "opgen/{header}"\n'
+    )
+    flags = [
+        "-std=c++17",
+        f"-I{include}",
+        f"-I{ort_include_dir(lambda message: None)}",
+        f"-I{Path(torch.__file__).parent / 'include'}",
+        "-DTORCH_TARGET_VERSION=0x020a000000000000",
+        "-DUSE_CUDA",
+        f"-I{pybind11.get_include()}",
+        f"-I{sysconfig.get_paths()['include']}",
+    ]
+    if unit.suffix == ".cu":
+        nvcc = shutil.which("nvcc")
+        if nvcc is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail("no nvcc under CI")
+            pytest.skip("no nvcc on this machine")
+        command = [nvcc, "-c", str(unit), "-o", str(tmp_path / "unit.o"), *flags]
+    else:
+        command = ["g++", "-fsyntax-only", str(unit), *flags]
+    result = subprocess.run(command, capture_output=True, text=True)
+    assert result.returncode == 0, (names, result.stdout[-3000:] + result.stderr[-3000:])

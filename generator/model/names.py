@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import unicodedata
 
 # C++ keywords and names our generated code defines or uses in the signatures that hold user
 # names (a parameter named like a type or namespace hides it), and the wrappers' locals and
@@ -72,6 +73,25 @@ OPGEN_NAMESPACE_NAMES = frozenset(
 )
 
 
+# Global names that code inside namespace opgen (the runtime headers, include/opgen/*.h) uses
+# unqualified: an op id is namespace opgen::<op_id>, which would hide one of them there (C types
+# and functions, ONNX Runtime's and PyTorch's C APIs, CUDA's). tests/test_definition_errors.py
+# compiles every header with each name an op id may take declared that way. (Names beginning
+# with "__", the implementation's, are refused as op ids too.)
+RUNTIME_GLOBAL_NAMES = frozenset(
+    """uint16_t uint32_t uint64_t uintptr_t stderr madvise dladdr realpath Dl_info
+    ONNXTensorElementDataType OrtApi OrtOpAttr OrtOpAttrType OrtShapeInferContext OrtStatus
+    OrtStatusPtr OrtTensorTypeAndShapeInfo OrtValue
+    AtenTensorHandle StableIValue StableListHandle StringHandle torch_call_dispatcher
+    torch_delete_list torch_delete_string torch_exception_get_what_without_backtrace
+    torch_list_get_item torch_list_size torch_string_c_str torch_string_length""".split()
+)
+
+
+def is_runtime_global_name(name: str) -> bool:
+    return name in RUNTIME_GLOBAL_NAMES or name.startswith(("__", "aoti_torch_"))
+
+
 # Names the generated C++ declares in each op's namespace opgen::<op_id>, where user names
 # are parameters, locals and template parameters (checked against the output the same way).
 OP_NAMESPACE_NAMES = frozenset(
@@ -134,3 +154,24 @@ TORCH_NAMESPACES = frozenset(
     mkldnn_prepacked onednn onnx prim prims profiler quantization quantized rngprims sparse
     static_runtime symm_mem torchvision""".split()
 )
+
+
+# Characters a path may not hold: generated C++ (#include "..."), CMake and Python spell paths.
+_UNSPELLABLE = {
+    '"': "a double quote, which ends a C++ #include path",
+    "\\": "a backslash, which C++ #include paths and CMake take as an escape",
+    ";": "a semicolon, which CMake takes as a list separator",
+}
+
+
+def unspellable(text: str) -> str | None:
+    """What in a path generated files cannot spell (a control character, a byte that is not
+    UTF-8, a quote, a backslash, a semicolon), or None."""
+    for character in text:
+        if unicodedata.category(character) in ("Cc", "Cs", "Zl", "Zp"):
+            if "\udc80" <= character <= "\udcff":
+                return "a byte that is not UTF-8"
+            return f"the control character {character!r}"
+        if character in _UNSPELLABLE:
+            return _UNSPELLABLE[character]
+    return None

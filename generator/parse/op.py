@@ -15,6 +15,7 @@ from generator.model.names import (
     DOMAIN,
     MAX_NAME_LENGTH,
     ONNX_DOMAINS,
+    unspellable,
 )
 from generator.model.nodes import ExportRule, Function
 from generator.model.op import (
@@ -70,6 +71,11 @@ def _file_beside(node: Node, definition_dir: Path, what: str) -> Path:
     relative = read.string(node)
     if Path(relative).is_absolute() or ".." in Path(relative).parts:
         raise node.error("must be a file name beside the definition (no '..')")
+    character = unspellable(relative)
+    if character is not None:  # the generated files #include it and name it in comments
+        raise node.error(
+            f"{character} in the file name {relative!r}, which generated files cannot spell"
+        )
     path = definition_dir / relative
     try:
         found = path.is_file()

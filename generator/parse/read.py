@@ -14,6 +14,7 @@ from generator.model.names import (
     PACKAGE_NAMES,
     SHARED_OUTPUT_NAMES,
     is_reserved,
+    is_runtime_global_name,
 )
 from generator.model.types import (
     FLOAT32_MAX,
@@ -209,7 +210,12 @@ def too_long(what: str, name: str) -> str:
 def op_id_field(node: Node) -> str:
     """The definition's file stem: it names generated/<op_id>/ and namespace opgen::<op_id>."""
     op_id = identifier(node, "op definition file name")
-    if op_id in SHARED_OUTPUT_NAMES or op_id in OPGEN_NAMESPACE_NAMES or op_id in PACKAGE_NAMES:
+    if (
+        op_id in SHARED_OUTPUT_NAMES
+        or op_id in OPGEN_NAMESPACE_NAMES
+        or op_id in PACKAGE_NAMES
+        or is_runtime_global_name(op_id)
+    ):
         raise node.error(
             f"'{op_id}' is taken by the generated code's own files, C++ names or package "
             "functions; rename the definition file"

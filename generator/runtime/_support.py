@@ -101,6 +101,7 @@ def ort_library(
                 "it names a CUDA kernel (kernel: {cuda: <file>}); its library for the CPU "
                 "provider is get_library_path(domain)"
             )
+        ort_library(domain_ident)  # nothing built at all: says so
         path = library_dir() / cuda_library_file(domain_ident)
         if not path.is_file():
             raise NotBuiltError(

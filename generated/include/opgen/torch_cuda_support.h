@@ -30,8 +30,8 @@ class CallDevice {
 
   void add(const Tensor& tensor, const char* name) {
     int32_t type = 0;
-    STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_device_type(tensor.get(), &type));
-    const bool cuda = type == aoti_torch_device_type_cuda();
+    STABLE_TORCH_ERROR_CODE_CHECK(::aoti_torch_get_device_type(tensor.get(), &type));
+    const bool cuda = type == ::aoti_torch_device_type_cuda();
     const int32_t index = cuda ? tensor.get_device_index() : -1;
     inputs_.push_back({name, cuda, index,
                        cuda ? "cuda:" + std::to_string(index) : opgen::torch_support::device_name(tensor)});
@@ -64,15 +64,15 @@ class CallDevice {
     index_ = first->index;
     guard_.emplace(index_);
     void* stream = nullptr;
-    STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(index_, &stream));
-    return opgen::cuda::Context(op_, static_cast<cudaStream_t>(stream), index_);
+    STABLE_TORCH_ERROR_CODE_CHECK(::aoti_torch_get_current_cuda_stream(index_, &stream));
+    return opgen::cuda::Context(op_, static_cast<::cudaStream_t>(stream), index_);
   }
 
   // A new dense tensor on the call's device (after enter()).
   template <typename T>
   Tensor empty(const opgen::Shape& shape, const char* op, const char* what) const {
     return opgen::torch_support::empty(shape, opgen::torch_support::scalar_type_of<T>(), op, what,
-                                       aoti_torch_device_type_cuda(), index_);
+                                       ::aoti_torch_device_type_cuda(), index_);
   }
 
  private:

@@ -17,30 +17,30 @@ namespace opgen::cuda {
 
 // A failed CUDA call as opgen::Error naming the op and what failed: the runtimes turn it into
 // a PyTorch exception or an ONNX Runtime error status.
-inline void check(cudaError_t status, const char* op, const std::string& what) {
-  if (status == cudaSuccess) return;
-  opgen::fail(std::string(op) + ": " + what + " failed: " + cudaGetErrorName(status) + " (" +
-              cudaGetErrorString(status) + ")");
+inline void check(::cudaError_t status, const char* op, const std::string& what) {
+  if (status == ::cudaSuccess) return;
+  opgen::fail(std::string(op) + ": " + what + " failed: " + ::cudaGetErrorName(status) + " (" +
+              ::cudaGetErrorString(status) + ")");
 }
 
 class Context {
  public:
-  Context(const char* op, cudaStream_t stream, int device) : op_(op), stream_(stream), device_(device) {}
+  Context(const char* op, ::cudaStream_t stream, int device) : op_(op), stream_(stream), device_(device) {}
 
   // Every launch goes on this stream (PyTorch's current stream, or ONNX Runtime's compute
   // stream): never the default stream, never a synchronization.
-  cudaStream_t stream() const { return stream_; }
+  ::cudaStream_t stream() const { return stream_; }
   // The device the tensors are on, current while the kernel runs.
   int device() const { return device_; }
   const char* op() const { return op_; }
 
   // A CUDA call's error, naming the op and `what`.
-  void check(cudaError_t status, const std::string& what) const { opgen::cuda::check(status, op_, what); }
+  void check(::cudaError_t status, const std::string& what) const { opgen::cuda::check(status, op_, what); }
   // After a launch: its error (no kernel image for this GPU, a bad configuration) naming the op.
   // The wrappers check once more after the kernel returns; a kernel launching several times
   // calls it after each to name the launch.
   void check_launch(const char* kernel) const {
-    check(cudaGetLastError(), std::string("launching ") + kernel);
+    check(::cudaGetLastError(), std::string("launching ") + kernel);
   }
 
   // Blocks of `threads` covering `items`, at most CUDA's grid limit (a grid-stride loop covers
@@ -52,7 +52,7 @@ class Context {
 
  private:
   const char* op_;
-  cudaStream_t stream_;
+  ::cudaStream_t stream_;
   int device_;
 };
 
@@ -67,15 +67,15 @@ class DeviceFlag {
   static constexpr long long kNone = 0x7f7f7f7f7f7f7f7fLL;  // every byte 0x7f: no item flagged
 
   explicit DeviceFlag(const Context& ctx) : ctx_(ctx) {
-    ctx.check(cudaMallocAsync(reinterpret_cast<void**>(&flag_), sizeof(long long), ctx.stream()),
+    ctx.check(::cudaMallocAsync(reinterpret_cast<void**>(&flag_), sizeof(long long), ctx.stream()),
               "allocating a device flag");
-    const cudaError_t cleared = cudaMemsetAsync(flag_, 0x7f, sizeof(long long), ctx.stream());
-    if (cleared != cudaSuccess) static_cast<void>(cudaFreeAsync(flag_, ctx.stream()));
+    const ::cudaError_t cleared = ::cudaMemsetAsync(flag_, 0x7f, sizeof(long long), ctx.stream());
+    if (cleared != ::cudaSuccess) static_cast<void>(::cudaFreeAsync(flag_, ctx.stream()));
     ctx.check(cleared, "clearing a device flag");
   }
   DeviceFlag(const DeviceFlag&) = delete;
   DeviceFlag& operator=(const DeviceFlag&) = delete;
-  ~DeviceFlag() { static_cast<void>(cudaFreeAsync(flag_, ctx_.stream())); }
+  ~DeviceFlag() { static_cast<void>(::cudaFreeAsync(flag_, ctx_.stream())); }
 
   // What the kernel's threads write (with opgen::cuda::flag).
   long long* device() const { return flag_; }
@@ -83,14 +83,14 @@ class DeviceFlag {
   // The smallest item flagged by the work on the stream so far: -1 where none was, or where
   // the stream is being captured into a CUDA graph (nothing can be read back there).
   long long first() const {
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    ctx_.check(cudaStreamIsCapturing(ctx_.stream(), &capturing), "querying the stream");
-    if (capturing != cudaStreamCaptureStatusNone) return -1;
+    ::cudaStreamCaptureStatus capturing = ::cudaStreamCaptureStatusNone;
+    ctx_.check(::cudaStreamIsCapturing(ctx_.stream(), &capturing), "querying the stream");
+    if (capturing != ::cudaStreamCaptureStatusNone) return -1;
     ctx_.check_launch("the kernel");
     long long value = kNone;
-    ctx_.check(cudaMemcpyAsync(&value, flag_, sizeof value, cudaMemcpyDeviceToHost, ctx_.stream()),
+    ctx_.check(::cudaMemcpyAsync(&value, flag_, sizeof value, ::cudaMemcpyDeviceToHost, ctx_.stream()),
                "reading a device flag");
-    ctx_.check(cudaStreamSynchronize(ctx_.stream()), "running the kernel");
+    ctx_.check(::cudaStreamSynchronize(ctx_.stream()), "running the kernel");
     return value == kNone ? -1 : value;
   }
 
@@ -98,9 +98,9 @@ class DeviceFlag {
   template <typename T>
   T element(const T* data, long long index) const {
     T value{};
-    ctx_.check(cudaMemcpyAsync(&value, data + index, sizeof(T), cudaMemcpyDeviceToHost, ctx_.stream()),
+    ctx_.check(::cudaMemcpyAsync(&value, data + index, sizeof(T), ::cudaMemcpyDeviceToHost, ctx_.stream()),
                "reading an element");
-    ctx_.check(cudaStreamSynchronize(ctx_.stream()), "reading an element");
+    ctx_.check(::cudaStreamSynchronize(ctx_.stream()), "reading an element");
     return value;
   }
 
@@ -112,7 +112,7 @@ class DeviceFlag {
 // After the kernel returned: a launch error it left unchecked, naming the op. (An error while
 // the kernel runs on the device surfaces at the stream's next synchronization.)
 inline void check_kernel_returned(const char* op) {
-  check(cudaGetLastError(), op, "a CUDA launch of the kernel");
+  check(::cudaGetLastError(), op, "a CUDA launch of the kernel");
 }
 
 }  // namespace opgen::cuda
@@ -155,21 +155,21 @@ __device__ __forceinline__ compute_t<T> widen(T value) {
 }
 template <>
 __device__ __forceinline__ float widen<opgen::float16>(opgen::float16 value) {
-  return __half2float(__ushort_as_half(value.bits));
+  return ::__half2float(::__ushort_as_half(value.bits));
 }
 template <>
 __device__ __forceinline__ float widen<opgen::bfloat16>(opgen::bfloat16 value) {
-  return __bfloat162float(__ushort_as_bfloat16(value.bits));
+  return ::__bfloat162float(::__ushort_as_bfloat16(value.bits));
 }
 
 // float8 (the two formats CUDA has: e4m3fn and e5m2; not the fnuz ones) through half, exactly.
 template <>
 __device__ __forceinline__ float widen<opgen::float8e4m3fn>(opgen::float8e4m3fn value) {
-  return __half2float(__half(__nv_cvt_fp8_to_halfraw(value.bits, __NV_E4M3)));
+  return ::__half2float(::__half(::__nv_cvt_fp8_to_halfraw(value.bits, ::__NV_E4M3)));
 }
 template <>
 __device__ __forceinline__ float widen<opgen::float8e5m2>(opgen::float8e5m2 value) {
-  return __half2float(__half(__nv_cvt_fp8_to_halfraw(value.bits, __NV_E5M2)));
+  return ::__half2float(::__half(::__nv_cvt_fp8_to_halfraw(value.bits, ::__NV_E5M2)));
 }
 
 // Back to T, rounded to nearest even as on the CPU.
@@ -180,37 +180,37 @@ __device__ __forceinline__ T narrow(compute_t<T> value) {
 template <>
 __device__ __forceinline__ opgen::float16 narrow<opgen::float16>(float value) {
   opgen::float16 result;
-  result.bits = __half_as_ushort(__float2half_rn(value));
+  result.bits = ::__half_as_ushort(::__float2half_rn(value));
   return result;
 }
 template <>
 __device__ __forceinline__ opgen::bfloat16 narrow<opgen::bfloat16>(float value) {
   opgen::bfloat16 result;
-  result.bits = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+  result.bits = ::__bfloat16_as_ushort(::__float2bfloat16_rn(value));
   return result;
 }
 // float8: saturating to the largest finite value, as ONNX's Cast with saturate=1 (NaN stays NaN).
 template <>
 __device__ __forceinline__ opgen::float8e4m3fn narrow<opgen::float8e4m3fn>(float value) {
   opgen::float8e4m3fn result;
-  result.bits = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E4M3);
+  result.bits = ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E4M3);
   return result;
 }
 template <>
 __device__ __forceinline__ opgen::float8e5m2 narrow<opgen::float8e5m2>(float value) {
   opgen::float8e5m2 result;
-  result.bits = __nv_cvt_float_to_fp8(value, __NV_SATFINITE, __NV_E5M2);
+  result.bits = ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E5M2);
   return result;
 }
 
 // Flags item `index` of a DeviceFlag (the smallest flagged is read back).
-__device__ __forceinline__ void flag(long long* flag, long long index) { atomicMin(flag, index); }
+__device__ __forceinline__ void flag(long long* flag, long long index) { ::atomicMin(flag, index); }
 
 // A grid-stride loop over items: `for (int64_t i = first_item(); i < n; i += item_stride())`.
 __device__ __forceinline__ int64_t first_item() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  return static_cast<int64_t>(::blockIdx.x) * ::blockDim.x + ::threadIdx.x;
 }
-__device__ __forceinline__ int64_t item_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ int64_t item_stride() { return static_cast<int64_t>(::gridDim.x) * ::blockDim.x; }
 
 }  // namespace opgen::cuda
 #endif

@@ -17,8 +17,8 @@ namespace opgen::ort_cuda {
 inline opgen::cuda::Context context(const Ort::KernelContext& kernel_context, const char* op) {
   void* stream = kernel_context.GetGPUComputeStream();
   int device = 0;
-  opgen::cuda::check(cudaGetDevice(&device), op, "reading the current CUDA device");
-  return opgen::cuda::Context(op, static_cast<cudaStream_t>(stream), device);
+  opgen::cuda::check(::cudaGetDevice(&device), op, "reading the current CUDA device");
+  return opgen::cuda::Context(op, static_cast<::cudaStream_t>(stream), device);
 }
 
 // Device pointers go to the kernel as they are: no host copy can realign them (ONNX Runtime's
