@@ -395,3 +395,32 @@ def test_a_compile_error_names_the_op_whose_files_it_is_in(tmp_path):
     line = f"{definitions}/kernel.cuh:3:1: error: expected ';'"
     assert _ops_in(line, ops, out) == {"home (opdefs/home.yaml)"}
     assert _ops_in("/home/user/x.cc:1:1: error: y", ops, out) == set()
+
+
+def test_the_wheel_carries_the_cuda_libraries(tmp_path):
+    """`opgen wheel` where nvcc is found: the package's _lib/ holds both CUDA libraries beside
+    the CPU ones, and build_info.json says what they were built for."""
+    import zipfile
+
+    _nvcc()
+    project = tmp_path / "w"
+    (project / ".git").mkdir(parents=True)
+    (project / "opdefs").mkdir()
+    for name in ("custom_op_one.yaml", "custom_op_one_kernel.cuh"):
+        shutil.copy(ROOT / "opdefs" / name, project / "opdefs" / name)
+    (project / "opgen.toml").write_text('package = "wheelops"\ncuda-architectures = "80"\n')
+    assert _opgen(project, "-q").returncode == 0
+    built = _opgen(project, "wheel", "--jobs", "2")
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = (project / "dist").glob("wheelops-0.1.0-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        info = json.loads(archive.read("wheelops/_lib/build_info.json"))
+    for library in (
+        "libopgen_test_customop.so",
+        "libopgen_test_customop_cuda.so",
+        "libopgen_test_customop_torch.so",
+        "libopgen_test_customop_torch_cuda.so",
+    ):
+        assert f"wheelops/_lib/{library}" in names, sorted(names)
+    assert info["cuda"].startswith("13.") and info["cuda_architectures"] == "80", info

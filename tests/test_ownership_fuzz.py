@@ -59,7 +59,7 @@ CONFIGS = {
         "pyproject.toml": '[project]\nname = "mine"\n\n[tool.black]\nline-length = 99\n',
     },
 }
-DEFINITIONS = ("inverse.yaml", "inverse_kernel.h", "aten_add.yaml")
+DEFINITIONS = ("inverse.yaml", "inverse_kernel.h", "inverse_kernel.cuh", "aten_add.yaml")
 
 # --------------------------------------------------------------------------------------------
 # What a user's files hold.

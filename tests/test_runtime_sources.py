@@ -50,6 +50,23 @@ def _torch_flags() -> list[str]:
         _missing(str(error))
 
 
+def _cuda_flags() -> list[str]:
+    """The folder of CUDA's runtime headers, as nvcc finds them."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        _missing("nvcc (CUDA)")
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        probe = Path(folder) / "probe.cu"
+        probe.write_text("#include <cuda_runtime.h>\n")
+        listed = subprocess.run([nvcc, "-M", str(probe)], capture_output=True, text=True)
+    headers = [word for word in listed.stdout.split() if word.endswith("/cuda_runtime.h")]
+    if not headers:
+        _missing(f"cuda_runtime.h ({nvcc} -M: {listed.stderr[-500:]})")
+    return [f"-I{Path(headers[0]).parent}"]
+
+
 # As libonnx-dev's CMake target defines them; the headers come from the compiler's own path.
 _ONNX_FLAGS = ["-DONNX_NAMESPACE=onnx", "-DONNX_ML=1"]
 
@@ -60,6 +77,12 @@ _NEEDS = {
     "onnx_schema_support.h": (lambda: _ONNX_FLAGS, "onnx/defs/shape_inference.h"),
     "schema_test_support.h": (lambda: _ONNX_FLAGS, "onnx/onnx_pb.h"),
     "torch_support.h": (_torch_flags, "torch/csrc/stable/library.h"),
+    "cuda.h": (_cuda_flags, "cuda_runtime.h"),
+    "ort_cuda_support.h": (lambda: _ort_flags() + _cuda_flags(), "cuda_runtime.h"),
+    "torch_cuda_support.h": (
+        lambda: _torch_flags() + _cuda_flags() + ["-DUSE_CUDA"],
+        "torch/csrc/inductor/aoti_torch/c/shim.h",
+    ),
 }
 
 
