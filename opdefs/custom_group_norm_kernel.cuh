@@ -13,20 +13,6 @@ namespace {
 
 constexpr unsigned kThreads = 256;
 
-// Reduces `value` across the block with `combine`; every thread gets the result.
-template <typename Combine>
-__device__ double block_reduce(double value, double* shared, Combine combine) {
-  shared[threadIdx.x] = value;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) shared[threadIdx.x] = combine(shared[threadIdx.x], shared[threadIdx.x + half]);
-    __syncthreads();
-  }
-  const double result = shared[0];
-  __syncthreads();
-  return result;
-}
-
 template <typename T>
 __global__ void group_norm(const T* __restrict__ x, const int64_t* __restrict__ num_groups,
                            const T* __restrict__ scale, const T* __restrict__ bias, T* __restrict__ y,
@@ -53,7 +39,7 @@ __global__ void group_norm(const T* __restrict__ x, const int64_t* __restrict__ 
     for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
       largest = fmax(largest, fabs(static_cast<double>(opgen::cuda::widen(in[i]))));
     }
-    largest = block_reduce(largest, shared, [](double a, double b) { return fmax(a, b); });
+    largest = opgen::cuda::block_reduce(largest, shared, [](double a, double b) { return fmax(a, b); });
     int shift = 0;
     if (isfinite(largest) && largest > 0) {
       frexp(largest, &shift);
@@ -66,13 +52,13 @@ __global__ void group_norm(const T* __restrict__ x, const int64_t* __restrict__ 
     for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
       partial += static_cast<double>(opgen::cuda::widen(in[i])) * factor;
     }
-    const double mean = block_reduce(partial, shared, sum) / count;
+    const double mean = opgen::cuda::block_reduce(partial, shared, sum) / count;
     partial = 0;
     for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
       const double centered = static_cast<double>(opgen::cuda::widen(in[i])) * factor - mean;
       partial += centered * centered;
     }
-    const double squares = block_reduce(partial, shared, sum);
+    const double squares = opgen::cuda::block_reduce(partial, shared, sum);
     const double inv_std = 1.0 / sqrt(squares / count + ldexp(epsilon, -2 * shift));
     const int64_t first_channel = (item % groups) * channels_per_group;
     for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {

@@ -10,15 +10,7 @@ constexpr unsigned kThreads = 256;
 
 // The sum of every thread's `value` in the block, in every thread.
 __device__ double block_sum(double value, double* shared) {
-  shared[threadIdx.x] = value;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-    __syncthreads();
-  }
-  const double total = shared[0];
-  __syncthreads();  // before the next call writes `shared` again
-  return total;
+  return opgen::cuda::block_reduce(value, shared, [](double a, double b) { return a + b; });
 }
 
 template <typename T>

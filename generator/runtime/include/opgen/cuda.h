@@ -206,6 +206,21 @@ __device__ __forceinline__ opgen::float8e5m2 narrow<opgen::float8e5m2>(float val
 // Flags item `index` of a DeviceFlag (the smallest flagged is read back).
 __device__ __forceinline__ void flag(long long* flag, long long index) { ::atomicMin(flag, index); }
 
+// `value` of every thread of the block combined (a power-of-two blockDim.x of shared slots);
+// every thread gets the result, and `shared` may be reused after.
+template <typename T, typename Combine>
+__device__ T block_reduce(T value, T* shared, Combine combine) {
+  shared[::threadIdx.x] = value;
+  __syncthreads();
+  for (unsigned half = ::blockDim.x / 2; half > 0; half /= 2) {
+    if (::threadIdx.x < half) shared[::threadIdx.x] = combine(shared[::threadIdx.x], shared[::threadIdx.x + half]);
+    __syncthreads();
+  }
+  const T result = shared[0];
+  __syncthreads();
+  return result;
+}
+
 // A grid-stride loop over items: `for (int64_t i = first_item(); i < n; i += item_stride())`.
 __device__ __forceinline__ int64_t first_item() {
   return static_cast<int64_t>(::blockIdx.x) * ::blockDim.x + ::threadIdx.x;
