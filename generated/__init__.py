@@ -76,8 +76,9 @@ DOMAIN_LIBRARIES = {
     "mydomain": "mydomain",
     "test.customop": "test_customop",
 }
-# The domains whose ops have CUDA kernels, which get a library for ONNX Runtime's CUDA provider.
-CUDA_DOMAINS = frozenset(["ai.opgen", "mydomain", "test.customop"])
+# The domains whose ops have kernels for a device beside the CPU, by device: each gets a
+# library for that device's ONNX Runtime provider.
+DEVICE_DOMAINS = {"cuda": ["ai.opgen", "mydomain", "test.customop"]}
 # Definitions that override the export of an existing PyTorch op, by op id.
 OVERRIDES = {op.__name__.rsplit(".", 1)[-1]: op for op in OPS if op.IS_OVERRIDE}
 _registered = False
@@ -216,11 +217,12 @@ __version__ = _package.VERSION
 def get_library_path(domain: str | None = None, device: str = "cpu") -> str:
     """The path of the ONNX Runtime custom-op library serving an ONNX domain, for
     SessionOptions.register_custom_ops_library; the domain may be left out when the package
-    has one library. device="cuda": the library for a session with the CUDA provider (every op
-    of the domain on the CPU, those with a CUDA kernel on the GPU too)."""
+    has one library. device: "cpu", or a device that DEVICE_DOMAINS names ("cuda"): the library
+    for a session with that device's provider (every op of the domain on the CPU, and those
+    with a kernel for the device on it too)."""
     ident = _support.library_of(domain, DOMAIN_LIBRARIES)
     served = next(name for name, value in DOMAIN_LIBRARIES.items() if value == ident)
-    return str(_support.ort_library(ident, device, served in CUDA_DOMAINS, served))
+    return str(_support.ort_library(ident, device, DEVICE_DOMAINS, served))
 
 
 def ort_library(domain: str, device: str = "cpu") -> str:

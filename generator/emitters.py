@@ -36,8 +36,19 @@ OP_EMITTERS: tuple[OpEmitter, ...] = (
     tests.emit,  # the parity tests
     docs.emit_op,  # the op's page
 )
+# The targets' parts of the files all targets share (CMakeLists.txt, build_info.json, the
+# package's __init__.py), which project.emit pastes in.
+PROJECT_PARTS: tuple[Callable[[Sequence[OpDef], Emission], project.ProjectParts], ...] = (
+    cuda.project_parts,  # its CMake set-up and libraries, its build_info keys, its domains
+)
+
+
+def _shared_files(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
+    return project.emit(ops, emission, [parts(ops, emission) for parts in PROJECT_PARTS])
+
+
 PROJECT_EMITTERS: tuple[ProjectEmitter, ...] = (
-    project.emit,  # the package, CMake, each domain's libraries, the runtime files
+    _shared_files,  # the package, CMake, each domain's libraries, the runtime files
     cuda.emit_project,  # the CUDA runtime files, each domain's ONNX Runtime CUDA library
     docs.emit_index,  # the docs' index
 )

@@ -73,33 +73,45 @@ def header(output_path: str, sources: list[str]) -> str:
     return "\n".join(f"{mark} {line}" for line in lines)
 
 
-def _render(
-    template: str, output_path: str, sources: list[str], **context: object
-) -> GeneratedFile:
-    """One file as the template writes it; Python is formatted afterwards by format_all. An
-    exception while rendering carries a note naming the file, the template and its line."""
+def _render_text(template: str, output: str, context: dict[str, object]) -> str:
+    """The template's text; an exception while rendering carries a note naming the output, the
+    template and its line (Jinja's messages, "'title' is undefined", name neither; the caller,
+    project.generate, names the op)."""
     compiled = None
     try:
         compiled = environment().get_template(template)
-        text = compiled.render(header=header(output_path, sources), **context)
+        return compiled.render(**context)
     except Exception as exc:
-        # Jinja's messages ("'title' is undefined") name neither the template nor the output;
-        # the caller (project.generate) names the op.
-        where = _where(template, compiled, exc)
-        exc.add_note(f"while rendering {output_path} from template {where}")
+        exc.add_note(f"while rendering {output} from template {_where(template, compiled, exc)}")
         raise
-    return GeneratedFile(output_path, text)
+
+
+def _render(
+    template: str, output_path: str, sources: list[str], **context: object
+) -> GeneratedFile:
+    """One file as the template writes it; Python is formatted afterwards by format_all."""
+    context["header"] = header(output_path, sources)
+    return GeneratedFile(output_path, _render_text(template, output_path, context))
+
+
+def _fields(view: DataclassInstance) -> dict[str, object]:
+    """The view's fields as template variables (shallowly: nested views stay objects)."""
+    return {field.name: getattr(view, field.name) for field in dataclasses.fields(view)}
 
 
 def render(
     template: str, output_path: str, sources: list[str], view: DataclassInstance
 ) -> GeneratedFile:
     """One file as the template writes it from its view, the typed object it reads: the view's
-    fields are the template's variables (shallowly: nested views stay objects). Python is
-    formatted afterwards by format_all. An exception while rendering carries a note naming the
-    file, the template and its line."""
-    context = {field.name: getattr(view, field.name) for field in dataclasses.fields(view)}
-    return _render(template, output_path, sources, **context)
+    fields are the template's variables. Python is formatted afterwards by format_all. An
+    exception while rendering carries a note naming the file, the template and its line."""
+    return _render(template, output_path, sources, **_fields(view))
+
+
+def render_part(template: str, output_path: str, view: DataclassInstance) -> str:
+    """A target's part of a shared file (output_path, which pastes it in): the template's text
+    from its view, without a header."""
+    return _render_text(template, f"a part of {output_path}", _fields(view))
 
 
 def copy_runtime(output_path: str) -> GeneratedFile:

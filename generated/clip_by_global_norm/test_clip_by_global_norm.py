@@ -561,7 +561,7 @@ def test_vmap_equals_one_call_per_sample():
 
 # The CUDA kernel's tests exist only where this process sees a GPU: nothing collects them on a
 # machine without one (`./dev test-gpu` runs them on one).
-if _testing.CUDA_DEVICE:
+if _testing.has_device("cuda"):
 
     @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
     def test_cuda_parity(index, types):
@@ -892,7 +892,7 @@ def test_bad_values_raise_in_both_runtimes(index, types):
     assert "onnxruntime" in type(raised.value).__module__
 
 
-if _testing.CUDA_DEVICE:
+if _testing.has_device("cuda"):
 
     @pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
     def test_cuda_bad_values_raise(index, types):

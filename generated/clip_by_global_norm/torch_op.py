@@ -82,7 +82,7 @@ _support.bind_op(
     __file__,
     native=("ai_opgen", "clip_by_global_norm_torch.cc"),
     below_autograd=True,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::clip_by_global_norm", _fake, lib=_LIBRARY)

@@ -47,7 +47,7 @@ _support.bind_op(
     __file__,
     native=("ai_opgen", "complex_rotate_torch.cc"),
     below_autograd=True,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::complex_rotate", _fake, lib=_LIBRARY)

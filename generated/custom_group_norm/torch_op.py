@@ -90,7 +90,7 @@ _support.bind_op(
     __file__,
     native=("mydomain", "custom_group_norm_torch.cc"),
     below_autograd=True,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("mydomain", "FRAGMENT")
 torch.library.register_fake("mydomain::custom_group_norm", _fake, lib=_LIBRARY)

@@ -50,7 +50,7 @@ _support.bind_op(
     __file__,
     native=("test_customop", "custom_op_one_torch.cc"),
     below_autograd=True,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
 torch.library.register_fake("test_customop::custom_op_one", _fake, lib=_LIBRARY)

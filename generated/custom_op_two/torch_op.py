@@ -31,7 +31,7 @@ _support.bind_op(
     __file__,
     native=("test_customop", "custom_op_two_torch.cc"),
     below_autograd=False,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
 torch.library.register_fake("test_customop::custom_op_two", _fake, lib=_LIBRARY)

@@ -60,7 +60,7 @@ _support.bind_op(
     __file__,
     native=("ai_opgen", "inverse_torch.cc"),
     below_autograd=True,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::inverse", _fake, lib=_LIBRARY)

@@ -81,7 +81,7 @@ _support.bind_op(
     __file__,
     native=("ai_opgen", "layer_norm_torch.cc"),
     below_autograd=True,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::layer_norm", _fake, lib=_LIBRARY)

@@ -65,7 +65,7 @@ _support.bind_op(
     __file__,
     native=("ai_opgen", "sum_op_torch.cc"),
     below_autograd=True,
-    cuda=True,
+    devices=("cuda",),
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::sum", _fake, lib=_LIBRARY)

@@ -12,15 +12,12 @@ from generator.model.tensors import TensorParam
 from generator.runtime._names import below_autograd_op as below_autograd_op
 
 # Artifact names have one owner, shared with the generated package (it gets a copy of _names).
-from generator.runtime._names import cuda_kernel_objects_name as cuda_kernel_objects_name
-from generator.runtime._names import cuda_library_name as cuda_library_name
 from generator.runtime._names import kernel_objects_name as kernel_objects_name
 from generator.runtime._names import library_file as library_file
 from generator.runtime._names import library_name as library_name
 from generator.runtime._names import module_name as module_name
 from generator.runtime._names import schema_tests_name as schema_tests_name
 from generator.runtime._names import schemas_library_name as schemas_library_name
-from generator.runtime._names import torch_cuda_library_name as torch_cuda_library_name
 from generator.runtime._names import torch_library_file as torch_library_file
 from generator.runtime._names import torch_library_name as torch_library_name
 

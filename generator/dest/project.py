@@ -3,6 +3,7 @@ generated Python package's entry points. Each template reads one frozen view bui
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from itertools import groupby
 
@@ -10,10 +11,33 @@ import generator
 from generator.api import cpp
 from generator.dest import common
 from generator.dest.emission import Emission
-from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
 from generator.render import GeneratedFile, copy_runtime, render
 from generator.view import view
+
+
+@view
+class OrtRegistration:
+    """An op's function adding its kernels for a device to an ONNX Runtime custom-op domain."""
+
+    op_id: str
+    function: str
+
+
+@view
+class BuildInfoEntry:
+    """A key of build_info.json and its value, as CMake's file(CONFIGURE @ONLY) fills it in."""
+
+    key: str
+    value: str
+
+
+@view
+class DeviceDomains:
+    """The domains whose ONNX Runtime library for a device's provider was generated."""
+
+    device: str  # as get_library_path(domain, device=...) names it
+    domains: tuple[str, ...]
 
 
 @view
@@ -40,17 +64,23 @@ class DomainView:
     kernel_objects_name: str  # CMake's object library of its kernels
     schemas_library_name: str  # CMake's static library of its C++ schemas
     max_version: int  # of its ops
-    # CUDA kernels (generator/targets/cuda.py): the ops with one, those of them its ONNX Runtime
-    # CUDA library serves on the GPU and its native PyTorch CUDA library registers, and the
-    # CMake targets building them
-    cuda_op_ids: tuple[str, ...]
-    cuda_ort_op_ids: tuple[str, ...]
-    cuda_torch_op_ids: tuple[str, ...]
-    cuda_kernel_objects_name: str
-    cuda_library_name: str
-    torch_cuda_library_name: str
-    # The ops whose CUDA kernels this ort_library.cc registers (in the CUDA library's only)
-    cuda_registrations: tuple[str, ...] = ()
+    # Other targets' parts of its section of CMakeLists.txt (ProjectParts.cmake_domains)
+    cmake_parts: tuple[str, ...] = ()
+    # What its ort_library.cc registers besides every op's CPU kernel (a device's library's)
+    device_registrations: tuple[OrtRegistration, ...] = ()
+
+
+@view
+class ProjectParts:
+    """A target's parts of the files every target shares (emitters.py collects them from the
+    targets and hands them to emit), so that no shared template names a target."""
+
+    cmake_setup: str = ""  # CMakeLists.txt, once, after PyTorch's set-up
+    cmake_domains: tuple[
+        tuple[str, str], ...
+    ] = ()  # (domain ident, its part of the domain's section)
+    build_info: tuple[BuildInfoEntry, ...] = ()  # keys it always has, built or not
+    device_domains: tuple[DeviceDomains, ...] = ()
 
 
 @view
@@ -63,9 +93,9 @@ class CMakeView:
     opgen_version: str
     domains: tuple[DomainView, ...]
     has_native_ops: bool  # some domain gets a native PyTorch library
-    has_cuda_ops: bool  # some op has a CUDA kernel
-    cuda_architectures: str  # the default of OPGEN_CUDA_ARCHITECTURES
     torch_target_version: str
+    setup_parts: tuple[str, ...]  # the targets' (ProjectParts.cmake_setup)
+    build_info: tuple[BuildInfoEntry, ...]  # the targets' keys of build_info.json
 
 
 @view
@@ -116,7 +146,7 @@ class PackageInitView:
     package: str
     op_ids: tuple[str, ...]
     domain_libraries: tuple[DomainLibraryView, ...]  # domains with kernels only
-    cuda_domains: list[str]  # domains with a CUDA kernel for ONNX Runtime (a list: tojson)
+    device_domains: dict[str, list[str]]  # device -> its libraries' domains (tojson)
 
 
 def domain_views(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
@@ -128,7 +158,6 @@ def domain_views(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
         members = list(group)
         ident = members[0].domain_ident
         kernel_op_ids = tuple(op.op_id for op in members if op.kernel)
-        cuda_ops = [op for op in members if Target.cuda in targets_of(op)]
         view = DomainView(
             domain=domain,
             domain_literal=cpp.string_literal(domain),
@@ -148,25 +177,38 @@ def domain_views(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
             kernel_objects_name=common.kernel_objects_name(ident),
             schemas_library_name=common.schemas_library_name(ident),
             max_version=max(op.version or 0 for op in members),
-            cuda_op_ids=tuple(op.op_id for op in cuda_ops),
-            cuda_ort_op_ids=tuple(op.op_id for op in cuda_ops if op.has_ort_kernel),
-            cuda_torch_op_ids=tuple(op.op_id for op in cuda_ops if op.has_native_torch_op),
-            cuda_kernel_objects_name=common.cuda_kernel_objects_name(ident),
-            cuda_library_name=common.cuda_library_name(ident),
-            torch_cuda_library_name=common.torch_cuda_library_name(ident),
         )
         domains.append((view, sorted(op.definition_path for op in members)))
     return domains
 
 
-def emit(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
+def emit(
+    ops: Sequence[OpDef], emission: Emission, parts: Sequence[ProjectParts] = ()
+) -> list[GeneratedFile]:
+    """The shared files, with the other targets' parts of them."""
     all_sources = sorted(op.definition_path for op in ops)
-    domains = domain_views(ops)
+    domains = [
+        (
+            dataclasses.replace(
+                view,
+                cmake_parts=tuple(
+                    text
+                    for part in parts
+                    for ident, text in part.cmake_domains
+                    if ident == view.ident
+                ),
+            ),
+            sources,
+        )
+        for view, sources in domain_views(ops)
+    ]
     views = tuple(domain for domain, _ in domains)
     info = emission.package
     has_native_ops = any(view.native_op_ids for view in views)
     package = PackageInitView(
-        cuda_domains=[view.domain for view in views if view.cuda_ort_op_ids],
+        device_domains={
+            entry.device: list(entry.domains) for part in parts for entry in part.device_domains
+        },
         package=info.name,
         op_ids=tuple(sorted(op.op_id for op in ops)),
         domain_libraries=tuple(
@@ -197,9 +239,9 @@ def emit(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
                 opgen_version=generator.__version__,
                 domains=views,
                 has_native_ops=has_native_ops,
-                has_cuda_ops=any(view.cuda_op_ids for view in views),
-                cuda_architectures=info.cuda_architectures,
                 torch_target_version=cpp.TORCH_TARGET_VERSION,
+                setup_parts=tuple(part.cmake_setup for part in parts if part.cmake_setup),
+                build_info=tuple(entry for part in parts for entry in part.build_info),
             ),
         ),
         render("python/package_init.py.j2", "__init__.py", all_sources, package),

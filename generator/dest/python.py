@@ -162,7 +162,7 @@ class TorchOpView:
     native_domain_ident: str
     native_library_file: str
     native_source: str  # the op's registration in C++
-    cuda: bool  # the domain's native CUDA library registers its CUDA kernel
+    devices: tuple[str, ...]  # beside the CPU, whose native libraries register its kernels
     autograd_kernel: bool  # our own Autograd kernel (library api; native with formulas)
     schema_literal: str
     python_params: str  # annotated, with defaults
@@ -228,7 +228,7 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         native_domain_ident=op.domain_ident if op.kernel else "",
         native_library_file=common.torch_library_file(op.domain_ident) if op.kernel else "",
         native_source=f"{op.op_id}_torch.cc",
-        cuda=op.has_native_torch_op and Target.cuda in targets_of(op),
+        devices=op.kernel.devices if op.kernel and op.has_native_torch_op else (),
         autograd_kernel=op.has_autograd_kernel,
         schema_literal=py.literal(py.torch_schema(op)),
         python_params=py.python_params(op, annotate=True, dtype_arguments=True),

@@ -44,12 +44,14 @@ GENERATED_RESERVED = frozenset(
 SHARED_OUTPUT_NAMES = frozenset(
     {"CMakeLists", "__init__", "_support", "_testing", "docs", "domains", "include", "index"}
     | {"_names"}  # generated/_names.py, the artifact names' one owner
+    | {"_cuda"}  # generated/_cuda.py, the way to the CUDA libraries
     | {"_package", "pyproject", "_lib"}  # the package's name and version; its wheel's files
 )
 # The generated package's own top-level names: an op module of one of these names would hide
 # it (or be hidden) in the package's namespace.
 PACKAGE_NAMES = frozenset(
-    """OPS DOMAIN_LIBRARIES CUDA_DOMAINS OVERRIDES register_all custom_translation_table custom_opsets
+    """OPS DOMAIN_LIBRARIES DEVICE_DOMAINS OVERRIDES register_all custom_translation_table
+    custom_opsets
     torchscript_overrides add_functions get_library_path ort_library build_info
     export_model""".split()
     # its imports and private names

@@ -64,6 +64,11 @@ class Kernel:
     # are on a GPU: by PyTorch's CUDA dispatch key and ONNX Runtime's CUDA provider.
     cuda_file: Path | None = None
 
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """The devices beside the CPU it has kernels for, as PyTorch names them."""
+        return ("cuda",) if self.cuda_file is not None else ()
+
 
 class Runtime(Enum):
     onnxruntime = "onnxruntime"

@@ -13,14 +13,7 @@ import types
 from pathlib import Path
 
 from . import _package
-from ._names import (
-    below_autograd_op,
-    cuda_library_file,
-    library_file,
-    module_name,
-    torch_cuda_library_file,
-    torch_library_file,
-)
+from ._names import below_autograd_op, library_file, module_name, torch_library_file
 
 # Not resolved: a package folder reached through a symbolic link finds the build folder where
 # the configuration puts it beside the link (the generator computed BUILD_DIR so).
@@ -28,7 +21,6 @@ PACKAGE_DIR = Path(os.path.abspath(__file__)).parent
 INSTALLED_LIBRARIES = PACKAGE_DIR / "_lib"
 _modules: dict[str, object] = {}
 _torch_libraries: set[str] = set()
-_torch_cuda_libraries: set[str] = set()
 
 
 class NotBuiltError(RuntimeError):
@@ -87,33 +79,30 @@ def build_info() -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def ort_library(
-    domain_ident: str, device: str = "cpu", has_cuda: bool = False, domain: str = ""
-) -> Path:
-    """The ONNX Runtime custom-op library of one domain, for a device: "cpu", or "cuda" (the
-    library for the CUDA provider, where the domain's ops have CUDA kernels and it was built)."""
-    if device == "cpu":
-        path = library_dir() / library_file(domain_ident)
-    elif device == "cuda":
-        if not has_cuda:
+def device_module(device: str) -> types.ModuleType:
+    """The package's module of a device's libraries (_cuda.py for "cuda"): the generator adds
+    it where some op has a kernel for that device."""
+    return importlib.import_module(f"{__package__}._{device}")
+
+
+def ort_library(domain_ident: str, device: str = "cpu", devices=None, domain: str = "") -> Path:
+    """The ONNX Runtime custom-op library of one domain, for a device: "cpu", or another that
+    devices (the package's DEVICE_DOMAINS: device -> the domains with kernels for it) names, if
+    the domain has kernels for it. None: the domain has kernels for every device there is."""
+    if device != "cpu" and devices is not None:
+        if device not in devices:
+            known = " or ".join(repr(name) for name in ["cpu", *devices])
+            raise ValueError(f"device must be {known}, got {device!r}")
+        if domain not in devices[device]:
             raise ValueError(
-                f"{_package.NAME} has no CUDA kernels for domain {domain!r}: no op definition of "
-                "it names a CUDA kernel (kernel: {cuda: <file>}); its library for the CPU "
-                "provider is get_library_path(domain)"
+                f"{_package.NAME} has no {device.upper()} kernels for domain {domain!r}: no op "
+                f"definition of it names a {device.upper()} kernel (kernel: {{{device}: "
+                "<file>}); its library for the CPU provider is get_library_path(domain)"
             )
-        ort_library(domain_ident)  # nothing built at all: says so
-        path = library_dir() / cuda_library_file(domain_ident)
-        if not path.is_file():
-            raise NotBuiltError(
-                f"{path} does not exist: the CUDA libraries were not built (`opgen build` "
-                "builds them where CMake finds nvcc; `opgen build --cuda on` makes its absence "
-                "an error)"
-            )
-    else:
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    path = library_dir() / library_file(domain_ident)
     if not path.is_file():
-        raise _missing(path)
-    return path
+        raise _missing(path)  # nothing built at all: says so, for every device
+    return path if device == "cpu" else device_module(device).ort_library(domain_ident)
 
 
 def torch_library(domain_ident: str) -> Path:
@@ -131,22 +120,6 @@ def torch_library(domain_ident: str) -> Path:
 
         load_native(path, load)
         _torch_libraries.add(domain_ident)
-    return path
-
-
-def torch_cuda_library(domain_ident: str) -> Path | None:
-    """Loads the native PyTorch library of one domain's CUDA kernels once, after the CPU one
-    (which defines the ops), where torch is built with CUDA and the library was built; None
-    elsewhere: a CPU-only torch cannot load it (and never tries), and an op called on CUDA
-    tensors without it fails in PyTorch's dispatcher, naming the op and the CUDA backend."""
-    import torch
-
-    path = library_dir() / torch_cuda_library_file(domain_ident)
-    if torch.version.cuda is None or not path.is_file():
-        return None
-    if domain_ident not in _torch_cuda_libraries:
-        load_native(path, lambda path: torch.ops.load_library(str(path)))
-        _torch_cuda_libraries.add(domain_ident)
     return path
 
 
@@ -255,7 +228,7 @@ def bind_op(
     module_file: str,
     native: tuple[str, str] | None = None,
     below_autograd: bool = False,
-    cuda: bool = False,
+    devices: tuple[str, ...] = (),
 ) -> None:
     """Decides whether this package may bind a PyTorch op name to its kernels: every generated
     registration, native or from Python (torch.api library, custom_op, legacy), asks here first.
@@ -264,8 +237,9 @@ def bind_op(
 
     native: (domain identifier, source file) of an op that the domain's native library defines
     (loaded here, through load_native), with the op below its Autograd key if below_autograd;
-    they must be that library's, and with cuda, the domain's CUDA library loaded where it can
-    be (torch_cuda_library). Otherwise the name must be free: the caller defines it next."""
+    they must be that library's, and the domain's libraries for the devices (beside the CPU) its
+    kernels run on loaded where they can be. Otherwise the name must be free: the caller
+    defines it next."""
     module_file = os.path.realpath(module_file)
     ours = f"package {_package.NAME} ({definition}, {module_file})"
     names = [qualified_name]
@@ -294,8 +268,8 @@ def bind_op(
             first = "a registration at " + debug.removeprefix("registered at ")
         raise _bound_twice(name, first, ours)
     bindings[qualified_name] = (module_file, ours)
-    if native is not None and cuda:
-        torch_cuda_library(native[0])
+    for device in devices if native is not None else ():
+        device_module(device).load_torch_library(native[0])
 
 
 def _bound_twice(qualified_name: str, first: str, second: str) -> RuntimeError:

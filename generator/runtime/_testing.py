@@ -158,37 +158,27 @@ def float32_attributes(attributes: dict) -> dict:
 
 
 def session(model, libraries=(), threads: int = 1, device: str = "cpu") -> ort.InferenceSession:
-    """An ONNX Runtime session on the CPU (or with the CUDA provider first: device="cuda", with
-    the libraries for it) with the given custom-op libraries (domain idents; one ident or None
-    also work)."""
+    """An ONNX Runtime session with the given custom-op libraries (domain idents; one ident or
+    None also work), on the CPU, or on another device's provider alone (device="cuda", with the
+    libraries for it)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.log_severity_level = 3
     if libraries is None:
         libraries = ()
     for ident in [libraries] if isinstance(libraries, str) else libraries:
-        path = _support.ort_library(ident, device, has_cuda=True, domain=ident)
-        options.register_custom_ops_library(str(path))
+        options.register_custom_ops_library(str(_support.ort_library(ident, device)))
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
     if device == "cpu":
         return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    if "CUDAExecutionProvider" not in ort.get_available_providers():
-        raise RuntimeError(
-            f"onnxruntime {ort.__version__} has no CUDA provider (install onnxruntime-gpu)"
-        )
-    # A CUDA provider that fails to load would otherwise leave the session on the CPU, with a
-    # warning only: the test would run the CPU kernel and pass.
-    options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    session = ort.InferenceSession(data, options, providers=["CUDAExecutionProvider"])
-    providers = session.get_providers()
-    if providers[0] != "CUDAExecutionProvider":
-        raise RuntimeError(f"the session runs on {providers}, not on ONNX Runtime's CUDA provider")
-    return session
+    return _support.device_module(device).ort_session(data, options)
 
 
-# Whether this process sees a GPU: the CUDA tests of the generated modules exist only then (on a
-# machine without one nothing collects them; `./dev test-gpu` runs them on one).
-CUDA_DEVICE = torch.cuda.is_available()
+def has_device(device: str) -> bool:
+    """Whether this process sees a device of that kind (torch's name: "cuda"): a device's tests
+    in the generated modules exist only then (nothing collects them on a machine without one;
+    `./dev test-gpu` runs the CUDA ones on a GPU)."""
+    return getattr(torch, device).is_available()
 
 
 def to_device(value, device: str):

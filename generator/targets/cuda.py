@@ -15,12 +15,20 @@ from generator.api.names import Local
 from generator.dest import common
 from generator.dest.cpp_kernel import KernelInstantiation, one_output_value, one_value
 from generator.dest.emission import Emission
-from generator.dest.project import domain_views
+from generator.dest.project import (
+    BuildInfoEntry,
+    DeviceDomains,
+    DomainView,
+    OrtRegistration,
+    ProjectParts,
+    domain_views,
+)
 from generator.generated_file import GeneratedFile
 from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
-from generator.render import copy_runtime, render
+from generator.render import copy_runtime, render, render_part
+from generator.runtime import _names
 from generator.targets import ort_library, torch_native
 from generator.view import view
 
@@ -97,12 +105,15 @@ def _ort_output_data(op: OpDef, tensor: TensorParam) -> str:
     )
 
 
+ORT_ADD_FUNCTION = "add_ort_cuda_ops"  # an op's, adding its CUDA kernels to a custom-op domain
+
+
 def _ort_device(op: OpDef) -> ort_library.OrtDevice:
     return ort_library.OrtDevice(
         kernel_class="OrtCudaKernel",
         op_class="OrtCudaOp",
         infer_function="InferCudaOutputShapes",
-        add_function="add_ort_cuda_ops",
+        add_function=ORT_ADD_FUNCTION,
         execution_provider="CUDAExecutionProvider",
         includes=(f"{op.op_id}_cuda.h", "opgen/ort_cuda_support.h"),
         context_statement="const opgen::cuda::Context cuda = opgen::ort_cuda::context(context, kOpType);",
@@ -198,19 +209,99 @@ def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     return files
 
 
+@view
+class CudaDomainView:
+    """A domain's CUDA part of CMakeLists.txt (cmake/targets/cuda.cmake.j2) and its ONNX Runtime
+    CUDA library."""
+
+    domain: DomainView  # the domain's own targets (its CPU kernels, its ONNX Runtime ops)
+    op_ids: tuple[str, ...]  # the ops with a CUDA kernel
+    ort_op_ids: tuple[str, ...]  # those ONNX Runtime's CUDA provider runs
+    torch_op_ids: tuple[str, ...]  # those PyTorch's CUDA dispatch key runs
+    kernel_objects_name: str  # CMake's object library of the CUDA kernels
+    library_name: str  # the ONNX Runtime library for the CUDA provider
+    torch_library_name: str  # the native PyTorch library of the CUDA kernels
+
+
+@view
+class CudaSetupView:
+    """CUDA's set-up, once for the project (cmake/targets/cuda_setup.cmake.j2)."""
+
+    cuda_architectures: str  # the default of OPGEN_CUDA_ARCHITECTURES
+
+
+def _domains(ops: Sequence[OpDef]) -> list[tuple[CudaDomainView, list[str]]]:
+    """The domains with a CUDA kernel, each with its definitions."""
+    by_id = {op.op_id: op for op in ops}
+    domains = []
+    for domain, sources in domain_views(ops):
+        cuda_ops = [by_id[op_id] for op_id in domain.schema_op_ids if has_cuda_kernel(by_id[op_id])]
+        if not cuda_ops:
+            continue
+        view = CudaDomainView(
+            domain=domain,
+            op_ids=tuple(op.op_id for op in cuda_ops),
+            ort_op_ids=tuple(op.op_id for op in cuda_ops if op.has_ort_kernel),
+            torch_op_ids=tuple(op.op_id for op in cuda_ops if op.has_native_torch_op),
+            kernel_objects_name=_names.cuda_kernel_objects_name(domain.ident),
+            library_name=_names.cuda_library_name(domain.ident),
+            torch_library_name=_names.torch_cuda_library_name(domain.ident),
+        )
+        domains.append((view, sources))
+    return domains
+
+
+def project_parts(ops: Sequence[OpDef], emission: Emission) -> ProjectParts:
+    """CUDA's parts of CMakeLists.txt (its set-up, each domain's CUDA libraries), of
+    build_info.json (the CUDA release and architectures built; empty without) and of the
+    package (the domains with a library for ONNX Runtime's CUDA provider)."""
+    domains = [view for view, _ in _domains(ops)]
+    built = bool(domains)
+    return ProjectParts(
+        cmake_setup=(
+            render_part(
+                "cmake/targets/cuda_setup.cmake.j2",
+                "CMakeLists.txt",
+                CudaSetupView(emission.package.cuda_architectures),
+            )
+            if built
+            else ""
+        ),
+        cmake_domains=tuple(
+            (view.domain.ident, render_part("cmake/targets/cuda.cmake.j2", "CMakeLists.txt", view))
+            for view in domains
+        ),
+        build_info=(
+            BuildInfoEntry("cuda", "@OPGEN_CUDA_VERSION@" if built else ""),
+            BuildInfoEntry(
+                "cuda_architectures", "@OPGEN_CUDA_BUILT_ARCHITECTURES@" if built else ""
+            ),
+        ),
+        device_domains=(
+            DeviceDomains("cuda", tuple(view.domain.domain for view in domains if view.ort_op_ids)),
+        ),
+    )
+
+
 def emit_project(ops: Sequence[OpDef], emission: Emission) -> list[GeneratedFile]:
-    """The runtime's CUDA headers and each domain's ONNX Runtime CUDA library entry point:
+    """The runtime's CUDA headers and Python module, and each domain's ONNX Runtime CUDA library
+    entry point:
     every op of the domain on the CPU provider, and those with a CUDA kernel on the GPU too
     (ONNX Runtime takes one library per domain in a session)."""
     if not any(has_cuda_kernel(op) for op in ops):
         return []
     files = [copy_runtime(f"include/opgen/{name}.h") for name in RUNTIME_HEADERS]
-    for domain, sources in domain_views(ops):
-        if not domain.cuda_ort_op_ids:
+    files.append(copy_runtime("_cuda.py"))  # the package's way to the CUDA libraries
+    for cuda, sources in _domains(ops):
+        if not cuda.ort_op_ids:
             continue
         library = dataclasses.replace(
-            domain, library_name=domain.cuda_library_name, cuda_registrations=domain.cuda_ort_op_ids
+            cuda.domain,
+            library_name=cuda.library_name,
+            device_registrations=tuple(
+                OrtRegistration(op_id, ORT_ADD_FUNCTION) for op_id in cuda.ort_op_ids
+            ),
         )
-        path = f"domains/{domain.ident}/ort_cuda_library.cc"
+        path = f"domains/{cuda.domain.ident}/ort_cuda_library.cc"
         files.append(render("cpp/ort_library.cc.j2", path, sources, library))
     return files
