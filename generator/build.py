@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from generator.cache import cache_root
+from generator.config import BUILD_CHOICES, TARGET_KEYS
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from generator.runtime._names import schema_tests_name
@@ -201,7 +202,7 @@ def _ops_in(line: str, ops: Iterable[OpDef], output_dir: Path) -> set[str]:
     for op in ops:
         places = [f"{output_dir}/{op.op_id}/"]
         if op.kernel is not None:
-            places += [str(k.resolve()) for k in (op.kernel.source_file, op.kernel.cuda_file) if k]
+            places += [str(file.resolve()) for file in op.kernel.files]
         if any(place in line for place in places):
             found.add(f"{op.op_id} ({op.definition_path})")
     return found
@@ -250,17 +251,26 @@ def build(args: argparse.Namespace) -> int:
         )
         return EXIT_BAD_INPUT
     sanitize = args.sanitize
-    if sanitize and args.cuda == "on":
-        print(
-            "error: --sanitize builds no CUDA libraries (the sanitizers see no device code): "
-            "drop --cuda on, or build the CUDA libraries without --sanitize",
-            file=sys.stderr,
-        )
-        return EXIT_BAD_INPUT
+    for choice in BUILD_CHOICES:
+        chosen = getattr(args, choice.dest)
+        if sanitize and choice.refused_with_sanitize and chosen == choice.refused_with_sanitize:
+            print(f"error: {choice.sanitize_conflict}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     build_dir = args.build_dir.resolve()
     if sanitize and not args.build_dir_given:  # beside the normal build, never mixed with it
         build_dir = build_dir.with_name(f"{build_dir.name}-sanitize")
     settings = args.settings
+    # The runtime targets' choices and configured keys (generator/target_settings.py)
+    target_variables = [
+        *(
+            f"-D{choice.cmake_variable}={getattr(args, choice.dest).upper()}"
+            for choice in BUILD_CHOICES
+        ),
+        *(
+            f"-D{key.cmake_variable}={dict(settings.target_values)[key.name]}"
+            for key in TARGET_KEYS
+        ),
+    ]
     project = proj.Project.of(
         args.opdefs_dir, args.output_dir, settings.generated_package(), settings.torch_api
     )
@@ -311,12 +321,11 @@ def build(args: argparse.Namespace) -> int:
                 # reports' line numbers (the template's -O1 overrides -O2).
                 f"-DCMAKE_BUILD_TYPE={'RelWithDebInfo' if sanitize else 'Release'}",
                 f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
-                f"-DOPGEN_CUDA={args.cuda.upper()}",
-                f"-DOPGEN_CUDA_ARCHITECTURES={settings.cuda_architectures}",
+                *target_variables,
             ],
             args.quiet,
         )
-        if args.quiet and code == 0:  # CMake's warnings (no CUDA libraries, and why) still show
+        if args.quiet and code == 0:  # CMake's warnings (a target left out, and why) still show
             for warning in _cmake_warnings(lines):
                 print(warning, file=sys.stderr)
         if code != 0:
@@ -325,21 +334,20 @@ def build(args: argparse.Namespace) -> int:
             return EXIT_FAILED
     else:
         # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
-        # at the sanitizer and CUDA choices of this command and the configured architectures.
+        # at the sanitizer and target choices of this command and the configured keys.
         reconfigured = subprocess.run(
             [
                 "cmake",
                 str(build_dir),
                 f"-DORT_INCLUDE_DIR={include}",
                 f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
-                f"-DOPGEN_CUDA={args.cuda.upper()}",
-                f"-DOPGEN_CUDA_ARCHITECTURES={settings.cuda_architectures}",
+                *target_variables,
             ],
             capture_output=True,
             text=True,
             check=False,
         )
-        # CMake's warnings and errors (no CUDA libraries, and why): the build step reruns a
+        # CMake's warnings and errors (a target left out, and why): the build step reruns a
         # failed configuration and shows its errors again.
         if reconfigured.stderr.strip():
             print(reconfigured.stderr.rstrip(), file=sys.stderr)

@@ -60,13 +60,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="build with AddressSanitizer and UndefinedBehaviorSanitizer (-DOPGEN_SANITIZE=ON), "
         "in <build-dir>-sanitize unless --build-dir is given",
     )
-    parser.add_argument(
-        "--cuda",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="the CUDA kernels' libraries (-DOPGEN_CUDA): where nvcc is found (auto, the "
-        "default), always (on: no nvcc is an error) or never (off)",
-    )
+    for choice in config.BUILD_CHOICES:  # the runtime targets' (generator/target_settings.py)
+        parser.add_argument(
+            choice.flag, choices=choice.choices, default=choice.default, help=choice.help
+        )
     parser.add_argument("-q", "--quiet", action="store_true")
     return parser
 

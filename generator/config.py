@@ -12,7 +12,6 @@ import functools
 import json
 import keyword
 import os
-import re
 import stat
 import sys
 import tomllib
@@ -25,14 +24,15 @@ from generator.model.op import TorchApi
 from generator.model.package import GeneratedPackage
 from generator.parse import read
 from generator.source import Node, file_kind, load_definition_file, read_bounded
+from generator.targets import SETTINGS
 
 OPGEN_TOML = "opgen.toml"
 PYPROJECT_TOML = "pyproject.toml"
 DEFAULT_PACKAGE = "generated"
 DEFAULT_VERSION = "0.1.0"
-DEFAULT_CUDA_ARCHITECTURES = "80;90"
-# One entry of CMake's CUDA_ARCHITECTURES: a compute capability, with a suffix (90a) and a kind.
-_CUDA_ARCHITECTURE = re.compile(r"[1-9][0-9]{1,2}[a-z]?(-real|-virtual)?")
+
+TARGET_KEYS = tuple(key for target in SETTINGS for key in target.keys)
+BUILD_CHOICES = tuple(choice for target in SETTINGS for choice in target.choices)
 
 # Each key and what it sets (the README's table says the same in prose).
 KEYS = {
@@ -43,8 +43,8 @@ KEYS = {
     "torch-api": "how ops with a kernel are registered with PyTorch unless their definition "
     "says (default: native)",
     "version": f"the version of the ops' wheel (default: {DEFAULT_VERSION})",
-    "cuda-architectures": "the GPU architectures nvcc compiles the CUDA kernels for, as CMake's "
-    f"CUDA_ARCHITECTURES (default: {DEFAULT_CUDA_ARCHITECTURES}, Ampere and Hopper)",
+    # and the runtime targets' own keys (generator/target_settings.py)
+    **{key.name: key.doc for key in TARGET_KEYS},
 }
 # Import names a generated package must not take: it would shadow opgen, what opgen or the
 # generated code runs on, or the tools that build and test it. (An installed module of the
@@ -70,14 +70,15 @@ class Config:
     build_dir: Path
     torch_api: TorchApi
     version: str
-    cuda_architectures: str = DEFAULT_CUDA_ARCHITECTURES  # a CMake list
+    # Every runtime target's key (TARGET_KEYS): name, normalized value (the default if unset)
+    target_values: tuple[tuple[str, str], ...] = ()
 
     def generated_package(self) -> GeneratedPackage:
         """What the generated code is told of its package. Its build folder is relative to the
         package's folder: where the package looks for its libraries when not installed."""
         build_dir = os.path.relpath(self.build_dir.absolute(), self.package_dir.absolute())
         return GeneratedPackage(
-            self.package, self.version, Path(build_dir).as_posix(), self.cuda_architectures
+            self.package, self.version, Path(build_dir).as_posix(), self.target_values
         )
 
 
@@ -268,8 +269,8 @@ def load(args: argparse.Namespace) -> Config:
         build_dir=build_dir,
         torch_api=TorchApi[values.get("torch-api", TorchApi.native.name)],
         version=version,
-        cuda_architectures=cuda_architectures(
-            values.get("cuda-architectures", DEFAULT_CUDA_ARCHITECTURES)
+        target_values=tuple(
+            (key.name, key.normalize(values.get(key.name, key.default))) for key in TARGET_KEYS
         ),
     )
 
@@ -366,6 +367,9 @@ def _read(file: Path) -> tuple[dict[str, str], dict[str, Node]]:
 
 
 def _value_problem(key: str, text: str) -> str | None:
+    for target_key in TARGET_KEYS:
+        if key == target_key.name:
+            return target_key.problem(text)
     match key:
         case "package":
             return package_problem(text)
@@ -378,24 +382,10 @@ def _value_problem(key: str, text: str) -> str | None:
             )
         case "version":
             return version_problem(text)
-        case "cuda-architectures":
-            entries = cuda_architectures(text).split(";")
-            wrong = [e for e in entries if not _CUDA_ARCHITECTURE.fullmatch(e)]
-            if wrong or not text.strip():
-                return (
-                    f"'{wrong[0] if wrong else text}' is no CUDA architecture: expected compute "
-                    "capabilities such as '80;90' (optionally '90a', '80-real', '90-virtual')"
-                )
-            return None
         case _:  # a folder
             if not text or "\0" in text:
                 return "expected a folder's path"
             return None
-
-
-def cuda_architectures(text: str) -> str:
-    """The architectures as a CMake list: separated by ';', ',' or spaces in the configuration."""
-    return ";".join(part for part in re.split(r"[;,\s]+", text) if part)
 
 
 def package_problem(name: str) -> str | None:

@@ -381,12 +381,13 @@ def test_a_compile_error_names_the_op_whose_files_it_is_in(tmp_path):
     from types import SimpleNamespace
 
     from generator.build import _ops_in
+    from generator.model.op import Kernel
 
     out = tmp_path / "my ops" / "generated"
     definitions = tmp_path / "my ops" / "opdefs"
 
     def op(op_id: str, cuda: str) -> SimpleNamespace:
-        kernel = SimpleNamespace(source_file=None, cuda_file=definitions / cuda)
+        kernel = Kernel(source_file=None, body="", cuda_file=definitions / cuda)
         return SimpleNamespace(op_id=op_id, kernel=kernel, definition_path=f"opdefs/{op_id}.yaml")
 
     ops = [op("home", "kernel.cuh"), op("layer_norm", "layer_norm_kernel.cuh")]

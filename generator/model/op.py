@@ -69,6 +69,11 @@ class Kernel:
         """The devices beside the CPU it has kernels for, as PyTorch names them."""
         return ("cuda",) if self.cuda_file is not None else ()
 
+    @property
+    def files(self) -> tuple[Path, ...]:
+        """Its files beside the definition: the C++ kernel's and the devices' kernels'."""
+        return tuple(file for file in (self.source_file, self.cuda_file) if file is not None)
+
 
 class Runtime(Enum):
     onnxruntime = "onnxruntime"

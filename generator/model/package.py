@@ -10,4 +10,8 @@ class GeneratedPackage:
     name: str = "generated"  # the import name
     version: str = "0.1.0"  # of the ops' wheel
     build_dir: str = "../build"  # where `opgen build` puts the libraries, from the package
-    cuda_architectures: str = "80;90"  # what nvcc compiles the CUDA kernels for (a CMake list)
+    # The targets' configuration keys (generator/target_settings.py): name, normalized value
+    settings: tuple[tuple[str, str], ...] = ()
+
+    def setting(self, name: str, default: str) -> str:
+        return dict(self.settings).get(name, default)
