@@ -23,6 +23,16 @@ from generator.targets import (
 OpEmitter = Callable[[OpDef, Emission], list[GeneratedFile]]
 ProjectEmitter = Callable[[Sequence[OpDef], Emission], list[GeneratedFile]]
 
+# The targets' rows of an op's reference page (docs/<op_id>.md): label, Markdown text.
+OP_PAGE_FACTS: tuple[Callable[[OpDef], list[tuple[str, str]]], ...] = (
+    cuda.page_facts,  # its CUDA kernel, where PyTorch and ONNX Runtime run it
+)
+
+
+def _op_page(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    return docs.emit_op(op, emission, [fact for facts in OP_PAGE_FACTS for fact in facts(op)])
+
+
 OP_EMITTERS: tuple[OpEmitter, ...] = (
     python.emit,  # the op's package, the PyTorch op
     onnx_schema.emit,  # the Python ONNX schema
@@ -34,7 +44,7 @@ OP_EMITTERS: tuple[OpEmitter, ...] = (
     cuda.emit,  # the CUDA kernel and its ONNX Runtime and PyTorch registrations
     cpp_schema.emit,  # the ONNX C++ schema and its test
     tests.emit,  # the parity tests
-    docs.emit_op,  # the op's page
+    _op_page,  # the op's page
 )
 # The targets' parts of the files all targets share (CMakeLists.txt, build_info.json, the
 # package's __init__.py), which project.emit pastes in.

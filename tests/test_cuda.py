@@ -47,6 +47,19 @@ def python(script: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+def test_each_op_page_says_whether_cuda_runs_the_op():
+    """The reference page's table names the CUDA kernel and what runs it, and only where the
+    definition has one."""
+    pages = {page.stem: page.read_text() for page in (GENERATED / "docs").glob("*.md")}
+    with_cuda = {name for name, text in pages.items() if "\n| CUDA | " in text}
+    assert with_cuda == CUDA_OPS
+    assert (
+        "| CUDA | `inverse_kernel.cuh`, run by PyTorch's CUDA dispatch key "
+        "(`libopgen_ai_opgen_torch_cuda.so`) and ONNX Runtime's CUDA provider "
+        '(`libopgen_ai_opgen_cuda.so`: `get_library_path("ai.opgen", device="cuda")`) |'
+    ) in pages["inverse"]
+
+
 def test_every_cuda_source_is_compiled_for_the_configured_architectures():
     _nvcc()
     info = json.loads((LIB / "build_info.json").read_text())

@@ -202,7 +202,7 @@ def _attribute(attr: Attribute, chooser: bool) -> AttributeRowView:
     )
 
 
-def _facts(op: OpDef) -> list[tuple[str, str]]:
+def _facts(op: OpDef, target_facts: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     facts = []
     if op.op_type:
         versions = ", ".join(str(v) for v in op.versions)
@@ -225,6 +225,7 @@ def _facts(op: OpDef) -> list[tuple[str, str]]:
         if not op.torch.is_override:
             facts.append(("PyTorch schema", f"`{_cell(py_api.torch_schema(op))}`"))
             facts.append(("registered", _registration(op)))
+    facts += target_facts
     if op.gradients:
         facts.append(("autograd", "gradients of " + ", ".join(f"`{n}`" for n in op.gradients)))
     facts.append(("definition", f"`{op.definition_path}`"))
@@ -326,12 +327,14 @@ def _input_of(op: OpDef, name: str) -> str:
     return input_of(name, next((t.name for t in op.inputs if t.variadic), None))
 
 
-def op_page_view(op: OpDef, package: str) -> OpPageView:
+def op_page_view(
+    op: OpDef, package: str, target_facts: Sequence[tuple[str, str]] = ()
+) -> OpPageView:
     rule = op.shape_rule
     return OpPageView(
         title=_title(op),
         doc=op.doc.strip(),
-        facts=tuple(FactView(label, _cell(value)) for label, value in _facts(op)),
+        facts=tuple(FactView(label, _cell(value)) for label, value in _facts(op, target_facts)),
         inputs=tuple(_tensor(t, "any") for t in op.inputs),
         outputs=tuple(
             _tensor(t, "not declared" if op.is_interface_only else "through the function body")
@@ -352,9 +355,11 @@ def op_page_view(op: OpDef, package: str) -> OpPageView:
     )
 
 
-def emit_op(op: OpDef, emission: Emission) -> list[GeneratedFile]:
-    """The op's reference page."""
-    view = op_page_view(op, emission.package.name)
+def emit_op(
+    op: OpDef, emission: Emission, target_facts: Sequence[tuple[str, str]] = ()
+) -> list[GeneratedFile]:
+    """The op's reference page, with the other targets' rows of its table."""
+    view = op_page_view(op, emission.package.name, target_facts)
     return [render("docs/op.md.j2", f"docs/{op.op_id}.md", common.sources(op), view)]
 
 

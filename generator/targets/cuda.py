@@ -238,6 +238,24 @@ def test_parts(op: OpDef) -> dict[str, bool]:
     return {"test_cuda": ours, "test_cuda_bad_values_raise": ours and value_errors}
 
 
+def page_facts(op: OpDef) -> list[tuple[str, str]]:
+    """The op's reference page: its CUDA kernel and what runs it."""
+    if not has_cuda_kernel(op):
+        return []
+    assert op.kernel is not None and op.kernel.cuda_file is not None
+    runs = []
+    if op.has_native_torch_op:
+        library = _names.torch_cuda_library_file(op.domain_ident)
+        runs.append(f"PyTorch's CUDA dispatch key (`{library}`)")
+    if op.has_ort_kernel:
+        library = _names.cuda_library_file(op.domain_ident)
+        runs.append(
+            f"ONNX Runtime's CUDA provider (`{library}`: "
+            f'`get_library_path("{op.domain}", device="cuda")`)'
+        )
+    return [("CUDA", f"`{op.kernel.cuda_file.name}`, run by " + " and ".join(runs))]
+
+
 def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     if not has_cuda_kernel(op):
         return []
