@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from older_torch_headers import RELEASES, fetched, include_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "generator" / "runtime" / "include"
@@ -112,6 +113,27 @@ def test_header_compiles_on_its_own(header):
         found = _compile(f"#if !__has_include(<{probe}>)\n#error\n#endif\n", flags)
         if found.returncode != 0:
             _missing(probe)
+    result = _compile(f'#include "opgen/{header}"\n', flags)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("header", ["torch_support.h", "torch_cuda_support.h"])
+def test_torch_headers_compile_against_older_torch_releases(header, release):
+    """The native PyTorch libraries build against the headers of any torch from
+    TORCH_BUILD_REQUIREMENT's floor on (the GPU machine has 2.11): what 2.13's headers added
+    (STABLE_TORCH_ERROR_CODE_CHECK, TORCH_VERSION_2_13_0) is spelled for older ones too."""
+    from generator.api.cpp import TORCH_TARGET_VERSION
+    from generator.dest.project import TORCH_BUILD_REQUIREMENT
+
+    assert TORCH_BUILD_REQUIREMENT == "torch>=" + RELEASES[0].removesuffix(".0")
+    if shutil.which("g++") is None:
+        _missing("g++")
+    if not fetched(release):
+        _missing(f"torch {release}'s headers (`./dev setup` fetches them)")
+    flags = [f"-isystem{include_dir(release)}", f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}"]
+    if header == "torch_cuda_support.h":
+        flags += _cuda_flags() + ["-DUSE_CUDA"]
     result = _compile(f'#include "opgen/{header}"\n', flags)
     assert result.returncode == 0, result.stderr[-4000:]
 

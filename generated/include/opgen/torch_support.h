@@ -34,6 +34,15 @@
 #include "opgen/runtime.h"
 #include "opgen/shape_rule.h"
 
+// Built against the headers of any torch from 2.10 on (the GPU machine's is 2.11): what 2.13's
+// headers name and older ones lack, spelled as 2.13 spells it for the 2.10 ABI targeted.
+#ifndef TORCH_VERSION_2_13_0
+#define TORCH_VERSION_2_13_0 (((0ULL + 2) << 56) | ((0ULL + 13) << 48))
+#endif
+#ifndef STABLE_TORCH_ERROR_CODE_CHECK
+#define STABLE_TORCH_ERROR_CODE_CHECK(call) TORCH_ERROR_CODE_CHECK(call)
+#endif
+
 #if TORCH_FEATURE_VERSION < TORCH_VERSION_2_13_0
 // torch 2.13 and later keep the message of the last error a stable-ABI call returned; the
 // releases before (down to the 2.10 targeted) lack the function: a weak reference, null there.
