@@ -45,6 +45,9 @@ def ort_session(model: bytes | str, options):
         raise RuntimeError(
             f"onnxruntime {ort.__version__} has no CUDA provider (install onnxruntime-gpu)"
         )
+    # CUDA's and cuDNN's libraries that the provider links, from torch's or NVIDIA's packages
+    # (onnxruntime-gpu does not bundle them; ONNX Runtime's own advice beside PyTorch).
+    ort.preload_dlls()
     # A CUDA provider that fails to load would otherwise leave the session on the CPU, with a
     # warning only: a test would run the CPU kernel and pass.
     options.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
