@@ -78,7 +78,7 @@ DOMAIN_LIBRARIES = {
 }
 # The domains whose ops have kernels for a device beside the CPU, by device: each gets a
 # library for that device's ONNX Runtime provider.
-DEVICE_DOMAINS = {"cuda": ["ai.opgen", "mydomain", "test.customop"]}
+DEVICE_DOMAINS = {"cuda": ("ai.opgen", "mydomain", "test.customop")}
 # Definitions that override the export of an existing PyTorch op, by op id.
 OVERRIDES = {op.__name__.rsplit(".", 1)[-1]: op for op in OPS if op.IS_OVERRIDE}
 _registered = False

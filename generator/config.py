@@ -24,7 +24,7 @@ from generator.model.op import TorchApi
 from generator.model.package import GeneratedPackage
 from generator.parse import read
 from generator.source import Node, file_kind, load_definition_file, read_bounded
-from generator.targets import SETTINGS
+from generator.targets.settings import SETTINGS
 
 OPGEN_TOML = "opgen.toml"
 PYPROJECT_TOML = "pyproject.toml"
@@ -71,7 +71,7 @@ class Config:
     torch_api: TorchApi
     version: str
     # Every runtime target's key (TARGET_KEYS): name, normalized value (the default if unset)
-    target_values: tuple[tuple[str, str], ...] = ()
+    target_values: tuple[tuple[str, str], ...]
 
     def generated_package(self) -> GeneratedPackage:
         """What the generated code is told of its package. Its build folder is relative to the

@@ -1,6 +1,8 @@
 """Every emitter, listed once. An op emitter makes one op's files, a project emitter the files
 all ops share; all of one kind have one signature, so that project.generate runs them alike
-(and a new runtime target is a module in generator/targets/ plus a line here)."""
+(and a new runtime target is a module in generator/targets/ plus its lines here: its
+emitters, and where it has them, its parts of the shared files and its rows of the op pages;
+docs/architecture.md lists what else a target declares)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ OP_PAGE_FACTS: tuple[Callable[[OpDef], list[tuple[str, str]]], ...] = (
 )
 
 
-def _op_page(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+def op_page(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     return docs.emit_op(op, emission, [fact for facts in OP_PAGE_FACTS for fact in facts(op)])
 
 
@@ -44,7 +46,7 @@ OP_EMITTERS: tuple[OpEmitter, ...] = (
     cuda.emit,  # the CUDA kernel and its ONNX Runtime and PyTorch registrations
     cpp_schema.emit,  # the ONNX C++ schema and its test
     tests.emit,  # the parity tests
-    _op_page,  # the op's page
+    op_page,  # the op's page
 )
 # The targets' parts of the files all targets share (CMakeLists.txt, build_info.json, the
 # package's __init__.py), which project.emit pastes in.

@@ -1,5 +1,5 @@
 """What a runtime target adds to the project's configuration and to `opgen build`, as data in
-its own module (generator/targets/__init__.py lists them): config.py, cli.py and build.py read
+its own module (generator/targets/settings.py lists them): config.py, cli.py and build.py read
 them and name no target."""
 
 from __future__ import annotations

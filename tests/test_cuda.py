@@ -161,6 +161,12 @@ def test_asking_for_cuda_where_there_is_none_is_a_clear_error(tmp_path):
 
     with pytest.raises(ValueError, match="^device must be 'cpu' or 'cuda', got 'gpu'$"):
         generated.get_library_path("ai.opgen", device="gpu")
+    # The package's way to a device's module takes only a device's: never another module of it.
+    assert generated._support.device_module("cuda").DEVICE == "cuda"
+    for device in ("gpu", "support", "names", "testing", "", "../cuda", "cuda.x"):
+        message = f"^generated has no kernels for device {re.escape(repr(device))}$"
+        with pytest.raises(ValueError, match=message):
+            generated._support.device_module(device)
     # A package whose one op has no CUDA kernel (ClipBelow, for ONNX Runtime alone).
     project = tmp_path / "plain"
     (project / "opdefs").mkdir(parents=True)

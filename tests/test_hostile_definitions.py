@@ -445,15 +445,14 @@ def test_two_producers_of_one_path_are_an_internal_error(tmp_path, monkeypatch, 
     """Validation keeps every op's paths apart; should an emitter still generate a path another
     producer generates (a bug in opgen), the run names the path and both producers and writes
     nothing, instead of keeping whichever file came last."""
-    from generator import cli, parallel
+    from generator import cli, emitters, parallel
     from generator import project as proj
-    from generator.dest import docs as docs_dest
 
     project = many_ops(tmp_path, count)
     monkeypatch.chdir(project)
     assert cli.main(["-q"]) == 0
     before = tree(project)
-    emit_op = docs_dest.emit_op
+    emit_op = emitters.op_page
 
     def misplaced_page(op, emission):
         (page,) = emit_op(op, emission)

@@ -356,7 +356,7 @@ def op_page_view(
 
 
 def emit_op(
-    op: OpDef, emission: Emission, target_facts: Sequence[tuple[str, str]] = ()
+    op: OpDef, emission: Emission, target_facts: Sequence[tuple[str, str]]
 ) -> list[GeneratedFile]:
     """The op's reference page, with the other targets' rows of its table."""
     view = op_page_view(op, emission.package.name, target_facts)

@@ -146,7 +146,7 @@ class PackageInitView:
     package: str
     op_ids: tuple[str, ...]
     domain_libraries: tuple[DomainLibraryView, ...]  # domains with kernels only
-    device_domains: dict[str, list[str]]  # device -> its libraries' domains (tojson)
+    device_domains: dict[str, tuple[str, ...]]  # device -> its libraries' domains
 
 
 def domain_views(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
@@ -183,7 +183,7 @@ def domain_views(ops: Sequence[OpDef]) -> list[tuple[DomainView, list[str]]]:
 
 
 def emit(
-    ops: Sequence[OpDef], emission: Emission, parts: Sequence[ProjectParts] = ()
+    ops: Sequence[OpDef], emission: Emission, parts: Sequence[ProjectParts]
 ) -> list[GeneratedFile]:
     """The shared files, with the other targets' parts of them."""
     all_sources = sorted(op.definition_path for op in ops)
@@ -206,9 +206,7 @@ def emit(
     info = emission.package
     has_native_ops = any(view.native_op_ids for view in views)
     package = PackageInitView(
-        device_domains={
-            entry.device: list(entry.domains) for part in parts for entry in part.device_domains
-        },
+        device_domains=_device_domains(parts),
         package=info.name,
         op_ids=tuple(sorted(op.op_id for op in ops)),
         domain_libraries=tuple(
@@ -279,6 +277,13 @@ def emit(
             render("cpp/schema_tests.cc.j2", f"{base}/schema_tests.cc", sources, domain),
         ]
     return files
+
+
+def _device_domains(parts: Sequence[ProjectParts]) -> dict[str, tuple[str, ...]]:
+    entries = [entry for part in parts for entry in part.device_domains]
+    devices = [entry.device for entry in entries]
+    assert len(set(devices)) == len(devices), f"a device named by two targets: {devices}"
+    return {entry.device: entry.domains for entry in entries}
 
 
 def _release(version: str) -> str:

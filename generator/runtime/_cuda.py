@@ -6,6 +6,7 @@ from pathlib import Path
 from . import _support
 from ._names import cuda_library_file, torch_cuda_library_file
 
+DEVICE = "cuda"  # what _support.device_module checks
 _torch_libraries: set[str] = set()
 
 

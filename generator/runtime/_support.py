@@ -80,15 +80,31 @@ def build_info() -> dict:
 
 
 def device_module(device: str) -> types.ModuleType:
-    """The package's module of a device's libraries (_cuda.py for "cuda"): the generator adds
-    it where some op has a kernel for that device."""
-    return importlib.import_module(f"{__package__}._{device}")
+    """The package's module of a device's libraries (_cuda.py for "cuda", whose DEVICE says so):
+    the generator adds it where some op has a kernel for that device."""
+    name = f"{__package__}._{device}"
+    module = None
+    if isinstance(device, str) and device.isidentifier():
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as error:
+            if error.name != name:
+                raise
+    if module is None or getattr(module, "DEVICE", None) != device:
+        raise ValueError(f"{_package.NAME} has no kernels for device {device!r}")
+    return module
 
 
-def ort_library(domain_ident: str, device: str = "cpu", devices=None, domain: str = "") -> Path:
+def ort_library(
+    domain_ident: str,
+    device: str = "cpu",
+    devices: dict[str, tuple[str, ...]] | None = None,
+    domain: str = "",
+) -> Path:
     """The ONNX Runtime custom-op library of one domain, for a device: "cpu", or another that
     devices (the package's DEVICE_DOMAINS: device -> the domains with kernels for it) names, if
-    the domain has kernels for it. None: the domain has kernels for every device there is."""
+    the domain has kernels for it. Without devices (the tests' sessions), any device whose
+    module the package has."""
     if device != "cpu" and devices is not None:
         if device not in devices:
             known = " or ".join(repr(name) for name in ["cpu", *devices])

@@ -7,7 +7,6 @@ own, so a machine without CUDA builds and loads the CPU ones as before."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -30,55 +29,9 @@ from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
 from generator.render import copy_runtime, render, render_part
 from generator.runtime import _names
-from generator.target_settings import BuildChoice, ConfigKey, TargetSettings
 from generator.targets import ort_library, torch_native
+from generator.targets.cuda_settings import ARCHITECTURES
 from generator.view import view
-
-DEFAULT_ARCHITECTURES = "80;90"
-# One entry of CMake's CUDA_ARCHITECTURES: a compute capability, with a suffix (90a) and a kind.
-_ARCHITECTURE = re.compile(r"[1-9][0-9]{1,2}[a-z]?(-real|-virtual)?")
-
-
-def architectures(text: str) -> str:
-    """The architectures as a CMake list: separated by ';', ',' or spaces in the configuration."""
-    return ";".join(part for part in re.split(r"[;,\s]+", text) if part)
-
-
-def _architectures_problem(text: str) -> str | None:
-    wrong = [e for e in architectures(text).split(";") if not _ARCHITECTURE.fullmatch(e)]
-    if wrong or not text.strip():
-        return (
-            f"'{wrong[0] if wrong else text}' is no CUDA architecture: expected compute "
-            "capabilities such as '80;90' (optionally '90a', '80-real', '90-virtual')"
-        )
-    return None
-
-
-ARCHITECTURES = ConfigKey(
-    name="cuda-architectures",
-    doc="the GPU architectures nvcc compiles the CUDA kernels for, as CMake's "
-    f"CUDA_ARCHITECTURES (default: {DEFAULT_ARCHITECTURES}, Ampere and Hopper)",
-    default=DEFAULT_ARCHITECTURES,
-    normalize=architectures,
-    problem=_architectures_problem,
-    cmake_variable="OPGEN_CUDA_ARCHITECTURES",
-)
-SETTINGS = TargetSettings(
-    keys=(ARCHITECTURES,),
-    choices=(
-        BuildChoice(
-            flag="--cuda",
-            choices=("auto", "on", "off"),
-            default="auto",
-            help="the CUDA kernels' libraries (-DOPGEN_CUDA): where nvcc is found (auto, the "
-            "default), always (on: no nvcc is an error) or never (off)",
-            cmake_variable="OPGEN_CUDA",
-            refused_with_sanitize="on",
-            sanitize_conflict="--sanitize builds no CUDA libraries (the sanitizers see no device "
-            "code): drop --cuda on, or build the CUDA libraries without --sanitize",
-        ),
-    ),
-)
 
 CONTEXT_PARAM = "const opgen::cuda::Context& ctx"
 # What the CUDA files of a project add to its runtime headers.
