@@ -108,7 +108,7 @@ def ort_library(
     the domain has kernels for it. Without devices (the tests' sessions), any device whose
     module the package has."""
     if device != "cpu" and devices is not None:
-        if device not in devices:
+        if not isinstance(device, str) or device not in devices:
             known = " or ".join(repr(name) for name in ["cpu", *devices])
             raise ValueError(f"device must be {known}, got {device!r}")
         if domain not in devices[device]:

@@ -161,6 +161,8 @@ def test_asking_for_cuda_where_there_is_none_is_a_clear_error(tmp_path):
 
     with pytest.raises(ValueError, match="^device must be 'cpu' or 'cuda', got 'gpu'$"):
         generated.get_library_path("ai.opgen", device="gpu")
+    with pytest.raises(ValueError, match=r"^device must be 'cpu' or 'cuda', got \['cuda'\]$"):
+        generated.get_library_path("ai.opgen", device=["cuda"])
     # The package's way to a device's module takes only a device's: never another module of it.
     assert generated._support.device_module("cuda").DEVICE == "cuda"
     for device in ("gpu", "support", "names", "testing", "", "../cuda", "cuda.x"):
