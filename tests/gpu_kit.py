@@ -1,0 +1,292 @@
+"""What a GPU machine without a registry lacks, carried there in parts, and set up there.
+
+The GPU machine (Python 3.12, torch built for CUDA) has no registry, and one command may carry
+at most 64 MiB. onnxruntime-gpu, whose CUDA provider the ONNX Runtime half of `./dev test-gpu`
+needs, is a 256 MB wheel: repacked here as one xz archive in parts that each fit one command.
+
+Here, where a registry is (`./dev gpu-kit`):
+    python tests/gpu_kit.py make .gpu-kit
+There, in each command that carries .gpu-kit/ with one or more parts (`./dev gpu-stage`):
+    python3 tests/gpu_kit.py stage .gpu-kit /tmp/opgen-gpu
+The first such command copies the working tree to <stage>/work and starts the CUDA build there
+in the background (a session of its own, so it outlives the command); every one keeps the
+parts it carries in <stage>/kit, checked against their SHA-256; once all are there, the archive
+is unpacked into <stage>/site (for PYTHONPATH). Each run says
+what is there and what is missing, and exits 1 while anything is."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ORT_GPU = "onnxruntime-gpu==1.31.1"  # built for CUDA 13, as the GPU machine's torch
+PART_BYTES = 55_000_000  # a part and the working tree (about 8 MB) fit in one 64 MiB command
+MANIFEST = "ort-gpu.json"
+PLATFORM = [
+    "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
+    "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+    "--platform", "manylinux2014_x86_64",
+]  # fmt: skip
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def repack(wheel: Path, archive: Path) -> None:
+    """The wheel's files (a site-packages layout) as a tar.xz, their modes kept: zip's deflate
+    leaves the CUDA provider at 200 MB more than xz does."""
+    with zipfile.ZipFile(wheel) as source, tarfile.open(archive, "w:xz", preset=9) as target:
+        for entry in source.infolist():
+            if entry.is_dir():
+                continue
+            info = tarfile.TarInfo(entry.filename)
+            info.size = entry.file_size
+            info.mode = (entry.external_attr >> 16) & 0o777 or 0o644
+            info.mtime = int(datetime(*entry.date_time, tzinfo=UTC).timestamp())
+            with source.open(entry) as data:
+                target.addfile(info, data)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Manifest:
+    archive: str
+    sha256: str  # of the whole archive, the parts joined
+    parts: tuple[Part, ...]
+
+    @staticmethod
+    def read(path: Path) -> Manifest:
+        data = json.loads(path.read_text())
+        return Manifest(data["archive"], data["sha256"], tuple(Part(**p) for p in data["parts"]))
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1) + "\n")
+
+
+def split(archive: Path, folder: Path, part_bytes: int = PART_BYTES) -> Manifest:
+    """The archive cut into <name>.part-NN files of at most part_bytes, and their manifest."""
+    parts = []
+    with archive.open("rb") as source:
+        for number in range(1, 100):
+            data = source.read(part_bytes)
+            if not data:
+                break
+            name = f"{archive.name}.part-{number:02d}"
+            (folder / name).write_bytes(data)
+            parts.append(Part(name, hashlib.sha256(data).hexdigest()))
+        else:
+            raise SystemExit(f"{archive} needs more than 99 parts of {part_bytes} bytes")
+    manifest = Manifest(archive.name, sha256_of(archive), tuple(parts))
+    manifest.write(folder / MANIFEST)
+    return manifest
+
+
+def make(kit: Path) -> int:
+    """Everything in a fresh `kit` folder: the ONNX Runtime headers, and onnxruntime-gpu's
+    archive in parts with their manifest."""
+    shutil.rmtree(kit, ignore_errors=True)
+    kit.mkdir(parents=True)
+    headers = subprocess.run(
+        [sys.executable, "-m", "generator", "headers"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    shutil.copytree(headers, kit / "ort-headers")
+    pip = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", *PLATFORM]
+    with tempfile.TemporaryDirectory() as temp:
+        subprocess.run([*pip, "-d", temp, ORT_GPU], check=True)
+        (wheel,) = Path(temp).glob("onnxruntime_gpu-*.whl")
+        archive = Path(temp) / (wheel.name.removesuffix(".whl") + ".tar.xz")
+        print(f"[dev] repacking {wheel.name} ({wheel.stat().st_size >> 20} MiB) as xz", flush=True)
+        repack(wheel, archive)
+        manifest = split(archive, kit)
+    for entry in sorted(kit.iterdir()):
+        size = (
+            sum(f.stat().st_size for f in entry.rglob("*"))
+            if entry.is_dir()
+            else entry.stat().st_size
+        )
+        print(f"  {entry.name:<60} {size >> 20:>4} MiB")
+    print(
+        "[dev] carry .gpu-kit (all but the parts) and one part per command: "
+        f"{len(manifest.parts)} commands"
+    )
+    return 0
+
+
+def receive(kit: Path, stage: Path) -> tuple[Manifest, dict[str, str]]:
+    """Keeps the parts `kit` carries in stage/kit, each checked against the manifest; returns the
+    manifest and each part's state: "here", "missing", or what is wrong with the one carried."""
+    manifest_file = kit / MANIFEST
+    if not manifest_file.is_file():
+        raise SystemExit(
+            f"{manifest_file} not found: run `./dev gpu-kit` where a registry is, and carry .gpu-kit"
+        )
+    manifest = Manifest.read(manifest_file)
+    kept = stage / "kit"
+    kept.mkdir(parents=True, exist_ok=True)
+    states = {}
+    for part in manifest.parts:
+        name, want = part.name, part.sha256
+        carried, held = kit / name, kept / name
+        if held.is_file() and sha256_of(held) == want:
+            states[name] = "here"
+        elif not carried.is_file():
+            states[name] = "missing"
+        elif (got := sha256_of(carried)) != want:
+            states[name] = f"carried, but its SHA-256 is {got}, not {want}: make the kit again"
+        else:
+            partial = held.with_name(held.name + ".partial")
+            shutil.copyfile(carried, partial)
+            partial.replace(held)  # a part is kept whole or not at all
+            states[name] = "here"
+    return manifest, states
+
+
+class _Joined(io.RawIOBase):
+    """The parts read one after another as one stream, hashed on the way."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self._paths = iter(paths)
+        self._file: io.BufferedReader | None = None
+        self.digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while True:
+            if self._file is None:
+                path = next(self._paths, None)
+                if path is None:
+                    return 0
+                self._file = path.open("rb")
+            count = self._file.readinto(buffer)
+            if count:
+                self.digest.update(memoryview(buffer)[:count])
+                return count
+            self._file.close()
+            self._file = None
+
+
+def install(manifest: Manifest, stage: Path) -> str:
+    """Unpacks the whole archive into stage/site (once): the parts joined, their SHA-256 checked."""
+    site = stage / "site"
+    marker = site / ".opgen-ort-gpu"
+    if marker.is_file() and marker.read_text() == manifest.sha256:
+        return f"onnxruntime-gpu: installed in {site}"
+    parts = [stage / "kit" / part.name for part in manifest.parts]
+    unpacked = stage / "site.partial"
+    shutil.rmtree(unpacked, ignore_errors=True)
+    if site.is_dir():
+        shutil.copytree(site, unpacked)
+    joined = _Joined(parts)
+    with tarfile.open(fileobj=io.BufferedReader(joined), mode="r|xz") as archive:
+        archive.extractall(unpacked, filter="data")
+    while joined.readinto(bytearray(1 << 20)):  # what follows the tar's end, for the digest
+        pass
+    if joined.digest.hexdigest() != manifest.sha256:
+        shutil.rmtree(unpacked)
+        raise SystemExit(f"the joined parts do not give {manifest.archive}: make the kit again")
+    (unpacked / ".opgen-ort-gpu").write_text(manifest.sha256)
+    shutil.rmtree(site, ignore_errors=True)
+    unpacked.rename(site)
+    return f"onnxruntime-gpu: installed in {site} now"
+
+
+def _not_copied(tree: Path) -> Callable[[str, list[str]], set[str]]:
+    """Build folders, caches and the archive parts stay behind when the tree is copied."""
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        if Path(folder) == tree:
+            return {
+                n for n in names if n.startswith(("build", ".git", ".mypy", ".ruff", ".pytest"))
+            }
+        return {n for n in names if ".part-" in n or n == "__pycache__"}
+
+    return ignore
+
+
+def start_build(tree: Path, stage: Path) -> str:
+    """First call only: the working tree copied to stage/work, and `opgen build --cuda on`
+    started there in a session of its own (it outlives this command); `./dev test-gpu` takes the
+    same lock, so it waits for this build."""
+    work = stage / "work"
+    if work.is_dir():
+        done = work / "build-gpu.rc"
+        state = (
+            f"finished with exit status {done.read_text().strip()}" if done.is_file() else "running"
+        )
+        return f"CUDA build in {work}: {state} (log: {stage / 'build.log'})"
+    partial = stage / "work.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(tree, partial, symlinks=True, ignore=_not_copied(tree))
+    partial.rename(work)
+    env = dict(os.environ, ORT_INCLUDE_DIR=str(work / ".gpu-kit" / "ort-headers"))
+    build = shlex.join(
+        ["flock", ".gpu-build.lock", sys.executable, "-m", "generator", "build",
+         "--build-dir", "build-gpu", "--cuda", "on"]
+    )  # fmt: skip
+    build += "; echo $? > build-gpu.rc.partial; mv build-gpu.rc.partial build-gpu.rc"
+    log = shlex.quote(str(stage / "build.log"))
+    # setsid and & in a shell that ends at once: the build is nobody's child here to wait for
+    subprocess.run(
+        ["bash", "-c", f"setsid bash -c {shlex.quote(build)} > {log} 2>&1 < /dev/null &"],
+        cwd=work, env=env, check=True,
+    )  # fmt: skip
+    return f"CUDA build in {work}: started (log: {stage / 'build.log'})"
+
+
+def stage_kit(kit: Path, stage: Path, build: bool = True) -> int:
+    stage.mkdir(parents=True, exist_ok=True)
+    manifest, states = receive(kit, stage)
+    lines = [f"{name}: {state}" for name, state in states.items()]
+    if build:
+        lines.append(start_build(kit.resolve().parent, stage))
+    waiting = [name for name, state in states.items() if state != "here"]
+    if not waiting:
+        lines.append(install(manifest, stage))
+    for line in lines:
+        print(f"[dev] {line}")
+    if waiting:
+        print(f"[dev] {len(waiting)} of {len(states)} parts still to carry: {' '.join(waiting)}")
+        return 1
+    print(
+        f"[dev] staged; now: cd {stage / 'work'} && PYTHONPATH={stage / 'site'}:. "
+        "ORT_INCLUDE_DIR=.gpu-kit/ort-headers ./dev test-gpu"
+    )
+    return 0
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "make":
+        return make(Path(argv[1]))
+    if len(argv) == 3 and argv[0] == "stage":
+        return stage_kit(Path(argv[1]), Path(argv[2]))
+    print("usage: gpu_kit.py make KIT | stage KIT STAGE", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,129 @@
+"""tests/gpu_kit.py, the way onnxruntime-gpu reaches a GPU machine without a registry: an archive
+in parts carried one per command, each checked, joined and unpacked only once all are there.
+Small real archives here; `./dev gpu-kit` makes the real one."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gpu_kit  # noqa: E402
+
+FILES = {
+    "pkg/__init__.py": (b"VERSION = 1\n", 0o644),
+    "pkg/capi/libbig.so": (os.urandom(5000), 0o755),
+    "pkg-1.0.dist-info/RECORD": (b"pkg/__init__.py,,\n", 0o644),
+}
+
+
+def make_kit(folder: Path, part_bytes: int = 1500) -> gpu_kit.Manifest:
+    """A wheel of FILES repacked and split as `make` does, into folder."""
+    wheel = folder / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, (data, mode) in FILES.items():
+            info = zipfile.ZipInfo(name, date_time=(2024, 5, 6, 7, 8, 10))
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            archive.writestr(info, data)
+    tarball = folder / "pkg-1.0.tar.xz"
+    gpu_kit.repack(wheel, tarball)
+    kit = folder / "kit"
+    kit.mkdir()
+    manifest = gpu_kit.split(tarball, kit, part_bytes)
+    assert len(manifest.parts) >= 3, "the test needs several parts"
+    return manifest
+
+
+def carrying(folder: Path, name: str, *parts: str) -> Path:
+    """A command's copy of .gpu-kit: the manifest and only the parts it carries."""
+    kit = folder / name
+    kit.mkdir()
+    (kit / gpu_kit.MANIFEST).write_bytes((folder / "kit" / gpu_kit.MANIFEST).read_bytes())
+    for part in parts:
+        (kit / part).write_bytes((folder / "kit" / part).read_bytes())
+    return kit
+
+
+def test_parts_carried_one_per_command_are_unpacked_once_all_are_there(tmp_path, capsys):
+    manifest = make_kit(tmp_path)
+    stage = tmp_path / "stage"
+    names = [part.name for part in manifest.parts]
+    for number, name in enumerate(names):
+        status = gpu_kit.stage_kit(carrying(tmp_path, f"call{number}", name), stage, build=False)
+        out = capsys.readouterr().out
+        if number < len(names) - 1:
+            assert status == 1
+            assert f"{len(names) - number - 1} of {len(names)} parts still to carry" in out
+            assert not (stage / "site").exists()
+        else:
+            assert status == 0, out
+            assert "installed in" in out
+    for name, (data, mode) in FILES.items():
+        unpacked = stage / "site" / name
+        assert unpacked.read_bytes() == data
+        assert stat.S_IMODE(unpacked.stat().st_mode) & 0o111 == mode & 0o111
+        assert unpacked.stat().st_mtime == 1714979290  # the wheel's date, in UTC
+    # A later command carrying nothing finds everything there, and unpacks nothing again.
+    mtime = (stage / "site" / "pkg" / "__init__.py").stat().st_mtime_ns
+    assert gpu_kit.stage_kit(carrying(tmp_path, "later"), stage, build=False) == 0
+    assert (stage / "site" / "pkg" / "__init__.py").stat().st_mtime_ns == mtime
+
+
+def test_a_damaged_part_is_named_and_not_kept(tmp_path, capsys):
+    manifest = make_kit(tmp_path)
+    first = manifest.parts[0].name
+    kit = carrying(tmp_path, "call", *(part.name for part in manifest.parts))
+    damaged = bytearray((kit / first).read_bytes())
+    damaged[100] ^= 1
+    (kit / first).write_bytes(bytes(damaged))
+    assert gpu_kit.stage_kit(kit, tmp_path / "stage", build=False) == 1
+    out = capsys.readouterr().out
+    assert f"{first}: carried, but its SHA-256 is" in out and "make the kit again" in out
+    assert not (tmp_path / "stage" / "kit" / first).exists()
+    assert not (tmp_path / "stage" / "site").exists()
+
+
+def test_parts_that_do_not_join_to_the_archive_install_nothing(tmp_path):
+    make_kit(tmp_path)
+    manifest_file = tmp_path / "kit" / gpu_kit.MANIFEST
+    manifest = gpu_kit.Manifest.read(manifest_file)
+    gpu_kit.Manifest(manifest.archive, "0" * 64, manifest.parts).write(manifest_file)
+    kit = carrying(tmp_path, "call", *(part.name for part in manifest.parts))
+    with pytest.raises(SystemExit, match="do not give pkg-1.0.tar.xz"):
+        gpu_kit.stage_kit(kit, tmp_path / "stage", build=False)
+    assert not (tmp_path / "stage" / "site").exists()
+    assert not (tmp_path / "stage" / "site.partial").exists()
+
+
+def test_a_command_without_the_kit_says_how_to_make_it(tmp_path):
+    with pytest.raises(SystemExit, match=r"run `./dev gpu-kit` where a registry is"):
+        gpu_kit.stage_kit(tmp_path / ".gpu-kit", tmp_path / "stage", build=False)
+
+
+def test_the_first_command_copies_the_tree_and_starts_the_build_in_a_session_of_its_own(tmp_path):
+    tree = tmp_path / "tree"
+    (tree / "generator").mkdir(parents=True)
+    (tree / "generator" / "build.py").write_text("# a source file named like a build folder\n")
+    (tree / "build").mkdir()
+    (tree / "build" / "big.so").write_text("a build output\n")
+    (tree / ".gpu-kit").mkdir()
+    (tree / ".gpu-kit" / "x.tar.xz.part-01").write_text("a part\n")
+    stage = tmp_path / "stage"
+    assert "started" in gpu_kit.start_build(tree, stage)
+    work = stage / "work"
+    assert (work / "generator" / "build.py").is_file()
+    assert not (work / "build").exists() and not (work / ".gpu-kit" / "x.tar.xz.part-01").exists()
+    # The build (the generator in a tree that is no project) ends on its own and says how.
+    deadline = time.monotonic() + 120
+    while not (work / "build-gpu.rc").is_file() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (work / "build-gpu.rc").read_text().strip() == "2"
+    assert "CMakeLists.txt not found" in (stage / "build.log").read_text()
+    assert "finished with exit status 2" in gpu_kit.start_build(tree, stage)
