@@ -11,8 +11,8 @@ measured side by side in one run (issue 29's targets in brackets):
     python benchmarks/cuda_kernels.py [--repeat 20]
 
 Needs a GPU, torch built for CUDA and a build with the CUDA libraries (`opgen build --cuda on`;
-OPGEN_BUILD_DIR names it); the ONNX Runtime rows need onnxruntime-gpu. GPU times are CUDA
-events around each call (medians); per-call overheads are wall times of many calls."""
+OPGEN_BUILD_DIR names it); the ONNX Runtime rows need onnxruntime-gpu. Times are medians of
+wall times between synchronizations; per-call overheads are wall times of many calls."""
 
 from __future__ import annotations
 
@@ -30,16 +30,17 @@ from _common import machine, table  # noqa: E402
 
 
 def gpu_median(fn, repeat: int) -> float:
-    """Median seconds of fn on the GPU (CUDA events), after a warm-up call."""
+    """Median seconds of fn, the GPU synchronized before and after each call, after a warm-up
+    call: wall time, because an op with a data check waits for its own kernel before it returns
+    (events recorded around it would count that wait for it and not for the other)."""
     fn()
     times = []
     for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
         fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1000)
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 
@@ -106,6 +107,7 @@ def tiny_calls(calls: int) -> list[list[str]]:
         from onnx import TensorProto, helper
 
         import generated
+        from generated import _cuda
     except ImportError as error:  # pragma: no cover - reported in the table
         return rows + [["one call on 4 elements, ONNX Runtime", "-", "-", str(error)]]
     if "CUDAExecutionProvider" not in ort.get_available_providers():
@@ -123,9 +125,8 @@ def tiny_calls(calls: int) -> list[list[str]]:
         options.register_custom_ops_library(
             generated.get_library_path("test.customop", device="cuda")
         )
-        return ort.InferenceSession(
-            model.SerializeToString(), options, providers=["CUDAExecutionProvider"]
-        )
+        # CUDA's libraries preloaded, never a silent fall back to the CPU
+        return _cuda.ort_session(model.SerializeToString(), options)
 
     feeds = {"X": np.ones(4, np.float32), "Y": np.ones(4, np.float32)}
     sessions = {"ours": session("CustomOpOne", "test.customop"), "Add": session("Add", "")}

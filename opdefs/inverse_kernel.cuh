@@ -1,7 +1,8 @@
 // CUDA kernel of the Inverse op definition (opdefs/inverse.yaml): one thread per matrix, the
 // same Gauss-Jordan elimination with partial pivoting as the CPU kernel (inverse_kernel.h), in
-// float for float16 and float32 and in double for float64. A matrix of N <= 8 lives in the
-// thread's registers; a larger one in device scratch memory. A zero pivot is flagged on the
+// float for float16 and float32 and in double for float64; for N <= 8 the same operations in
+// the same order, so the same results and the same singular matrices. A matrix of N <= 8 lives
+// in the thread's registers; a larger one in device scratch memory. A zero pivot is flagged on the
 // device and fails the call with the CPU kernel's message (the first singular matrix's column).
 // The generator never writes this file.
 #include <string>
@@ -10,9 +11,17 @@ namespace opgen::inverse {
 
 namespace {
 
-// Gauss-Jordan on one matrix `a` (row-major, n x n, in place): afterwards it holds the
-// inverse with its columns permuted by the row swaps in `pivot`, which the caller undoes.
-// Returns the column of the first zero pivot, or -1.
+// Products and differences rounded as the CPU rounds them: nvcc would fuse them into FMAs,
+// which round once, so near-singular matrices could pass on one device and fail on the other.
+__device__ __forceinline__ float mul_rn(float x, float y) { return __fmul_rn(x, y); }
+__device__ __forceinline__ double mul_rn(double x, double y) { return __dmul_rn(x, y); }
+__device__ __forceinline__ float sub_rn(float x, float y) { return __fsub_rn(x, y); }
+__device__ __forceinline__ double sub_rn(double x, double y) { return __dsub_rn(x, y); }
+
+// Gauss-Jordan on one matrix `a` (row-major, n x n, in place), step for step and rounding for
+// rounding the CPU kernel's small-matrix path (invert_lanes): afterwards `a` holds the inverse
+// with its columns permuted by the row swaps in `pivot`, which the caller undoes. Returns the
+// column of the first zero pivot, or -1.
 template <typename Acc, typename Matrix, typename Pivots>
 __device__ int64_t eliminate(Matrix& a, Pivots& pivot, int64_t n) {
   for (int64_t k = 0; k < n; ++k) {
@@ -35,14 +44,14 @@ __device__ int64_t eliminate(Matrix& a, Pivots& pivot, int64_t n) {
       }
     }
     const Acc inv_pivot = Acc(1) / a(k, k);
-    a(k, k) = Acc(1);
-    for (int64_t c = 0; c < n; ++c) a(k, c) *= inv_pivot;
     for (int64_t r = 0; r < n; ++r) {
       if (r == k) continue;
-      const Acc factor = a(r, k);
-      a(r, k) = Acc(0);
-      for (int64_t c = 0; c < n; ++c) a(r, c) -= factor * a(k, c);
+      const Acc factor = mul_rn(a(r, k), inv_pivot);
+      for (int64_t c = 0; c < n; ++c) a(r, c) = sub_rn(a(r, c), mul_rn(factor, a(k, c)));
+      a(r, k) = -factor;
     }
+    for (int64_t c = 0; c < n; ++c) a(k, c) = mul_rn(a(k, c), inv_pivot);
+    a(k, k) = inv_pivot;
   }
   return -1;
 }

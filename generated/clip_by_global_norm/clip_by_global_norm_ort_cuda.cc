@@ -45,7 +45,7 @@ struct OrtCudaKernel {
       Y.reserve(shapes.Y.size());
       for (size_t Y_index = 0; Y_index < shapes.Y.size(); ++Y_index) {
         Y_value.push_back(context.GetOutput(1 + Y_index, shapes.Y[Y_index]));
-        Y.push_back(opgen::Output<T>{opgen::ort_cuda::output_data<T>(Y_value[Y_index], kOpType, "output 'Y'"), shapes.Y[Y_index]});
+        Y.push_back(opgen::Output<T>{opgen::ort_cuda::variadic_output_data<T>(Y_value[Y_index], context, aligned, shapes.Y[Y_index], kOpType), shapes.Y[Y_index]});
       }
       const opgen::cuda::Context cuda = opgen::ort_cuda::context(context, kOpType);
       compute_cuda<T>(cuda, X, norm, Y, attrs);

@@ -100,10 +100,14 @@ def _ort_input_data(tensor: TensorParam) -> str:
 
 def _ort_output_data(op: OpDef, tensor: TensorParam) -> str:
     value = one_output_value(tensor, Local.runtime_value(tensor.name))
-    return (
-        f"opgen::ort_cuda::output_data<{common.tensor_cpp_type(tensor)}>"
-        f"({value}, kOpType, \"output '{tensor.name}'\")"
-    )
+    cpp_type = common.tensor_cpp_type(tensor)
+    if tensor.variadic:  # a value the node leaves out: device scratch, as the CPU's host scratch
+        shape = f"{Local.output_shape_member(tensor.name)}[{Local.value_index(tensor.name)}]"
+        return (
+            f"opgen::ort_cuda::variadic_output_data<{cpp_type}>"
+            f"({value}, context, aligned, {shape}, kOpType)"
+        )
+    return f"opgen::ort_cuda::output_data<{cpp_type}>({value}, kOpType, \"output '{tensor.name}'\")"
 
 
 ORT_ADD_FUNCTION = "add_ort_cuda_ops"  # an op's, adding its CUDA kernels to a custom-op domain

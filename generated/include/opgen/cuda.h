@@ -191,17 +191,21 @@ __device__ __forceinline__ opgen::bfloat16 narrow<opgen::bfloat16>(float value) 
   result.bits = ::__bfloat16_as_ushort(::__float2bfloat16_rn(value));
   return result;
 }
-// float8: saturating to the largest finite value, as ONNX's Cast with saturate=1 (NaN stays NaN).
+// float8: saturating to the largest finite value, as ONNX's Cast with saturate=1. NaN keeps
+// its sign, 0x7f or 0xff as on the CPU (CUDA's conversion drops the sign).
+__device__ __forceinline__ unsigned char float8_nan(float value) {
+  return static_cast<unsigned char>(::signbit(value) ? 0xff : 0x7f);
+}
 template <>
 __device__ __forceinline__ opgen::float8e4m3fn narrow<opgen::float8e4m3fn>(float value) {
   opgen::float8e4m3fn result;
-  result.bits = ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E4M3);
+  result.bits = ::isnan(value) ? float8_nan(value) : ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E4M3);
   return result;
 }
 template <>
 __device__ __forceinline__ opgen::float8e5m2 narrow<opgen::float8e5m2>(float value) {
   opgen::float8e5m2 result;
-  result.bits = ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E5M2);
+  result.bits = ::isnan(value) ? float8_nan(value) : ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E5M2);
   return result;
 }
 

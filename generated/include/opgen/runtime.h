@@ -15,6 +15,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -549,9 +550,13 @@ class AlignedCopies {
     return strings_.back().data();
   }
 
+  // Memory these copies do not hold (a device buffer) whose owner releases it with them.
+  void keep(std::shared_ptr<void> owner) { owners_.push_back(std::move(owner)); }
+
  private:
   std::vector<std::vector<std::max_align_t>> copies_;
   std::vector<std::vector<std::string>> strings_;
+  std::vector<std::shared_ptr<void>> owners_;
 };
 
 // A dense, contiguous, row-major tensor view. The runtime owns the memory.
