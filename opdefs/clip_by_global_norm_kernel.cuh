@@ -68,9 +68,8 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Inputs<T>& X, co
   int64_t largest = 1;
   for (const opgen::Input<T>& value : X) largest = std::max(largest, value.numel());
   const unsigned blocks = opgen::cuda::Context::blocks_for(std::min<int64_t>(largest, int64_t{1} << 20), kThreads);
-  double* total = nullptr;
-  ctx.check(cudaMallocAsync(reinterpret_cast<void**>(&total), sizeof(double), ctx.stream()),
-            "allocating the sum of squares");
+  const opgen::cuda::DeviceScratch<double> sum_of_squares(ctx, 1, "the sum of squares");
+  double* total = sum_of_squares.data();
   cudaError_t status = cudaMemsetAsync(total, 0, sizeof(double), ctx.stream());
   const auto chunk = [&](size_t first) {
     Values<T> values{};
@@ -93,9 +92,7 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Inputs<T>& X, co
         first == 0 ? norm.data : nullptr);
     status = cudaGetLastError();
   }
-  const cudaError_t freed = cudaFreeAsync(total, ctx.stream());
   ctx.check(status, "launching the norm's kernels");
-  ctx.check(freed, "freeing the sum of squares");
 }
 
 }  // namespace opgen::clip_by_global_norm

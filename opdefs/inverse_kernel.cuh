@@ -159,21 +159,10 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Input<T>& X, con
     case 7: launch_small<T, Acc, 7>(ctx, X.data, Y.data, count, singular.device()); break;
     case 8: launch_small<T, Acc, 8>(ctx, X.data, Y.data, count, singular.device()); break;
     default: {
-      Acc* scratch = nullptr;
-      int64_t* pivots = nullptr;
-      const size_t scratch_bytes = static_cast<size_t>(count * n * n) * sizeof(Acc);
-      const size_t pivot_bytes = static_cast<size_t>(count * n) * sizeof(int64_t);
-      ctx.check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), scratch_bytes, ctx.stream()),
-                "allocating " + std::to_string(scratch_bytes) + " bytes of scratch");
-      const cudaError_t pivots_allocated =
-          cudaMallocAsync(reinterpret_cast<void**>(&pivots), pivot_bytes, ctx.stream());
-      if (pivots_allocated == cudaSuccess) {
-        invert_large<T, Acc><<<opgen::cuda::Context::blocks_for(count, kThreads), kThreads, 0, ctx.stream()>>>(
-            X.data, Y.data, count, n, scratch, pivots, singular.device());
-        static_cast<void>(cudaFreeAsync(pivots, ctx.stream()));
-      }
-      static_cast<void>(cudaFreeAsync(scratch, ctx.stream()));
-      ctx.check(pivots_allocated, "allocating " + std::to_string(pivot_bytes) + " bytes of scratch");
+      const opgen::cuda::DeviceScratch<Acc> scratch(ctx, static_cast<size_t>(count * n * n), "the matrices");
+      const opgen::cuda::DeviceScratch<int64_t> pivots(ctx, static_cast<size_t>(count * n), "the pivots");
+      invert_large<T, Acc><<<opgen::cuda::Context::blocks_for(count, kThreads), kThreads, 0, ctx.stream()>>>(
+          X.data, Y.data, count, n, scratch.data(), pivots.data(), singular.device());
       ctx.check_launch("invert_large");
     }
   }

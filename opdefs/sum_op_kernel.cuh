@@ -1,11 +1,13 @@
 // CUDA kernel of the Sum op definition (opdefs/sum_op.yaml): one thread per element of Y, each
-// value read through its broadcast strides. Floating sums accumulate in double and round once,
+// value read through its broadcast strides (along Y's axes merged where the values allow). Floating sums accumulate in double and round once,
 // integer sums wrap around, as on the CPU (sum_op_kernel.h). The values' pointers and strides
 // go to the device as kernel arguments (which a captured CUDA graph keeps): up to kValues per
 // launch, more through an accumulator in device memory. The generator never writes this file.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace opgen::sum_op {
 
@@ -69,42 +71,56 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Inputs<T>& X, co
   using C = std::conditional_t<std::is_integral_v<T>, T, double>;
   const int64_t n = Y.numel();
   if (n == 0) return;
-  if (Y.rank() > kRank) {
-    opgen::fail("Sum: the CUDA kernel takes values of rank " + std::to_string(kRank) +
-                " at most, got rank " + std::to_string(Y.rank()));
+  // Y's axes and each value's strides along them, axes of size 1 dropped and neighbours merged
+  // where every value steps through both alike (contiguous, or broadcast along both): any rank
+  // fits in kRank axes unless the values broadcast along more alternating axes than that.
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides(X.size());
+  for (int64_t d = 0; d < Y.rank(); ++d) {
+    const int64_t size = Y.shape[static_cast<size_t>(d)];
+    if (size == 1) continue;
+    bool merges = !dims.empty();
+    std::vector<int64_t> along(X.size());
+    for (size_t v = 0; v < X.size(); ++v) {
+      const opgen::Input<T>& value = X[v];
+      const int64_t axis = d - (Y.rank() - value.rank());  // aligned to Y's trailing axes
+      along[v] = axis < 0 || value.shape[static_cast<size_t>(axis)] == 1 ? 0 : value.size_from(axis + 1);
+      merges = merges && strides[v].back() == along[v] * size;
+    }
+    if (merges) {
+      dims.back() *= size;
+      for (size_t v = 0; v < X.size(); ++v) strides[v].back() = along[v];
+    } else {
+      dims.push_back(size);
+      for (size_t v = 0; v < X.size(); ++v) strides[v].push_back(along[v]);
+    }
+  }
+  if (dims.size() > static_cast<size_t>(kRank)) {
+    opgen::fail("Sum: the CUDA kernel takes values broadcast along at most " + std::to_string(kRank) +
+                " alternating axes, got " + std::to_string(dims.size()));
   }
   OutputShape shape{};
-  shape.rank = static_cast<int>(Y.rank());
-  for (int d = 0; d < shape.rank; ++d) shape.dims[d] = Y.shape[static_cast<size_t>(d)];
-  C* partial = nullptr;
+  shape.rank = static_cast<int>(dims.size());
+  for (int d = 0; d < shape.rank; ++d) shape.dims[d] = dims[static_cast<size_t>(d)];
   const bool chunked = X.size() > static_cast<size_t>(kValues);
-  if (chunked) {
-    ctx.check(cudaMallocAsync(reinterpret_cast<void**>(&partial), static_cast<size_t>(n) * sizeof(C), ctx.stream()),
-              "allocating the partial sums");
-  }
+  // Where more values follow a launch: the sums so far, in device memory of the call's own.
+  std::optional<opgen::cuda::DeviceScratch<C>> partial_sums;
+  if (chunked) partial_sums.emplace(ctx, static_cast<size_t>(n), "the partial sums");
+  C* partial = chunked ? partial_sums->data() : nullptr;
   constexpr unsigned kThreads = 256;
   for (size_t first = 0; first < X.size(); first += kValues) {
     Values<T> values{};
     values.count = static_cast<int>(std::min<size_t>(kValues, X.size() - first));
     for (int v = 0; v < values.count; ++v) {
-      const opgen::Input<T>& value = X[first + static_cast<size_t>(v)];
-      values.data[v] = value.data;
-      // Aligned to Y's trailing axes: a missing or size-1 axis broadcasts (stride 0).
-      int64_t stride = 1;
-      for (int d = shape.rank - 1, axis = static_cast<int>(value.rank()) - 1; d >= 0; --d, --axis) {
-        const int64_t size = axis >= 0 ? value.shape[static_cast<size_t>(axis)] : 1;
-        values.strides[v][d] = size == 1 ? 0 : stride;
-        stride *= size;
-      }
+      const size_t index = first + static_cast<size_t>(v);
+      values.data[v] = X[index].data;
+      for (int d = 0; d < shape.rank; ++d) values.strides[v][d] = strides[index][static_cast<size_t>(d)];
     }
     const bool last = first + kValues >= X.size();
     add_values<T, C><<<opgen::cuda::Context::blocks_for(n, kThreads), kThreads, 0, ctx.stream()>>>(
         values, shape, n, partial, first == 0, last, Y.data);
-    const cudaError_t launched = cudaGetLastError();
-    if (launched != cudaSuccess && partial != nullptr) static_cast<void>(cudaFreeAsync(partial, ctx.stream()));
-    ctx.check(launched, "launching add_values");
+    ctx.check_launch("add_values");
   }
-  if (partial != nullptr) ctx.check(cudaFreeAsync(partial, ctx.stream()), "freeing the partial sums");
 }
 
 }  // namespace opgen::sum_op

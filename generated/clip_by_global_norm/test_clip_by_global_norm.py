@@ -635,6 +635,36 @@ if _testing.has_device("cuda"):
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
 
 
+if _testing.has_device("cuda"):
+
+    def test_cuda_drops_variadic_output_values_in_onnxruntime():
+        """A value of Y named "" on ONNX Runtime's CUDA provider: computed into device
+        memory nothing reads; the others are as the reference says."""
+        case = next(
+            c
+            for c in RANDOM_CASES
+            if any(_testing.input_of(n, VARIADIC_INPUT) == VARIADIC_INPUT for n in c["shapes"])
+        )
+        types = TYPES[0]
+        inputs = make_inputs(case, 0, types, seed=11)
+        names = output_names(inputs)
+        dropped = next(
+            name for name in names if _testing.input_of(name, VARIADIC_OUTPUT) == VARIADIC_OUTPUT
+        )
+        kept = ["" if name == dropped else name for name in names]
+        session = _testing.session(
+            single_node(inputs, case["attributes"], outputs=kept), LIBRARY, device="cuda"
+        )
+        got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
+        for name, want in zip(
+            names, expected_outputs(inputs, case["attributes"], types), strict=True
+        ):
+            if name != dropped:
+                _testing.assert_close(
+                    got[name], want, TOLERANCES, f"CUDA provider without {dropped}, {name}"
+                )
+
+
 def test_inputs_on_two_devices_raise():
     """An input on the meta device with the others on the CPU dispatches to the fake kernel,
     which must refuse it rather than return an uninitialized result as if the op had run."""

@@ -597,6 +597,31 @@ if _testing.has_device("cuda"):
             TORCH_OP(*call_args(inputs), **case["attributes"])
 
 
+if _testing.has_device("cuda"):
+
+    @pytest.mark.parametrize("left_out", OUTPUT_OMISSIONS, ids="-".join)
+    def test_cuda_leaves_out_optional_outputs_in_onnxruntime(left_out):
+        """A node without some optional outputs on ONNX Runtime's CUDA provider: the kernel gets
+        null for them, and the outputs it keeps are as the reference says."""
+        case = RANDOM_CASES[0]
+        types = TYPES[0]
+        inputs = make_inputs(case, 0, types, seed=7)
+        kept = ["" if name in left_out else name for name in output_names(inputs)]
+        while kept[-1] == "":
+            kept.pop()
+        session = _testing.session(
+            single_node(inputs, case["attributes"], outputs=kept), LIBRARY, device="cuda"
+        )
+        got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
+        for name, want in zip(
+            output_names(inputs), expected_outputs(inputs, case["attributes"], types), strict=True
+        ):
+            if name not in left_out:
+                _testing.assert_close(
+                    got[name], want, TOLERANCES, f"CUDA provider without {left_out}, {name}"
+                )
+
+
 def test_inputs_on_two_devices_raise():
     """An input on the meta device with the others on the CPU dispatches to the fake kernel,
     which must refuse it rather than return an uninitialized result as if the op had run."""

@@ -118,6 +118,24 @@ int RunSchemaTest() {
     }
   }
   {
+    ModelProto model = make_model({std::vector<Dim>{{1, ""}, {2, ""}, {1, ""}, {2, ""}, {2, ""}, {1, ""}, {2, ""}, {2, ""}, {1, ""}, {3, ""}}, std::vector<Dim>{{2, ""}, {2, ""}, {1, ""}, {2, ""}, {2, ""}, {1, ""}, {2, ""}, {2, ""}, {1, ""}, {3, ""}}});
+    auto* node = only_node(model);
+    (void)node;
+    try {
+      ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
+      const std::string got_Y = opgen::schema_testing::describe(model.graph().output(0).type());
+      checks.expect(got_Y == "1 [2, 2, 1, 2, 2, 1, 2, 2, 1, 3]", "shape inference of Y for random case 3 {'X_0': [1, 2, 1, 2, 2, 1, 2, 2, 1, 3], 'X_1': [2, 2, 1, 2, 2, 1, 2, 2, 1, 3]}: " + got_Y);
+    } catch (const std::exception& error) {
+      checks.expect(false, std::string("shape inference for random case 3 {'X_0': [1, 2, 1, 2, 2, 1, 2, 2, 1, 3], 'X_1': [2, 2, 1, 2, 2, 1, 2, 2, 1, 3]}: ") + error.what());
+    }
+    try {
+      ONNX_NAMESPACE::checker::check_model(model);
+      checks.expect(true, "checker accepts the inferred model of random case 3 {'X_0': [1, 2, 1, 2, 2, 1, 2, 2, 1, 3], 'X_1': [2, 2, 1, 2, 2, 1, 2, 2, 1, 3]}");
+    } catch (const std::exception& error) {
+      checks.expect(false, std::string("checker accepts the inferred model of random case 3 {'X_0': [1, 2, 1, 2, 2, 1, 2, 2, 1, 3], 'X_1': [2, 2, 1, 2, 2, 1, 2, 2, 1, 3]}: ") + error.what());
+    }
+  }
+  {
     ModelProto model = make_model({std::vector<Dim>{{2, ""}, {3, ""}}, std::vector<Dim>{{4, ""}}});
     auto* node = only_node(model);
     (void)node;
@@ -145,7 +163,7 @@ int RunSchemaTest() {
       std::cout << "error case 1 message: " << message << std::endl;
     }
   }
-  std::cout << "sum_op: " << (3 + 2) << " cases, " << checks.failures() << " failed" << std::endl;
+  std::cout << "sum_op: " << (4 + 2) << " cases, " << checks.failures() << " failed" << std::endl;
   return checks.failures();
 }
 

@@ -240,6 +240,10 @@ def _sample_1_X(shape, gen):
     return torch.randint(-9, 10, shape, generator=gen, dtype=torch.float64)
 
 
+def _sample_3_X(shape, gen):
+    return torch.randint(-9, 10, shape, generator=gen, dtype=torch.float64)
+
+
 RANDOM_CASES = [
     {
         "shapes": {"X_0": ["batch", 4], "X_1": ["batch", 4], "X_2": [4]},
@@ -268,6 +272,16 @@ RANDOM_CASES = [
         "samplers": {},
         "attributes": {},
         "output_dims": [["batch", 3]],
+    },
+    {
+        "shapes": {"X_0": [1, 2, 1, 2, 2, 1, 2, 2, 1, 3], "X_1": [2, 2, 1, 2, 2, 1, 2, 2, 1, 3]},
+        "dynamic": {},
+        "samplers": {
+            "X_0": _sample_3_X,
+            "X_1": _sample_3_X,
+        },
+        "attributes": {},
+        "output_dims": [[2, 2, 1, 2, 2, 1, 2, 2, 1, 3]],
     },
 ]
 

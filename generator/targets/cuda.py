@@ -171,6 +171,10 @@ class CudaTestsView:
     onnxruntime: bool  # ONNX Runtime's CUDA provider runs it
     two_devices: bool  # its first random case gives two tensor inputs or more (none variadic)
     aot_inductor: bool  # the test module has its Model (an exported op's)
+    # ONNX Runtime's CUDA provider with outputs a node leaves out: optional ones, and values of
+    # a variadic one named ""
+    leaves_out_optional_outputs: bool
+    drops_variadic_output_values: bool
 
 
 def cuda_tests_view(op: OpDef) -> CudaTestsView | None:
@@ -184,15 +188,22 @@ def cuda_tests_view(op: OpDef) -> CudaTestsView | None:
         and len(present) > 1
         and not any(t.variadic for t in op.inputs),
         aot_inductor=op.has_native_torch_op and Target.exporters in targets_of(op),
+        leaves_out_optional_outputs=op.has_ort_kernel and ort_library.output_omissions(op) != [],
+        drops_variadic_output_values=op.has_ort_kernel and any(t.variadic for t in op.outputs),
     )
 
 
 def test_parts(op: OpDef) -> dict[str, bool]:
     """This target's parts of the generated tests (generator/templates/python/test_parity/),
     and whether the op's test module has each."""
-    ours = cuda_tests_view(op) is not None
+    view = cuda_tests_view(op)
     value_errors = any(case.values is not None for case in op.error_cases)
-    return {"test_cuda": ours, "test_cuda_bad_values_raise": ours and value_errors}
+    return {
+        "test_cuda": view is not None,
+        "test_cuda_leaves_out_outputs_in_onnxruntime": view is not None
+        and (view.leaves_out_optional_outputs or view.drops_variadic_output_values),
+        "test_cuda_bad_values_raise": view is not None and value_errors,
+    }
 
 
 def page_facts(op: OpDef) -> list[tuple[str, str]]:

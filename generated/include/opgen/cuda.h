@@ -11,6 +11,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "opgen/runtime.h"
@@ -58,29 +61,77 @@ class Context {
   int device_;
 };
 
+// opgen's own stream-ordered memory pool of the context's device, made on first use and kept
+// for the process. It keeps memory freed into it for the next call; the device's default pool
+// hands it back to the driver at every synchronization, and a data check synchronizes on every
+// call.
+inline ::cudaMemPool_t scratch_pool(const Context& ctx) {
+  static std::mutex mutex;
+  static std::map<int, ::cudaMemPool_t> pools;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = pools.find(ctx.device());
+  if (found != pools.end()) return found->second;
+  ::cudaMemPoolProps properties{};
+  properties.allocType = ::cudaMemAllocationTypePinned;
+  properties.handleTypes = ::cudaMemHandleTypeNone;
+  properties.location.type = ::cudaMemLocationTypeDevice;
+  properties.location.id = ctx.device();
+  ::cudaMemPool_t pool = nullptr;
+  ctx.check(::cudaMemPoolCreate(&pool, &properties), "creating a memory pool");
+  std::uint64_t keep_all = std::numeric_limits<std::uint64_t>::max();
+  const ::cudaError_t kept = ::cudaMemPoolSetAttribute(pool, ::cudaMemPoolAttrReleaseThreshold, &keep_all);
+  if (kept != ::cudaSuccess) static_cast<void>(::cudaMemPoolDestroy(pool));
+  ctx.check(kept, "configuring a memory pool");
+  pools.emplace(ctx.device(), pool);
+  return pool;
+}
+
+// Device memory for `count` elements of T during one call, stream-ordered: the work launched on
+// the context's stream after it may use it, and it is freed on that stream when this goes
+// (nothing waits). Inside a CUDA graph being captured it becomes the graph's own.
+template <typename T>
+class DeviceScratch {
+ public:
+  DeviceScratch(const Context& ctx, size_t count, const std::string& what) : stream_(ctx.stream()) {
+    if (count > std::numeric_limits<size_t>::max() / sizeof(T)) {
+      opgen::fail(std::string(ctx.op()) + ": " + what + " would take more than " +
+                  std::to_string(std::numeric_limits<size_t>::max()) + " bytes");
+    }
+    const size_t bytes = std::max<size_t>(1, count * sizeof(T));
+    void* memory = nullptr;
+    ctx.check(::cudaMallocFromPoolAsync(&memory, bytes, scratch_pool(ctx), stream_),
+              "allocating " + std::to_string(bytes) + " bytes for " + what);
+    data_ = static_cast<T*>(memory);
+  }
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  ~DeviceScratch() { static_cast<void>(::cudaFreeAsync(data_, stream_)); }
+
+  T* data() const { return data_; }
+
+ private:
+  ::cudaStream_t stream_;
+  T* data_ = nullptr;
+};
+
 // A data check on the device, as the CPU kernel makes it: the kernel's threads flag the items
 // that fail it (flag(), the smallest wins) and the host code reads the first one back after its
 // launches, to fail with the CPU kernel's message. Reading it waits for the stream; inside a
 // CUDA graph being captured (torch.compile's "reduce-overhead") no wait is allowed, so the
 // check is not made there: a kernel writes defined values (NaN, 0) where a check fails. The
-// flag lives in stream-ordered device memory of its own.
+// flag is DeviceScratch of its own.
 class DeviceFlag {
  public:
   static constexpr long long kNone = 0x7f7f7f7f7f7f7f7fLL;  // every byte 0x7f: no item flagged
 
-  explicit DeviceFlag(const Context& ctx) : ctx_(ctx) {
-    ctx.check(::cudaMallocAsync(reinterpret_cast<void**>(&flag_), sizeof(long long), ctx.stream()),
-              "allocating a device flag");
-    const ::cudaError_t cleared = ::cudaMemsetAsync(flag_, 0x7f, sizeof(long long), ctx.stream());
-    if (cleared != ::cudaSuccess) static_cast<void>(::cudaFreeAsync(flag_, ctx.stream()));
-    ctx.check(cleared, "clearing a device flag");
+  explicit DeviceFlag(const Context& ctx) : ctx_(ctx), flag_(ctx, 1, "a device flag") {
+    ctx.check(::cudaMemsetAsync(flag_.data(), 0x7f, sizeof(long long), ctx.stream()), "clearing a device flag");
   }
   DeviceFlag(const DeviceFlag&) = delete;
   DeviceFlag& operator=(const DeviceFlag&) = delete;
-  ~DeviceFlag() { static_cast<void>(::cudaFreeAsync(flag_, ctx_.stream())); }
 
   // What the kernel's threads write (with opgen::cuda::flag).
-  long long* device() const { return flag_; }
+  long long* device() const { return flag_.data(); }
 
   // The smallest item flagged by the work on the stream so far: -1 where none was, or where
   // the stream is being captured into a CUDA graph (nothing can be read back there).
@@ -90,7 +141,7 @@ class DeviceFlag {
     if (capturing != ::cudaStreamCaptureStatusNone) return -1;
     ctx_.check_launch("the kernel");
     long long value = kNone;
-    ctx_.check(::cudaMemcpyAsync(&value, flag_, sizeof value, ::cudaMemcpyDeviceToHost, ctx_.stream()),
+    ctx_.check(::cudaMemcpyAsync(&value, flag_.data(), sizeof value, ::cudaMemcpyDeviceToHost, ctx_.stream()),
                "reading a device flag");
     ctx_.check(::cudaStreamSynchronize(ctx_.stream()), "running the kernel");
     return value == kNone ? -1 : value;
@@ -108,7 +159,7 @@ class DeviceFlag {
 
  private:
   const Context& ctx_;
-  long long* flag_ = nullptr;
+  DeviceScratch<long long> flag_;
 };
 
 // After the kernel returned: a launch error it left unchecked, naming the op. (An error while

@@ -6,7 +6,6 @@
 // device memory.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -45,19 +44,16 @@ T* output_data(Ort::UnownedValue& value, const char* op, const char* what) {
 }
 
 // Where the kernel writes a value of a variadic output: in the tensor, or where the node leaves
-// the value out (names it ""), into device memory that nothing reads, freed on the stream after
+// the value out (names it ""), into device scratch that nothing reads, freed on the stream after
 // the kernel's work when `keep` goes.
 template <typename T>
 T* variadic_output_data(Ort::UnownedValue& value, const Ort::KernelContext& kernel_context,
                         opgen::AlignedCopies& keep, const opgen::Shape& shape, const char* op) {
   if (static_cast<const OrtValue*>(value) != nullptr) return opgen::ort::mutable_data<T>(value);
-  const auto stream = static_cast<::cudaStream_t>(kernel_context.GetGPUComputeStream());
-  const size_t bytes = std::max<size_t>(1, static_cast<size_t>(opgen::element_count(shape)) * sizeof(T));
-  void* scratch = nullptr;
-  opgen::cuda::check(::cudaMallocAsync(&scratch, bytes, stream), op,
-                     "allocating " + std::to_string(bytes) + " bytes for a value the node leaves out");
-  keep.keep(std::shared_ptr<void>(scratch, [stream](void* memory) { static_cast<void>(::cudaFreeAsync(memory, stream)); }));
-  return static_cast<T*>(scratch);
+  const auto scratch = std::make_shared<opgen::cuda::DeviceScratch<T>>(
+      context(kernel_context, op), static_cast<size_t>(opgen::element_count(shape)), "a value the node leaves out");
+  keep.keep(scratch);
+  return scratch->data();
 }
 
 }  // namespace opgen::ort_cuda
