@@ -3,8 +3,9 @@
 // 1e-6)), a NaN ratio kept (as torch.clamp keeps it), as on the CPU
 // (clip_by_global_norm_kernel.h). Two passes over the values, up to kValues of them per launch
 // (their pointers go as kernel arguments, which a captured CUDA graph keeps): block sums of
-// squares added into one double in device memory, then the scaling. The sum's order differs
-// from the CPU's, so the norm may differ in its last bits. The generator never writes this file.
+// squares in device memory, added by one block in a fixed order, then the scaling. The sum's
+// order differs from the CPU's, so the norm may differ from it in its last bits, but not from
+// run to run. The generator never writes this file.
 #include <algorithm>
 
 namespace opgen::clip_by_global_norm {
@@ -22,8 +23,11 @@ struct Values {
   int count;
 };
 
+__device__ double plus(double a, double b) { return a + b; }
+
+// Each block's sum of squares over the values, into partials[blockIdx.x].
 template <typename T>
-__global__ void add_squares(Values<T> values, double* total) {
+__global__ void add_squares(Values<T> values, double* partials) {
   __shared__ double shared[kThreads];
   double partial = 0;
   for (int v = 0; v < values.count; ++v) {
@@ -32,13 +36,18 @@ __global__ void add_squares(Values<T> values, double* total) {
       partial += element * element;
     }
   }
-  shared[threadIdx.x] = partial;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) shared[threadIdx.x] += shared[threadIdx.x + half];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) atomicAdd(total, shared[0]);
+  const double sum = opgen::cuda::block_reduce(partial, shared, plus);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// Every launch's block sums added by one block in one order, so that the norm is the same on
+// every run (atomics would add them in whichever order the blocks finish).
+__global__ void add_partials(const double* partials, int64_t count, double* total) {
+  __shared__ double shared[kThreads];
+  double partial = 0;
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) partial += partials[i];
+  const double sum = opgen::cuda::block_reduce(partial, shared, plus);
+  if (threadIdx.x == 0) *total = sum;
 }
 
 __device__ double clip_factor(double squares, double max_norm) {
@@ -68,9 +77,10 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Inputs<T>& X, co
   int64_t largest = 1;
   for (const opgen::Input<T>& value : X) largest = std::max(largest, value.numel());
   const unsigned blocks = opgen::cuda::Context::blocks_for(std::min<int64_t>(largest, int64_t{1} << 20), kThreads);
-  const opgen::cuda::DeviceScratch<double> sum_of_squares(ctx, 1, "the sum of squares");
-  double* total = sum_of_squares.data();
-  cudaError_t status = cudaMemsetAsync(total, 0, sizeof(double), ctx.stream());
+  const size_t launches = (X.size() + kValues - 1) / kValues;
+  // Each launch's block sums, then their total (the last element).
+  const opgen::cuda::DeviceScratch<double> sums(ctx, launches * blocks + 1, "the sums of squares");
+  double* total = sums.data() + launches * blocks;
   const auto chunk = [&](size_t first) {
     Values<T> values{};
     values.count = static_cast<int>(std::min<size_t>(kValues, X.size() - first));
@@ -81,8 +91,13 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Inputs<T>& X, co
     }
     return values;
   };
+  cudaError_t status = cudaSuccess;
   for (size_t first = 0; status == cudaSuccess && first < X.size(); first += kValues) {
-    add_squares<T><<<blocks, kThreads, 0, ctx.stream()>>>(chunk(first), total);
+    add_squares<T><<<blocks, kThreads, 0, ctx.stream()>>>(chunk(first), sums.data() + first / kValues * blocks);
+    status = cudaGetLastError();
+  }
+  if (status == cudaSuccess) {
+    add_partials<<<1, kThreads, 0, ctx.stream()>>>(sums.data(), static_cast<int64_t>(launches * blocks), total);
     status = cudaGetLastError();
   }
   // The norm is written once, by the first scaling launch (one with no values, where X has none).
