@@ -5,6 +5,7 @@ generated tests before the contributor changes anything."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -32,6 +33,8 @@ from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
 from generator.parse.tensors import attribute_value_problem
 from generator.project import OwnershipError, display
+from generator.target_settings import DeviceKernel
+from generator.targets.settings import DEVICE_KERNELS
 
 # An attribute's value, as given on the command line or sampled.
 AttributeValue = bool | int | float | str | list[int | float | str]
@@ -144,10 +147,24 @@ def parser() -> argparse.ArgumentParser:
         "(comma-separated; the first is its default), as Cast's `to`: a type variable "
         "`chosen_by` it; the PyTorch op takes a torch.dtype there",
     )
+    parser.add_argument(
+        "--device",
+        action="append",
+        default=[],
+        choices=[k.device for k in DEVICE_KERNELS],
+        help="repeatable; a kernel for that device too, beside the C++ one: "
+        + "; ".join(k.help for k in DEVICE_KERNELS),
+    )
     parser.add_argument("--name", help="the definition's file name stem (default: <op_snake>)")
     config.add_arguments(parser, "opdefs_dir", "output_dir", "package")
     parser.add_argument("-q", "--quiet", action="store_true", help="print errors only")
     return parser
+
+
+def _device_kernels(args: argparse.Namespace) -> list[DeviceKernel]:
+    """The device kernels --device asks for, each once, in DEVICE_KERNELS' order."""
+    chosen = set(getattr(args, "device", []))
+    return [k for k in DEVICE_KERNELS if k.device in chosen]
 
 
 def snake_case(name: str) -> str:
@@ -336,6 +353,7 @@ class _InputLine:
 
 
 def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> str:
+    """The definition's text (the kernel files named: the C++ one, and the devices' asked for)."""
     from generator.render import environment
 
     inputs, variadic = _parameters(args.inputs, "--inputs")
@@ -472,6 +490,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             ],
             reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
             kernel_file=kernel_file,
+            device_kernels=[(k.field, f"{op_id}{k.suffix}") for k in _device_kernels(args)],
             known_inputs=", ".join(f"{name}: {known(name)}" for name in inputs),
             known_outputs=", ".join(f"{name}: {known_output(name)}" for name in outputs),
             required_values=", ".join(f"{k}: {_yaml(v)}" for k, v in required.items()),
@@ -480,26 +499,49 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     )
 
 
-def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
+@dataclass(frozen=True)
+class StubNames:
+    """What every kernel stub of a scaffolded op does with its parameters (the C++ one and each
+    device's): every output a copy of the first input, the rest unused."""
+
+    first_input: str  # the input copied: its first value, where it is variadic
+    outputs: tuple[TensorParam, ...]  # the outputs that copy it (the non-variadic ones)
+    value_copies: tuple[tuple[str, str], ...]  # a variadic output, the variadic input it copies
+    unused: tuple[str, ...]  # the parameters left alone, "attrs" last
+    taken: frozenset[str]  # the op's own names, which a stub's locals must avoid
+
+    def local(self, name: str) -> str:
+        """`name`, or name_ (name__, ...) where the op has a parameter of that name."""
+        return self.local(name + "_") if name in self.taken else name
+
+
+def stub_names(op: OpDef) -> StubNames:
+    used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
+    used |= {t.same_shape_as or "" for t in op.outputs if t.variadic}
+    return StubNames(
+        first_input=op.inputs[0].name + ("[0]" if op.inputs[0].variadic else ""),
+        outputs=tuple(t for t in op.outputs if not t.variadic),
+        value_copies=tuple((t.name, t.same_shape_as or "") for t in op.outputs if t.variadic),
+        unused=(*(t.name for t in op.inputs if t.name not in used), "attrs"),
+        taken=frozenset(
+            {t.name for t in (*op.inputs, *op.outputs)}
+            | {a.name for a in op.attributes}
+            | {c.name for c in op.type_constraints}
+        ),
+    )
+
+
+def kernel_stub(
+    op: OpDef, definition_file: str, package_dir: str, names: StubNames | None = None
+) -> str:
     """The identity kernel every scaffolded op starts from (`package_dir`: the generated
     package's folder, as the definition's comments name it)."""
     from generator.dest import common
     from generator.render import environment
 
-    used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
-    used |= {t.same_shape_as or "" for t in op.outputs if t.variadic}
-    unused = [t.name for t in op.inputs if t.name not in used] + ["attrs"]
-    taken = (
-        {t.name for t in (*op.inputs, *op.outputs)}
-        | {a.name for a in op.attributes}
-        | {c.name for c in op.type_constraints}
-    )
+    names = names or stub_names(op)
 
-    def local(name: str) -> str:  # the loop's names, clear of the op's own
-        return local(name + "_") if name in taken else name
-
-    first_input = op.inputs[0].name + ("[0]" if op.inputs[0].variadic else "")
-    element = f"{first_input}.data[{local('i')}]"
+    element = f"{names.first_input}.data[{names.local('i')}]"
     from_type = common.tensor_cpp_type(op.inputs[0])
 
     def copied(output: TensorParam) -> str:
@@ -522,15 +564,14 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str) -> str:
             definition_file=definition_file,
             template_decl=common.template_decl(op),
             compute_params=common.compute_params(op),
-            first_input=first_input,
-            outputs=[(t.name, copied(t)) for t in op.outputs if not t.variadic],
-            # A variadic output: a copy of each value of the variadic input it pairs with.
-            value_copies=[(t.name, t.same_shape_as) for t in op.outputs if t.variadic],
-            v=local("v"),
-            unused=unused,
-            begin=local("begin"),
-            end=local("end"),
-            i=local("i"),
+            first_input=names.first_input,
+            outputs=[(t.name, copied(t)) for t in names.outputs],
+            value_copies=names.value_copies,
+            v=names.local("v"),
+            unused=names.unused,
+            begin=names.local("begin"),
+            end=names.local("end"),
+            i=names.local("i"),
         )
     )
 
@@ -570,6 +611,8 @@ def _trial(args: argparse.Namespace, text: str, definition: Path, settings: conf
         trial = Path(scratch) / definition.name
         trial.write_text(text, encoding="utf-8")
         (Path(scratch) / f"{definition.stem}_kernel.h").write_text("", encoding="utf-8")
+        for device_kernel in _device_kernels(args):
+            (Path(scratch) / f"{definition.stem}{device_kernel.suffix}").write_text("")
         # The stub names the definition as generated files do: relative to the project root.
         root = args.opdefs_dir.resolve().parent
         op = parse_opdef(trial, definition.as_posix(), display(definition.resolve(), root))
@@ -650,6 +693,13 @@ class _Scaffold:
             return None
         return Path(self.args.opdefs_dir) / f"{self.op_id}_kernel.h"
 
+    @property
+    def device_kernels(self) -> list[tuple[DeviceKernel, Path]]:
+        if self.command != "new":
+            return []
+        folder = Path(self.args.opdefs_dir)
+        return [(k, folder / f"{self.op_id}{k.suffix}") for k in _device_kernels(self.args)]
+
 
 def _locked(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     from generator.writer import project_lock
@@ -664,7 +714,7 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     """Checks everything, then writes the new op's files and generates them."""
     args, settings, text, op_id = plan.args, plan.settings, plan.text, plan.op_id
     definition, kernel = plan.definition, plan.kernel
-    paths = [definition] + ([kernel] if kernel else [])
+    paths = [definition] + ([kernel] if kernel else []) + [p for _, p in plan.device_kernels]
     existing = [str(p) for p in paths if os.path.lexists(p)]
     if existing:
         print(
@@ -703,7 +753,12 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     write_atomic(definition, text)
     if kernel is not None:
         package_dir = Path(os.path.relpath(args.output_dir.absolute())).as_posix()
-        write_atomic(kernel, kernel_stub(op, op.definition_path, package_dir))
+        names = stub_names(op)
+        write_atomic(kernel, kernel_stub(op, op.definition_path, package_dir, names))
+        for device_kernel, path in plan.device_kernels:
+            module, function = device_kernel.stub.split(":")
+            render_stub = getattr(importlib.import_module(module), function)
+            write_atomic(path, render_stub(op, op.definition_path, package_dir, names))
     if not args.quiet:
         print("\n".join(f"new: {path}" for path in paths))
     status = generate(
@@ -722,7 +777,7 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     if status == EXIT_OK and not args.quiet and kernel is not None:
         print(
             f"next: opgen build && python -m pytest {args.output_dir}/{op_id}"
-            f"   (then replace the TODOs in {definition} and {kernel})"
+            f"   (then replace the TODOs in {', '.join(map(str, paths))})"
         )
     elif status == EXIT_OK and not args.quiet:
         print(f"next: replace the TODOs in {definition} (an implementation, a reference, tests)")

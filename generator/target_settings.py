@@ -41,6 +41,20 @@ class BuildChoice:
 
 
 @dataclass(frozen=True)
+class DeviceKernel:
+    """A device whose kernel `opgen new --device NAME` scaffolds beside the C++ one."""
+
+    device: str  # --device's value
+    field: str  # the definition's kernel field naming the file
+    suffix: str  # the file is <op_id><suffix>, beside the definition
+    # "module:function" rendering the stub, (op, definition file, package folder, StubNames of
+    # generator/scaffold.py) -> text; loaded only when one is written
+    stub: str
+    help: str
+
+
+@dataclass(frozen=True)
 class TargetSettings:
     keys: tuple[ConfigKey, ...] = ()
     choices: tuple[BuildChoice, ...] = ()
+    device_kernels: tuple[DeviceKernel, ...] = ()

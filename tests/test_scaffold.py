@@ -127,6 +127,58 @@ def test_new_ops_without_pytorch_run_in_onnxruntime_only(tmp_path):
     assert " passed" in tests.stdout and "skipped" not in tests.stdout
 
 
+def test_new_op_with_a_cuda_kernel_compiles_for_the_gpu_and_passes_its_tests(tmp_path):
+    """--device cuda: the definition names a CUDA kernel too, and its stub (every output a copy
+    of the first input, converted where the chosen type differs; a variadic output's values
+    copied) is compiled by nvcc into both CUDA libraries; the tests pass as without it (the
+    CUDA ones run on a GPU, `./dev test-gpu`)."""
+    common = ["-m", "generator", "new", "--package", "generated", "--domain", "test.cudascaffold"]
+    new = _run(
+        tmp_path, *common, "MyCopy", "--inputs", "X,W", "--outputs", "Y,Z",
+        "--dtypes", "float32,float16,int64", "--dtype-attribute", "to=float32,int32,bool",
+        "--device", "cuda",
+    )  # fmt: skip
+    assert new.returncode == 0, new.stdout + new.stderr
+    assert "opdefs/my_copy_kernel.cuh" in new.stdout
+    each = _run(
+        tmp_path, *common, "Each", "-q", "--inputs", "A,X*", "--outputs", "Z,Y*",
+        "--dtypes", "float32,int64", "--device", "cuda", "--device", "cuda",
+    )  # fmt: skip
+    assert each.returncode == 0, each.stdout + each.stderr
+    for op in ("my_copy", "each"):
+        assert f"  cuda: {op}_kernel.cuh\n" in (tmp_path / "opdefs" / f"{op}.yaml").read_text()
+        assert "TODO" in (tmp_path / "opdefs" / f"{op}_kernel.cuh").read_text()
+
+    build = _run(tmp_path, "-m", "generator", "build", "-q", "--cuda", "on")
+    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    for library in (
+        "libopgen_test_cudascaffold_cuda.so",
+        "libopgen_test_cudascaffold_torch_cuda.so",
+    ):
+        symbols = subprocess.run(
+            ["nm", "-C", str(tmp_path / "build" / "lib" / library)],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        assert "opgen::my_copy::compute_cuda<opgen::float16, bool>" in symbols, library
+        assert "opgen::each::compute_cuda<long>" in symbols, library
+    tests = _run(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider", "generated")
+    assert tests.returncode == 0, tests.stdout[-6000:] + tests.stderr[-3000:]
+    assert " passed" in tests.stdout and "skipped" not in tests.stdout
+    check = _run(tmp_path, "-m", "generator", "--check")
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_new_op_with_a_cuda_kernel_of_what_cuda_does_not_carry_writes_nothing(tmp_path):
+    new = _run(
+        tmp_path, "-m", "generator", "new", "Words", "--package", "generated",
+        "--dtypes", "string", "--device", "cuda",
+    )  # fmt: skip
+    assert new.returncode == 2
+    assert "string tensors: not carried by CUDA kernels" in new.stderr
+    assert "nothing written" in new.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_new_never_overwrites(tmp_path):
     first = _run(tmp_path, "-m", "generator", "new", "Twice", "-q", "--package", "generated")
     assert first.returncode == 0, first.stderr

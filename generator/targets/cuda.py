@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from generator.api import cpp
 from generator.api.names import Local
@@ -32,6 +33,9 @@ from generator.runtime import _names
 from generator.targets import ort_library, torch_native
 from generator.targets.cuda_settings import ARCHITECTURES
 from generator.view import view
+
+if TYPE_CHECKING:
+    from generator.scaffold import StubNames
 
 CONTEXT_PARAM = "const opgen::cuda::Context& ctx"
 # What the CUDA files of a project add to its runtime headers.
@@ -222,6 +226,31 @@ def page_facts(op: OpDef) -> list[tuple[str, str]]:
             f'`get_library_path("{op.domain}", device="cuda")`)'
         )
     return [("CUDA", f"`{op.kernel.cuda_file.name}`, run by " + " and ".join(runs))]
+
+
+def kernel_stub(op: OpDef, definition_file: str, package_dir: str, names: StubNames) -> str:
+    """The CUDA kernel `opgen new --device cuda` scaffolds: every output a copy of the first
+    input (converted where its type differs), as the C++ stub, by a grid-stride kernel."""
+    from generator.render import environment
+
+    copies = [(t.name, names.first_input) for t in names.outputs]
+    return (
+        environment()
+        .get_template("scaffold/kernel.cuh.j2")
+        .render(
+            op_type=op.op_type,
+            op_id=op.op_id,
+            package_dir=package_dir,
+            definition_file=definition_file,
+            template_decl=common.template_decl(op),
+            compute_params=common.compute_params(op, None, CONTEXT_PARAM),
+            first_input=names.first_input,
+            copies=copies,
+            value_copies=names.value_copies,
+            v=names.local("v"),
+            unused=names.unused,
+        )
+    )
 
 
 def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from generator.target_settings import BuildChoice, ConfigKey, TargetSettings
+from generator.target_settings import BuildChoice, ConfigKey, DeviceKernel, TargetSettings
 
 DEFAULT_ARCHITECTURES = "80;90"
 # One entry of CMake's CUDA_ARCHITECTURES: a compute capability, with a suffix (90a) and a kind.
@@ -38,6 +38,16 @@ ARCHITECTURES = ConfigKey(
 )
 SETTINGS = TargetSettings(
     keys=(ARCHITECTURES,),
+    device_kernels=(
+        DeviceKernel(
+            device="cuda",
+            field="cuda",
+            suffix="_kernel.cuh",
+            stub="generator.targets.cuda:kernel_stub",
+            help="cuda: a CUDA kernel too (<name>_kernel.cuh, the definition's kernel.cuda), run "
+            "by PyTorch's CUDA dispatch key and ONNX Runtime's CUDA provider",
+        ),
+    ),
     choices=(
         BuildChoice(
             flag="--cuda",
