@@ -1,10 +1,12 @@
-// CUDA kernel of the Inverse op definition (opdefs/inverse.yaml): one thread per matrix, the
-// same Gauss-Jordan elimination with partial pivoting as the CPU kernel (inverse_kernel.h), in
-// float for float16 and float32 and in double for float64; for N <= 8 the same operations in
-// the same order, so the same results and the same singular matrices. A matrix of N <= 8 lives
-// in the thread's registers; a larger one in device scratch memory. A zero pivot is flagged on the
+// CUDA kernel of the Inverse op definition (opdefs/inverse.yaml): one thread per matrix of N <= 8
+// (in its registers) and one block per larger one (in shared memory where it fits), the same
+// Gauss-Jordan elimination with partial pivoting as the CPU kernel (inverse_kernel.h), in float
+// for float16 and float32 and in double for float64; for N <= 8 the same operations in the same
+// order, so the same results and the same singular matrices. A zero pivot is flagged on the
 // device and fails the call with the CPU kernel's message (the first singular matrix's column).
 // The generator never writes this file.
+#include <algorithm>
+#include <optional>
 #include <string>
 
 namespace opgen::inverse {
@@ -79,13 +81,6 @@ struct Registers {
   __device__ Acc& operator()(int64_t r, int64_t c) { return values[r][c]; }
 };
 
-template <typename Acc>
-struct Scratch {
-  Acc* values;
-  int64_t n;
-  __device__ Acc& operator()(int64_t r, int64_t c) { return values[r * n + c]; }
-};
-
 // A singular matrix's output: NaN, as torch.linalg.inv_ex gives (the call fails unless a CUDA
 // graph is being captured, where nothing can be read back).
 template <typename T>
@@ -112,20 +107,131 @@ __global__ void invert_small(const T* __restrict__ in, T* __restrict__ out, int6
   }
 }
 
-template <typename T, typename Acc>
-__global__ void invert_large(const T* __restrict__ in, T* __restrict__ out, int64_t count, int64_t n,
-                             Acc* scratch, int64_t* pivots, long long* singular) {
-  for (int64_t m = opgen::cuda::first_item(); m < count; m += opgen::cuda::item_stride()) {
-    Scratch<Acc> a{scratch + m * n * n, n};
-    int64_t* pivot = pivots + m * n;
-    for (int64_t i = 0; i < n * n; ++i) a.values[i] = static_cast<Acc>(opgen::cuda::widen(in[m * n * n + i]));
-    const int64_t zero = eliminate<Acc>(a, pivot, n);
-    if (zero >= 0) {
-      opgen::cuda::flag(singular, m * n + zero);
-      fill_nan(out + m * n * n, n * n);
-      continue;
+// One block per matrix (N > 8): the matrix, each step's row factors and the pivots in the
+// block's workspace (shared memory where they fit, else device scratch), each elimination step
+// spread over the block's threads with invert_small's arithmetic; the pivot search emulates the
+// CPU's scan (the first largest magnitude; a NaN candidate never wins, a NaN diagonal stays).
+template <typename Acc>
+struct Workspace {
+  Acc* a;  // n x n, row-major
+  Acc* factor;  // n
+  int* pivot;  // n
+  int* source;  // n: column c of the inverse is column source[c] of a
+
+  static constexpr size_t bytes(int64_t n) {
+    return static_cast<size_t>(n * n + n) * sizeof(Acc) + 2 * static_cast<size_t>(n) * sizeof(int);
+  }
+  __device__ static Workspace at(unsigned char* base, int64_t n) {
+    Acc* values = reinterpret_cast<Acc*>(base);
+    int* indices = reinterpret_cast<int*>(values + n * n + n);
+    return {values, values + n * n, indices, indices + n};
+  }
+};
+
+// The row of the pivot of column k, and its magnitude, to every thread of the block.
+template <typename Acc>
+__device__ void find_pivot(const Acc* a, int64_t n, int64_t k, int* best_row, Acc* best_abs) {
+  if (threadIdx.x < 32) {
+    Acc abs_value = Acc(-1);  // below every magnitude: no candidate yet
+    int row = static_cast<int>(n);
+    for (int64_t r = k + threadIdx.x; r < n; r += 32) {
+      const Acc candidate = fabs(a[r * n + k]);
+      if (candidate > abs_value) {  // false for NaN; rows ascend, so the first largest stays
+        abs_value = candidate;
+        row = static_cast<int>(r);
+      }
     }
-    store<T, Acc>(a, pivot, n, out + m * n * n);
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const Acc other_abs = __shfl_down_sync(0xffffffffu, abs_value, offset);
+      const int other_row = __shfl_down_sync(0xffffffffu, row, offset);
+      if (other_abs > abs_value || (other_abs == abs_value && other_row < row)) {
+        abs_value = other_abs;
+        row = other_row;
+      }
+    }
+    if (threadIdx.x == 0) {
+      const Acc diagonal = fabs(a[k * n + k]);
+      *best_row = isnan(diagonal) ? static_cast<int>(k) : row;
+      *best_abs = isnan(diagonal) ? diagonal : abs_value;
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T, typename Acc>
+__global__ void invert_blocks(const T* __restrict__ in, T* __restrict__ out, int64_t count, int64_t n,
+                              unsigned char* global_workspace, long long* singular) {
+  extern __shared__ __align__(16) unsigned char shared_workspace[];
+  __shared__ int best_row;
+  __shared__ Acc best_abs;
+  unsigned char* base = global_workspace == nullptr
+                            ? shared_workspace
+                            : global_workspace + blockIdx.x * Workspace<Acc>::bytes(n);
+  const Workspace<Acc> w = Workspace<Acc>::at(base, n);
+  // Rows by warps and columns by lanes: consecutive lanes touch consecutive elements.
+  const int64_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int64_t m = blockIdx.x; m < count; m += gridDim.x) {
+    const T* matrix = in + m * n * n;
+    T* result = out + m * n * n;
+    for (int64_t r = warp; r < n; r += warps) {
+      for (int64_t c = lane; c < n; c += 32) w.a[r * n + c] = static_cast<Acc>(opgen::cuda::widen(matrix[r * n + c]));
+    }
+    __syncthreads();
+    bool failed = false;
+    for (int64_t k = 0; k < n; ++k) {
+      find_pivot(w.a, n, k, &best_row, &best_abs);
+      if (best_abs == Acc(0)) {
+        if (threadIdx.x == 0) opgen::cuda::flag(singular, m * n + k);
+        failed = true;
+        break;
+      }
+      const int64_t best = best_row;
+      if (best != k) {
+        for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+          const Acc t = w.a[k * n + c];
+          w.a[k * n + c] = w.a[best * n + c];
+          w.a[best * n + c] = t;
+        }
+      }
+      if (threadIdx.x == 0) w.pivot[k] = static_cast<int>(best);
+      __syncthreads();
+      const Acc inv_pivot = Acc(1) / w.a[k * n + k];
+      for (int64_t r = threadIdx.x; r < n; r += blockDim.x) w.factor[r] = mul_rn(w.a[r * n + k], inv_pivot);
+      __syncthreads();
+      for (int64_t r = warp; r < n; r += warps) {
+        if (r == k) continue;
+        const Acc factor = w.factor[r];
+        for (int64_t c = lane; c < n; c += 32) {
+          w.a[r * n + c] = c == k ? -factor : sub_rn(w.a[r * n + c], mul_rn(factor, w.a[k * n + c]));
+        }
+      }
+      __syncthreads();
+      for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
+        w.a[k * n + c] = c == k ? inv_pivot : mul_rn(w.a[k * n + c], inv_pivot);
+      }
+      __syncthreads();
+    }
+    if (failed) {
+      for (int64_t i = threadIdx.x; i < n * n; i += blockDim.x) {
+        result[i] = opgen::cuda::narrow<T>(static_cast<opgen::cuda::compute_t<T>>(NAN));
+      }
+    } else {
+      if (threadIdx.x == 0) {  // the row swaps undone as column swaps, in reverse order
+        for (int64_t c = 0; c < n; ++c) w.source[c] = static_cast<int>(c);
+        for (int64_t k = n - 1; k >= 0; --k) {
+          const int t = w.source[k];
+          w.source[k] = w.source[w.pivot[k]];
+          w.source[w.pivot[k]] = t;
+        }
+      }
+      __syncthreads();
+      for (int64_t r = warp; r < n; r += warps) {
+        for (int64_t c = lane; c < n; c += 32) {
+          result[r * n + c] = opgen::cuda::narrow<T>(static_cast<opgen::cuda::compute_t<T>>(w.a[r * n + w.source[c]]));
+        }
+      }
+    }
+    __syncthreads();  // the workspace is the next matrix's
   }
 }
 
@@ -159,11 +265,18 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Input<T>& X, con
     case 7: launch_small<T, Acc, 7>(ctx, X.data, Y.data, count, singular.device()); break;
     case 8: launch_small<T, Acc, 8>(ctx, X.data, Y.data, count, singular.device()); break;
     default: {
-      const opgen::cuda::DeviceScratch<Acc> scratch(ctx, static_cast<size_t>(count * n * n), "the matrices");
-      const opgen::cuda::DeviceScratch<int64_t> pivots(ctx, static_cast<size_t>(count * n), "the pivots");
-      invert_large<T, Acc><<<opgen::cuda::Context::blocks_for(count, kThreads), kThreads, 0, ctx.stream()>>>(
-          X.data, Y.data, count, n, scratch.data(), pivots.data(), singular.device());
-      ctx.check_launch("invert_large");
+      // Shared memory where the workspace fits in what every GPU gives a block without asking;
+      // else device scratch, for as many blocks as 256 MB of workspaces allow.
+      constexpr unsigned kBlockThreads = 256;
+      const size_t workspace = Workspace<Acc>::bytes(n);
+      const bool in_shared = workspace <= 48 * 1024 - 64;
+      const int64_t most_blocks = in_shared ? 65535 : std::max<int64_t>(1, (int64_t{256} << 20) / static_cast<int64_t>(workspace));
+      const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(count, most_blocks));
+      std::optional<opgen::cuda::DeviceScratch<unsigned char>> scratch;
+      if (!in_shared) scratch.emplace(ctx, workspace * blocks, "the matrices' workspaces");
+      invert_blocks<T, Acc><<<blocks, kBlockThreads, in_shared ? workspace : 0, ctx.stream()>>>(
+          X.data, Y.data, count, n, in_shared ? nullptr : scratch->data(), singular.device());
+      ctx.check_launch("invert_blocks");
     }
   }
   const long long first = singular.first();

@@ -155,6 +155,24 @@ int RunSchemaTest() {
     }
   }
   {
+    ModelProto model = make_model({std::vector<Dim>{{0, "batch"}, {112, ""}, {112, ""}}});
+    auto* node = only_node(model);
+    (void)node;
+    try {
+      ONNX_NAMESPACE::shape_inference::InferShapes(model, ONNX_NAMESPACE::OpSchemaRegistry::Instance(), {true, 1, false});
+      const std::string got_Y = opgen::schema_testing::describe(model.graph().output(0).type());
+      checks.expect(got_Y == "1 [batch, 112, 112]", "shape inference of Y for random case 5 {'X': ['batch', 112, 112]}: " + got_Y);
+    } catch (const std::exception& error) {
+      checks.expect(false, std::string("shape inference for random case 5 {'X': ['batch', 112, 112]}: ") + error.what());
+    }
+    try {
+      ONNX_NAMESPACE::checker::check_model(model);
+      checks.expect(true, "checker accepts the inferred model of random case 5 {'X': ['batch', 112, 112]}");
+    } catch (const std::exception& error) {
+      checks.expect(false, std::string("checker accepts the inferred model of random case 5 {'X': ['batch', 112, 112]}: ") + error.what());
+    }
+  }
+  {
     ModelProto model = make_model({std::vector<Dim>{{2, ""}, {3, ""}, {4, ""}}});
     auto* node = only_node(model);
     (void)node;
@@ -182,7 +200,7 @@ int RunSchemaTest() {
       std::cout << "error case 1 message: " << message << std::endl;
     }
   }
-  std::cout << "inverse: " << (5 + 2) << " cases, " << checks.failures() << " failed" << std::endl;
+  std::cout << "inverse: " << (6 + 2) << " cases, " << checks.failures() << " failed" << std::endl;
   return checks.failures();
 }
 

@@ -233,6 +233,12 @@ def _sample_4_X(shape, gen):
     )[..., torch.randperm(shape[-1], generator=gen), :]
 
 
+def _sample_5_X(shape, gen):
+    return torch.randn(shape, generator=gen, dtype=torch.float64) + 112 * torch.eye(
+        shape[-1], dtype=torch.float64
+    )
+
+
 RANDOM_CASES = [
     {
         "shapes": {"X": ["batch", 3, 3]},
@@ -278,6 +284,15 @@ RANDOM_CASES = [
         },
         "attributes": {},
         "output_dims": [["batch", 13, 13]],
+    },
+    {
+        "shapes": {"X": ["batch", 112, 112]},
+        "dynamic": {"batch": [2, 3]},
+        "samplers": {
+            "X": _sample_5_X,
+        },
+        "attributes": {},
+        "output_dims": [["batch", 112, 112]],
     },
 ]
 
