@@ -450,10 +450,9 @@ def test_onnxruntime_infers_output_types_and_shapes(index, types):
 PAIRED_COUNT_MESSAGE = "ClipByGlobalNorm: output 'Y' takes one value per value of input 'X', got "
 
 
-def test_onnxruntime_pairs_variadic_output_values():
-    """A node gives Y one value per value of X: one fewer fails naming the op in ONNX
-    inference and in ONNX Runtime; a value named "" is computed and dropped, the others are as
-    the reference says."""
+def run_dropping_a_variadic_value(device="cpu"):
+    """A node with one value of Y named "", on `device`'s provider: it is computed and
+    dropped, the others are as the reference says."""
     case = next(
         c
         for c in RANDOM_CASES
@@ -462,8 +461,34 @@ def test_onnxruntime_pairs_variadic_output_values():
     types = TYPES[0]
     inputs = make_inputs(case, 0, types, seed=11)
     names = output_names(inputs)
+    dropped = next(
+        name for name in names if _testing.input_of(name, VARIADIC_OUTPUT) == VARIADIC_OUTPUT
+    )
+    kept = ["" if name == dropped else name for name in names]
+    session = _testing.session(
+        single_node(inputs, case["attributes"], outputs=kept), LIBRARY, device=device
+    )
+    got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
+    for name, want in zip(names, expected_outputs(inputs, case["attributes"], types), strict=True):
+        if name != dropped:
+            _testing.assert_close(
+                got[name], want, TOLERANCES, f"ONNX Runtime ({device}) without {dropped}, {name}"
+            )
+
+
+def test_onnxruntime_pairs_variadic_output_values():
+    """A node gives Y one value per value of X: one fewer fails naming the op in ONNX
+    inference and in ONNX Runtime; a value named "" is computed and dropped
+    (run_dropping_a_variadic_value)."""
+    case = next(
+        c
+        for c in RANDOM_CASES
+        if any(_testing.input_of(n, VARIADIC_INPUT) == VARIADIC_INPUT for n in c["shapes"])
+    )
+    types = TYPES[0]
+    inputs = make_inputs(case, 0, types, seed=11)
     register_all()
-    fewer = names[:-1]
+    fewer = output_names(inputs)[:-1]
     with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(PAIRED_COUNT_MESSAGE)):
         onnx.shape_inference.infer_shapes(
             single_node(inputs, case["attributes"], static=True, outputs=fewer), strict_mode=True
@@ -471,17 +496,7 @@ def test_onnxruntime_pairs_variadic_output_values():
     session = _testing.session(single_node(inputs, case["attributes"], outputs=fewer), LIBRARY)
     with pytest.raises(Exception, match=re.escape(PAIRED_COUNT_MESSAGE)):
         run_ort(session, inputs)
-    dropped = next(
-        name for name in names if _testing.input_of(name, VARIADIC_OUTPUT) == VARIADIC_OUTPUT
-    )
-    kept = ["" if name == dropped else name for name in names]
-    session = _testing.session(single_node(inputs, case["attributes"], outputs=kept), LIBRARY)
-    got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
-    for name, want in zip(names, expected_outputs(inputs, case["attributes"], types), strict=True):
-        if name != dropped:
-            _testing.assert_close(
-                got[name], want, TOLERANCES, f"ONNX Runtime without {dropped}, {name}"
-            )
+    run_dropping_a_variadic_value()
 
 
 @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
@@ -640,29 +655,7 @@ if _testing.has_device("cuda"):
     def test_cuda_drops_variadic_output_values_in_onnxruntime():
         """A value of Y named "" on ONNX Runtime's CUDA provider: computed into device
         memory nothing reads; the others are as the reference says."""
-        case = next(
-            c
-            for c in RANDOM_CASES
-            if any(_testing.input_of(n, VARIADIC_INPUT) == VARIADIC_INPUT for n in c["shapes"])
-        )
-        types = TYPES[0]
-        inputs = make_inputs(case, 0, types, seed=11)
-        names = output_names(inputs)
-        dropped = next(
-            name for name in names if _testing.input_of(name, VARIADIC_OUTPUT) == VARIADIC_OUTPUT
-        )
-        kept = ["" if name == dropped else name for name in names]
-        session = _testing.session(
-            single_node(inputs, case["attributes"], outputs=kept), LIBRARY, device="cuda"
-        )
-        got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
-        for name, want in zip(
-            names, expected_outputs(inputs, case["attributes"], types), strict=True
-        ):
-            if name != dropped:
-                _testing.assert_close(
-                    got[name], want, TOLERANCES, f"CUDA provider without {dropped}, {name}"
-                )
+        run_dropping_a_variadic_value(device="cuda")
 
 
 def test_inputs_on_two_devices_raise():

@@ -406,23 +406,18 @@ def test_onnxruntime_infers_output_types_and_shapes(index, types):
 OUTPUT_OMISSIONS = [["Mean"], ["InvStdDev"], ["Mean", "InvStdDev"]]
 
 
-@pytest.mark.parametrize("left_out", OUTPUT_OMISSIONS, ids="-".join)
-@pytest.mark.parametrize("types", TYPES, ids=types_id)
-def test_onnxruntime_leaves_out_optional_outputs(left_out, types):
-    """A node without some optional outputs (ONNX drops trailing ones and names the others ""):
-    ONNX's checker and shape inference accept it, ONNX Runtime gives the kernel null for them,
-    and the outputs it keeps are as the reference says."""
+def run_leaving_out(left_out, types, device="cpu"):
+    """A node of the first random case without the outputs in `left_out` (ONNX drops trailing
+    ones and names the others ""), on `device`'s provider: ONNX Runtime gives the kernel null
+    for them, and the outputs it keeps are as the reference says. Returns the node's model."""
     case = RANDOM_CASES[0]
     inputs = make_inputs(case, 0, types, seed=7)
     kept = ["" if name in left_out else name for name in output_names(inputs)]
     while kept[-1] == "":
         kept.pop()
-    static = single_node(inputs, case["attributes"], static=True, outputs=kept)
-    register_all()
-    onnx.checker.check_model(
-        onnx.shape_inference.infer_shapes(static, strict_mode=True), full_check=True
+    session = _testing.session(
+        single_node(inputs, case["attributes"], outputs=kept), LIBRARY, device=device
     )
-    session = _testing.session(single_node(inputs, case["attributes"], outputs=kept), LIBRARY)
     assert [o.name for o in session.get_outputs()] == [name for name in kept if name]
     got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
     for name, want in zip(
@@ -430,8 +425,21 @@ def test_onnxruntime_leaves_out_optional_outputs(left_out, types):
     ):
         if name not in left_out:
             _testing.assert_close(
-                got[name], want, TOLERANCES, f"ONNX Runtime without {left_out}, {name}"
+                got[name], want, TOLERANCES, f"ONNX Runtime ({device}) without {left_out}, {name}"
             )
+    return single_node(inputs, case["attributes"], static=True, outputs=kept)
+
+
+@pytest.mark.parametrize("left_out", OUTPUT_OMISSIONS, ids="-".join)
+@pytest.mark.parametrize("types", TYPES, ids=types_id)
+def test_onnxruntime_leaves_out_optional_outputs(left_out, types):
+    """A node without some optional outputs: ONNX's checker and shape inference accept it, and
+    ONNX Runtime computes the others (run_leaving_out)."""
+    static = run_leaving_out(left_out, types)
+    register_all()
+    onnx.checker.check_model(
+        onnx.shape_inference.infer_shapes(static, strict_mode=True), full_check=True
+    )
 
 
 @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
@@ -603,23 +611,7 @@ if _testing.has_device("cuda"):
     def test_cuda_leaves_out_optional_outputs_in_onnxruntime(left_out):
         """A node without some optional outputs on ONNX Runtime's CUDA provider: the kernel gets
         null for them, and the outputs it keeps are as the reference says."""
-        case = RANDOM_CASES[0]
-        types = TYPES[0]
-        inputs = make_inputs(case, 0, types, seed=7)
-        kept = ["" if name in left_out else name for name in output_names(inputs)]
-        while kept[-1] == "":
-            kept.pop()
-        session = _testing.session(
-            single_node(inputs, case["attributes"], outputs=kept), LIBRARY, device="cuda"
-        )
-        got = dict(zip([name for name in kept if name], run_ort(session, inputs), strict=True))
-        for name, want in zip(
-            output_names(inputs), expected_outputs(inputs, case["attributes"], types), strict=True
-        ):
-            if name not in left_out:
-                _testing.assert_close(
-                    got[name], want, TOLERANCES, f"CUDA provider without {left_out}, {name}"
-                )
+        run_leaving_out(left_out, TYPES[0], device="cuda")
 
 
 def test_inputs_on_two_devices_raise():
