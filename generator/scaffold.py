@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from generator import config
 from generator.errors import DefinitionError, DefinitionErrors
@@ -35,6 +35,9 @@ from generator.parse.tensors import attribute_value_problem
 from generator.project import OwnershipError, display
 from generator.target_settings import DeviceKernel
 from generator.targets.settings import DEVICE_KERNELS
+
+if TYPE_CHECKING:
+    from generator.dest import common
 
 # An attribute's value, as given on the command line or sampled.
 AttributeValue = bool | int | float | str | list[int | float | str]
@@ -499,47 +502,15 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     )
 
 
-@dataclass(frozen=True)
-class StubNames:
-    """What every kernel stub of a scaffolded op does with its parameters (the C++ one and each
-    device's): every output a copy of the first input, the rest unused."""
-
-    first_input: str  # the input copied: its first value, where it is variadic
-    outputs: tuple[TensorParam, ...]  # the outputs that copy it (the non-variadic ones)
-    value_copies: tuple[tuple[str, str], ...]  # a variadic output, the variadic input it copies
-    unused: tuple[str, ...]  # the parameters left alone, "attrs" last
-    taken: frozenset[str]  # the op's own names, which a stub's locals must avoid
-
-    def local(self, name: str) -> str:
-        """`name`, or name_ (name__, ...) where the op has a parameter of that name."""
-        return self.local(name + "_") if name in self.taken else name
-
-
-def stub_names(op: OpDef) -> StubNames:
-    used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
-    used |= {t.same_shape_as or "" for t in op.outputs if t.variadic}
-    return StubNames(
-        first_input=op.inputs[0].name + ("[0]" if op.inputs[0].variadic else ""),
-        outputs=tuple(t for t in op.outputs if not t.variadic),
-        value_copies=tuple((t.name, t.same_shape_as or "") for t in op.outputs if t.variadic),
-        unused=(*(t.name for t in op.inputs if t.name not in used), "attrs"),
-        taken=frozenset(
-            {t.name for t in (*op.inputs, *op.outputs)}
-            | {a.name for a in op.attributes}
-            | {c.name for c in op.type_constraints}
-        ),
-    )
-
-
 def kernel_stub(
-    op: OpDef, definition_file: str, package_dir: str, names: StubNames | None = None
+    op: OpDef, definition_file: str, package_dir: str, names: common.StubNames | None = None
 ) -> str:
     """The identity kernel every scaffolded op starts from (`package_dir`: the generated
     package's folder, as the definition's comments name it)."""
     from generator.dest import common
     from generator.render import environment
 
-    names = names or stub_names(op)
+    names = names or common.stub_names(op)
 
     element = f"{names.first_input}.data[{names.local('i')}]"
     from_type = common.tensor_cpp_type(op.inputs[0])
@@ -753,6 +724,8 @@ def _new(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
     write_atomic(definition, text)
     if kernel is not None:
         package_dir = Path(os.path.relpath(args.output_dir.absolute())).as_posix()
+        from generator.dest.common import stub_names
+
         names = stub_names(op)
         write_atomic(kernel, kernel_stub(op, op.definition_path, package_dir, names))
         for device_kernel, path in plan.device_kernels:

@@ -48,7 +48,7 @@ class DeviceKernel:
     field: str  # the definition's kernel field naming the file
     suffix: str  # the file is <op_id><suffix>, beside the definition
     # "module:function" rendering the stub, (op, definition file, package folder, StubNames of
-    # generator/scaffold.py) -> text; loaded only when one is written
+    # generator/dest/common.py) -> text; loaded only when one is written
     stub: str
     help: str
 

@@ -131,10 +131,10 @@ def test_new_op_with_a_cuda_kernel_compiles_for_the_gpu_and_passes_its_tests(tmp
     """--device cuda: the definition names a CUDA kernel too, and its stub (every output a copy
     of the first input, converted where the chosen type differs; a variadic output's values
     copied) is compiled by nvcc into both CUDA libraries; the tests pass as without it (the
-    CUDA ones run on a GPU, `./dev test-gpu`)."""
+    CUDA ones run on a GPU, `./dev test-gpu`). The op's names may be the stub's own."""
     common = ["-m", "generator", "new", "--package", "generated", "--domain", "test.cudascaffold"]
     new = _run(
-        tmp_path, *common, "MyCopy", "--inputs", "X,W", "--outputs", "Y,Z",
+        tmp_path, *common, "MyCopy", "--inputs", "copy,kThreads", "--outputs", "copy_elements,Z",
         "--dtypes", "float32,float16,int64", "--dtype-attribute", "to=float32,int32,bool",
         "--device", "cuda",
     )  # fmt: skip

@@ -112,3 +112,35 @@ def relative_include(from_dir: Path, target: Path) -> str:
 def supported_dtypes(op: OpDef) -> str:
     """`X: float32|float64; Y: int64`, the end of every kernel's unsupported-dtypes message."""
     return "; ".join(f"{t.name}: " + "|".join(d.value for d in op.dtypes_of(t)) for t in op.inputs)
+
+
+@dataclass(frozen=True)
+class StubNames:
+    """What every kernel stub of a scaffolded op does with its parameters (the C++ one and each
+    device's): every output a copy of the first input, the rest unused."""
+
+    first_input: str  # the input copied: its first value, where it is variadic
+    outputs: tuple[TensorParam, ...]  # the outputs that copy it (the non-variadic ones)
+    value_copies: tuple[tuple[str, str], ...]  # a variadic output, the variadic input it copies
+    unused: tuple[str, ...]  # the parameters left alone, "attrs" last
+    taken: frozenset[str]  # the op's own names, which a stub's locals must avoid
+
+    def local(self, name: str) -> str:
+        """`name`, or name_ (name__, ...) where the op has a parameter of that name."""
+        return self.local(name + "_") if name in self.taken else name
+
+
+def stub_names(op: OpDef) -> StubNames:
+    used = {op.inputs[0].name} | {t.name for t in op.outputs} | {"ctx"}
+    used |= {t.same_shape_as or "" for t in op.outputs if t.variadic}
+    return StubNames(
+        first_input=op.inputs[0].name + ("[0]" if op.inputs[0].variadic else ""),
+        outputs=tuple(t for t in op.outputs if not t.variadic),
+        value_copies=tuple((t.name, t.same_shape_as or "") for t in op.outputs if t.variadic),
+        unused=(*(t.name for t in op.inputs if t.name not in used), "attrs"),
+        taken=frozenset(
+            {t.name for t in (*op.inputs, *op.outputs)}
+            | {a.name for a in op.attributes}
+            | {c.name for c in op.type_constraints}
+        ),
+    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from generator.api import cpp
 from generator.api.names import Local
@@ -33,9 +32,6 @@ from generator.runtime import _names
 from generator.targets import ort_library, torch_native
 from generator.targets.cuda_settings import ARCHITECTURES
 from generator.view import view
-
-if TYPE_CHECKING:
-    from generator.scaffold import StubNames
 
 CONTEXT_PARAM = "const opgen::cuda::Context& ctx"
 # What the CUDA files of a project add to its runtime headers.
@@ -228,7 +224,7 @@ def page_facts(op: OpDef) -> list[tuple[str, str]]:
     return [("CUDA", f"`{op.kernel.cuda_file.name}`, run by " + " and ".join(runs))]
 
 
-def kernel_stub(op: OpDef, definition_file: str, package_dir: str, names: StubNames) -> str:
+def kernel_stub(op: OpDef, definition_file: str, package_dir: str, names: common.StubNames) -> str:
     """The CUDA kernel `opgen new --device cuda` scaffolds: every output a copy of the first
     input (converted where its type differs), as the C++ stub, by a grid-stride kernel."""
     from generator.render import environment
@@ -249,6 +245,10 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str, names: StubNa
             value_copies=names.value_copies,
             v=names.local("v"),
             unused=names.unused,
+            # the stub's own names, clear of the op's
+            copy=names.local("copy"),
+            copy_elements=names.local("copy_elements"),
+            threads=names.local("kThreads"),
         )
     )
 
