@@ -16,10 +16,13 @@ what is there and what is missing, and exits 1 while anything is."""
 
 from __future__ import annotations
 
+import fcntl
+import filecmp
 import hashlib
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -27,7 +30,6 @@ import sys
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +37,8 @@ from pathlib import Path
 ORT_GPU = "onnxruntime-gpu==1.31.1"  # built for CUDA 13, as the GPU machine's torch
 PART_BYTES = 55_000_000  # a part and the working tree (about 8 MB) fit in one 64 MiB command
 MANIFEST = "ort-gpu.json"
+_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 PLATFORM = [
     "--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
     "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
@@ -79,8 +83,29 @@ class Manifest:
 
     @staticmethod
     def read(path: Path) -> Manifest:
-        data = json.loads(path.read_text())
-        return Manifest(data["archive"], data["sha256"], tuple(Part(**p) for p in data["parts"]))
+        """The manifest, or SystemExit saying what is wrong with it: names are plain file names,
+        digests SHA-256, one part at least."""
+        try:
+            data = json.loads(path.read_text())
+            manifest = Manifest(
+                str(data["archive"]),
+                str(data["sha256"]),
+                tuple(Part(str(p["name"]), str(p["sha256"])) for p in data["parts"]),
+            )
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise SystemExit(f"{path}: not a kit manifest ({error}): make the kit again") from None
+        names = [manifest.archive, *(part.name for part in manifest.parts)]
+        digests = [manifest.sha256, *(part.sha256 for part in manifest.parts)]
+        if (
+            not manifest.parts
+            or not all(_FILE_NAME.fullmatch(name) for name in names)
+            or not all(_SHA256.fullmatch(digest) for digest in digests)
+            or len(set(names)) != len(names)
+        ):
+            raise SystemExit(
+                f"{path}: not a kit manifest (names, digests or parts): make the kit again"
+            )
+        return manifest
 
     def write(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1) + "\n")
@@ -107,6 +132,9 @@ def split(archive: Path, folder: Path, part_bytes: int = PART_BYTES) -> Manifest
 def make(kit: Path) -> int:
     """Everything in a fresh `kit` folder: the ONNX Runtime headers, and onnxruntime-gpu's
     archive in parts with their manifest."""
+    final, kit = kit, kit.with_name(
+        kit.name + ".partial"
+    )  # the old kit stays until this one is whole
     shutil.rmtree(kit, ignore_errors=True)
     kit.mkdir(parents=True)
     headers = subprocess.run(
@@ -121,6 +149,9 @@ def make(kit: Path) -> int:
         print(f"[dev] repacking {wheel.name} ({wheel.stat().st_size >> 20} MiB) as xz", flush=True)
         repack(wheel, archive)
         manifest = split(archive, kit)
+    shutil.rmtree(final, ignore_errors=True)
+    kit.rename(final)
+    kit = final
     for entry in sorted(kit.iterdir()):
         size = (
             sum(f.stat().st_size for f in entry.rglob("*"))
@@ -191,89 +222,154 @@ class _Joined(io.RawIOBase):
 
 
 def install(manifest: Manifest, stage: Path) -> str:
-    """Unpacks the whole archive into stage/site (once): the parts joined, their SHA-256 checked."""
+    """Unpacks the whole archive into stage/site (once, into an empty folder): the parts joined,
+    their SHA-256 checked; the folder replaced only once the new one is whole."""
     site = stage / "site"
     marker = site / ".opgen-ort-gpu"
     if marker.is_file() and marker.read_text() == manifest.sha256:
         return f"onnxruntime-gpu: installed in {site}"
     parts = [stage / "kit" / part.name for part in manifest.parts]
-    unpacked = stage / "site.partial"
-    shutil.rmtree(unpacked, ignore_errors=True)
-    if site.is_dir():
-        shutil.copytree(site, unpacked)
-    joined = _Joined(parts)
-    with tarfile.open(fileobj=io.BufferedReader(joined), mode="r|xz") as archive:
-        archive.extractall(unpacked, filter="data")
-    while joined.readinto(bytearray(1 << 20)):  # what follows the tar's end, for the digest
-        pass
-    if joined.digest.hexdigest() != manifest.sha256:
-        shutil.rmtree(unpacked)
-        raise SystemExit(f"the joined parts do not give {manifest.archive}: make the kit again")
+    unpacked = Path(tempfile.mkdtemp(prefix="site.", dir=stage))
+    try:
+        joined = _Joined(parts)
+        with tarfile.open(fileobj=io.BufferedReader(joined), mode="r|xz") as archive:
+            archive.extractall(unpacked, filter="data")
+        while joined.readinto(bytearray(1 << 20)):  # what follows the tar's end, for the digest
+            pass
+        if joined.digest.hexdigest() != manifest.sha256:
+            raise SystemExit(f"the joined parts do not give {manifest.archive}: make the kit again")
+    except (tarfile.TarError, EOFError, OSError) as error:  # lzma's errors are OSErrors
+        shutil.rmtree(unpacked, ignore_errors=True)
+        raise SystemExit(
+            f"{manifest.archive} does not unpack ({error}): make the kit again"
+        ) from None
+    except BaseException:
+        shutil.rmtree(unpacked, ignore_errors=True)
+        raise
     (unpacked / ".opgen-ort-gpu").write_text(manifest.sha256)
-    shutil.rmtree(site, ignore_errors=True)
+    old = stage / "site.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if site.exists():
+        site.rename(old)
     unpacked.rename(site)
+    shutil.rmtree(old, ignore_errors=True)
     return f"onnxruntime-gpu: installed in {site} now"
 
 
-def _not_copied(tree: Path) -> Callable[[str, list[str]], set[str]]:
-    """Build folders, caches and the archive parts stay behind when the tree is copied."""
+_NOT_COPIED = ("build", ".git", ".mypy", ".ruff", ".pytest", ".hypothesis")
 
-    def ignore(folder: str, names: list[str]) -> set[str]:
-        if Path(folder) == tree:
-            return {
-                n for n in names if n.startswith(("build", ".git", ".mypy", ".ruff", ".pytest"))
-            }
-        return {n for n in names if ".part-" in n or n == "__pycache__"}
 
-    return ignore
+def _tree_files(tree: Path) -> dict[str, Path]:
+    """The tree's files that the work copy holds, by relative path: not its build folders and
+    caches, not the archive parts (they are in stage/kit)."""
+    files = {}
+    for folder, dirs, names in os.walk(tree):
+        here = Path(folder)
+        dirs[:] = [
+            d
+            for d in dirs
+            if d != "__pycache__" and not (here == tree and d.startswith(_NOT_COPIED))
+        ]
+        for name in names:
+            if ".part-" in name or (here == tree and name.startswith((".gpu-build", "build-gpu"))):
+                continue
+            files[(here / name).relative_to(tree).as_posix()] = here / name
+    return files
+
+
+def _sync(tree: Path, work: Path) -> int:
+    """The work copy made equal to the tree (files whose bytes differ copied, files gone from
+    the tree removed; build-gpu/ kept); returns how many files changed."""
+    want = _tree_files(tree)
+    have = _tree_files(work) if work.is_dir() else {}
+    changed = 0
+    for relative, source in want.items():
+        target = work / relative
+        if relative in have and filecmp.cmp(source, target, shallow=False):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)  # unchanged files keep their times: CMake rebuilds no more
+        changed += 1
+    for relative in have.keys() - want.keys():
+        (work / relative).unlink()
+        changed += 1
+    return changed
+
+
+def _build_running(work: Path) -> bool:
+    """Whether a build holds the work copy's build lock."""
+    lock = work / ".gpu-build.lock"
+    if not lock.exists():
+        return False
+    with lock.open("a") as file:
+        try:
+            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(file, fcntl.LOCK_UN)
+    return False
 
 
 def start_build(tree: Path, stage: Path) -> str:
-    """First call only: the working tree copied to stage/work, and `opgen build --cuda on`
-    started there in a session of its own (it outlives this command); `./dev test-gpu` takes the
-    same lock, so it waits for this build."""
+    """The working tree copied to stage/work (only what changed since the last call), and
+    `opgen build --cuda on` started there in a session of its own (it outlives this command)
+    whenever the copy changed or no build finished; never while one runs. `./dev test-gpu`
+    takes the same lock, so it waits for the build."""
     work = stage / "work"
-    if work.is_dir():
-        done = work / "build-gpu.rc"
-        state = (
-            f"finished with exit status {done.read_text().strip()}" if done.is_file() else "running"
-        )
-        return f"CUDA build in {work}: {state} (log: {stage / 'build.log'})"
-    partial = stage / "work.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(tree, partial, symlinks=True, ignore=_not_copied(tree))
-    partial.rename(work)
+    log = stage / "build.log"
+    if _build_running(work):
+        return f"CUDA build in {work}: running, the copy left as it is (log: {log})"
+    changed = _sync(tree, work)
+    done = work / "build-gpu.rc"
+    if changed == 0 and done.is_file():
+        status = done.read_text().strip()
+        return f"CUDA build in {work}: finished with exit status {status} (log: {log})"
+    done.unlink(missing_ok=True)
     env = dict(os.environ, ORT_INCLUDE_DIR=str(work / ".gpu-kit" / "ort-headers"))
     build = shlex.join(
         ["flock", ".gpu-build.lock", sys.executable, "-m", "generator", "build",
          "--build-dir", "build-gpu", "--cuda", "on"]
     )  # fmt: skip
     build += "; echo $? > build-gpu.rc.partial; mv build-gpu.rc.partial build-gpu.rc"
-    log = shlex.quote(str(stage / "build.log"))
     # setsid and & in a shell that ends at once: the build is nobody's child here to wait for
     subprocess.run(
-        ["bash", "-c", f"setsid bash -c {shlex.quote(build)} > {log} 2>&1 < /dev/null &"],
+        ["bash", "-c", f"setsid bash -c {shlex.quote(build)} > {shlex.quote(str(log))} 2>&1 < /dev/null &"],
         cwd=work, env=env, check=True,
     )  # fmt: skip
-    return f"CUDA build in {work}: started (log: {stage / 'build.log'})"
+    return f"CUDA build in {work}: started, {changed} files copied (log: {log})"
 
 
 def stage_kit(kit: Path, stage: Path, build: bool = True) -> int:
-    stage.mkdir(parents=True, exist_ok=True)
-    manifest, states = receive(kit, stage)
-    lines = [f"{name}: {state}" for name, state in states.items()]
-    if build:
-        lines.append(start_build(kit.resolve().parent, stage))
-    waiting = [name for name, state in states.items() if state != "here"]
-    if not waiting:
-        lines.append(install(manifest, stage))
+    """One command's share: the parts it carries kept, the build started or reported, the
+    archive unpacked once every part is there. One run at a time per stage folder."""
+    tree = kit.resolve().parent
+    stage = stage.resolve()
+    if stage == tree or tree in stage.parents:
+        raise SystemExit(
+            f"the stage folder {stage} is inside the tree {tree}: choose one outside it"
+        )
+    try:
+        stage.mkdir(parents=True, exist_ok=True)
+        lock = (stage / ".lock").open("a")
+    except OSError as error:
+        raise SystemExit(f"the stage folder {stage} cannot be used: {error}") from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        manifest, states = receive(kit, stage)
+        lines = [f"{name}: {state}" for name, state in states.items()]
+        if build:
+            lines.append(start_build(tree, stage))
+        waiting = [name for name, state in states.items() if state != "here"]
+        if not waiting:
+            lines.append(install(manifest, stage))
     for line in lines:
         print(f"[dev] {line}")
     if waiting:
         print(f"[dev] {len(waiting)} of {len(states)} parts still to carry: {' '.join(waiting)}")
         return 1
+    work, site = shlex.quote(str(stage / "work")), shlex.quote(f"{stage / 'site'}:.")
     print(
-        f"[dev] staged; now: cd {stage / 'work'} && PYTHONPATH={stage / 'site'}:. "
+        f"[dev] staged; now: cd {work} && PYTHONPATH={site} "
         "ORT_INCLUDE_DIR=.gpu-kit/ort-headers ./dev test-gpu"
     )
     return 0

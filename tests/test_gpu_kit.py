@@ -4,9 +4,12 @@ Small real archives here; `./dev gpu-kit` makes the real one."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -24,17 +27,18 @@ FILES = {
 }
 
 
-def make_kit(folder: Path, part_bytes: int = 1500) -> gpu_kit.Manifest:
-    """A wheel of FILES repacked and split as `make` does, into folder."""
+def make_kit(folder: Path, part_bytes: int = 1500, files=FILES) -> gpu_kit.Manifest:
+    """A wheel of `files` repacked and split as `make` does, into folder/kit."""
     wheel = folder / "pkg-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
-        for name, (data, mode) in FILES.items():
+        for name, (data, mode) in files.items():
             info = zipfile.ZipInfo(name, date_time=(2024, 5, 6, 7, 8, 10))
             info.external_attr = (stat.S_IFREG | mode) << 16
             archive.writestr(info, data)
     tarball = folder / "pkg-1.0.tar.xz"
     gpu_kit.repack(wheel, tarball)
     kit = folder / "kit"
+    shutil.rmtree(kit, ignore_errors=True)
     kit.mkdir()
     manifest = gpu_kit.split(tarball, kit, part_bytes)
     assert len(manifest.parts) >= 3, "the test needs several parts"
@@ -42,9 +46,9 @@ def make_kit(folder: Path, part_bytes: int = 1500) -> gpu_kit.Manifest:
 
 
 def carrying(folder: Path, name: str, *parts: str) -> Path:
-    """A command's copy of .gpu-kit: the manifest and only the parts it carries."""
-    kit = folder / name
-    kit.mkdir()
+    """A command's copy of the tree's .gpu-kit: the manifest and only the parts it carries."""
+    kit = folder / name / ".gpu-kit"
+    kit.mkdir(parents=True)
     (kit / gpu_kit.MANIFEST).write_bytes((folder / "kit" / gpu_kit.MANIFEST).read_bytes())
     for part in parts:
         (kit / part).write_bytes((folder / "kit" / part).read_bytes())
@@ -98,13 +102,12 @@ def test_parts_that_do_not_join_to_the_archive_install_nothing(tmp_path):
     kit = carrying(tmp_path, "call", *(part.name for part in manifest.parts))
     with pytest.raises(SystemExit, match="do not give pkg-1.0.tar.xz"):
         gpu_kit.stage_kit(kit, tmp_path / "stage", build=False)
-    assert not (tmp_path / "stage" / "site").exists()
-    assert not (tmp_path / "stage" / "site.partial").exists()
+    assert [p.name for p in (tmp_path / "stage").iterdir() if p.name.startswith("site")] == []
 
 
 def test_a_command_without_the_kit_says_how_to_make_it(tmp_path):
     with pytest.raises(SystemExit, match=r"run `./dev gpu-kit` where a registry is"):
-        gpu_kit.stage_kit(tmp_path / ".gpu-kit", tmp_path / "stage", build=False)
+        gpu_kit.stage_kit(tmp_path / "tree" / ".gpu-kit", tmp_path / "stage", build=False)
 
 
 def test_the_first_command_copies_the_tree_and_starts_the_build_in_a_session_of_its_own(tmp_path):
@@ -127,3 +130,73 @@ def test_the_first_command_copies_the_tree_and_starts_the_build_in_a_session_of_
     assert (work / "build-gpu.rc").read_text().strip() == "2"
     assert "CMakeLists.txt not found" in (stage / "build.log").read_text()
     assert "finished with exit status 2" in gpu_kit.start_build(tree, stage)
+    # A file changed in the tree since: copied (alone), and the build started again.
+    (tree / "generator" / "build.py").write_text("# changed\n")
+    assert "started, 1 files copied" in gpu_kit.start_build(tree, stage)
+    assert (work / "generator" / "build.py").read_text() == "# changed\n"
+
+
+def test_a_stage_folder_inside_the_tree_is_refused(tmp_path):
+    (tmp_path / ".gpu-kit").mkdir()
+    with pytest.raises(SystemExit, match="is inside the tree"):
+        gpu_kit.stage_kit(tmp_path / ".gpu-kit", tmp_path / "stage")
+    assert not (tmp_path / "stage").exists()
+
+
+def test_two_commands_staging_at_once_install_once_and_whole(tmp_path, capsys):
+    files = {f"pkg/file{i}.py": (os.urandom(300), 0o644) for i in range(60)}
+    manifest = make_kit(tmp_path, 4000, files)
+    kit = carrying(tmp_path, "call", *(part.name for part in manifest.parts))
+    stage = tmp_path / "stage"
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(gpu_kit.stage_kit(kit, stage, build=False)))
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [0, 0, 0]
+    assert sorted(p.name for p in (stage / "site" / "pkg").iterdir()) == sorted(
+        Path(name).name for name in files
+    )
+    assert capsys.readouterr().out.count("installed in") == 3
+    assert [p.name for p in stage.iterdir() if p.name.startswith("site")] == ["site"]
+
+
+def test_another_kit_replaces_the_installed_one(tmp_path):
+    make_kit(tmp_path, files={"pkg/old_only.py": (b"", 0o644), **FILES})
+    stage = tmp_path / "stage"
+    kit = carrying(
+        tmp_path,
+        "first",
+        *(p.name for p in gpu_kit.Manifest.read(tmp_path / "kit" / gpu_kit.MANIFEST).parts),
+    )
+    assert gpu_kit.stage_kit(kit, stage, build=False) == 0
+    manifest = make_kit(tmp_path, files={**FILES, "pkg/__init__.py": (b"VERSION = 2\n", 0o644)})
+    kit = carrying(tmp_path, "second", *(p.name for p in manifest.parts))
+    assert gpu_kit.stage_kit(kit, stage, build=False) == 0
+    assert (stage / "site" / "pkg" / "__init__.py").read_bytes() == b"VERSION = 2\n"
+    assert not (stage / "site" / "pkg" / "old_only.py").exists()
+
+
+@pytest.mark.parametrize("damage", ["reordered", "not json", "no sha256", "no parts", "a path"])
+def test_a_damaged_manifest_says_make_the_kit_again(tmp_path, damage):
+    manifest = make_kit(tmp_path)
+    path = tmp_path / "kit" / gpu_kit.MANIFEST
+    data = json.loads(path.read_text())
+    if damage == "reordered":
+        data["parts"].reverse()
+    elif damage == "no sha256":
+        del data["sha256"]
+    elif damage == "no parts":
+        data["parts"] = []
+    elif damage == "a path":
+        data["parts"][0]["name"] = "../" + data["parts"][0]["name"]
+    path.write_text("{" if damage == "not json" else json.dumps(data))
+    kit = carrying(tmp_path, "call", *(part.name for part in manifest.parts))
+    with pytest.raises(SystemExit, match="make the kit again"):
+        gpu_kit.stage_kit(kit, tmp_path / "stage", build=False)
+    assert not (tmp_path / "stage" / "site").exists()
+    assert [p.name for p in (tmp_path / "stage").iterdir() if p.name.startswith("site")] == []

@@ -60,9 +60,12 @@ class Context {
 };
 
 // opgen's own stream-ordered memory pool of the context's device, made on first use and kept
-// for the process. It keeps memory freed into it for the next call; the device's default pool
-// hands it back to the driver at every synchronization, and a data check synchronizes on every
-// call.
+// for the process. It keeps up to kKeptScratchBytes of what is freed into it for the next call
+// (the device's default pool hands everything back to the driver at each synchronization, and
+// a data check synchronizes on every call); more goes back at the next synchronization. It
+// never makes one stream wait for another to reuse memory.
+constexpr std::uint64_t kKeptScratchBytes = std::uint64_t{256} << 20;
+
 inline ::cudaMemPool_t scratch_pool(const Context& ctx) {
   static std::mutex mutex;
   static std::map<int, ::cudaMemPool_t> pools;
@@ -76,10 +79,14 @@ inline ::cudaMemPool_t scratch_pool(const Context& ctx) {
   properties.location.id = ctx.device();
   ::cudaMemPool_t pool = nullptr;
   ctx.check(::cudaMemPoolCreate(&pool, &properties), "creating a memory pool");
-  std::uint64_t keep_all = std::numeric_limits<std::uint64_t>::max();
-  const ::cudaError_t kept = ::cudaMemPoolSetAttribute(pool, ::cudaMemPoolAttrReleaseThreshold, &keep_all);
-  if (kept != ::cudaSuccess) static_cast<void>(::cudaMemPoolDestroy(pool));
-  ctx.check(kept, "configuring a memory pool");
+  std::uint64_t kept_bytes = kKeptScratchBytes;
+  int no_hidden_waits = 0;
+  ::cudaError_t configured = ::cudaMemPoolSetAttribute(pool, ::cudaMemPoolAttrReleaseThreshold, &kept_bytes);
+  if (configured == ::cudaSuccess) {
+    configured = ::cudaMemPoolSetAttribute(pool, ::cudaMemPoolReuseAllowInternalDependencies, &no_hidden_waits);
+  }
+  if (configured != ::cudaSuccess) static_cast<void>(::cudaMemPoolDestroy(pool));
+  ctx.check(configured, "configuring a memory pool");
   pools.emplace(ctx.device(), pool);
   return pool;
 }
