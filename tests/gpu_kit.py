@@ -7,7 +7,7 @@ needs, is a 256 MB wheel: repacked here as one xz archive in parts that each fit
 Here, where a registry is (`./dev gpu-kit`):
     python tests/gpu_kit.py make .gpu-kit
 There, in each command that carries .gpu-kit/ with one or more parts (`./dev gpu-stage`):
-    python3 tests/gpu_kit.py stage .gpu-kit /tmp/opgen-gpu
+    python3 tests/gpu_kit.py stage .gpu-kit /tmp/opgen-gpu [--wait]
 The first such command copies the working tree to <stage>/work and starts the CUDA build there
 in the background (a session of its own, so it outlives the command); every one keeps the
 parts it carries in <stage>/kit, checked against their SHA-256; once all are there, the archive
@@ -296,28 +296,28 @@ def _sync(tree: Path, work: Path) -> int:
     return changed
 
 
-def _build_running(work: Path) -> bool:
-    """Whether a build holds the work copy's build lock."""
+def _build_running(work: Path, wait: bool = False) -> bool:
+    """Whether a build holds the work copy's build lock (`wait`: until it ends, then False)."""
     lock = work / ".gpu-build.lock"
     if not lock.exists():
         return False
     with lock.open("a") as file:
         try:
-            fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(file, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
         except BlockingIOError:
             return True
         fcntl.flock(file, fcntl.LOCK_UN)
     return False
 
 
-def start_build(tree: Path, stage: Path) -> str:
+def start_build(tree: Path, stage: Path, wait: bool = False) -> str:
     """The working tree copied to stage/work (only what changed since the last call), and
     `opgen build --cuda on` started there in a session of its own (it outlives this command)
-    whenever the copy changed or no build finished; never while one runs. `./dev test-gpu`
-    takes the same lock, so it waits for the build."""
+    whenever the copy changed or no build finished; never while one runs (`wait`: after it).
+    `./dev test-gpu` takes the same lock, so it waits for the build."""
     work = stage / "work"
     log = stage / "build.log"
-    if _build_running(work):
+    if _build_running(work, wait):
         return f"CUDA build in {work}: running, the copy left as it is (log: {log})"
     changed = _sync(tree, work)
     done = work / "build-gpu.rc"
@@ -339,7 +339,7 @@ def start_build(tree: Path, stage: Path) -> str:
     return f"CUDA build in {work}: started, {changed} files copied (log: {log})"
 
 
-def stage_kit(kit: Path, stage: Path, build: bool = True) -> int:
+def stage_kit(kit: Path, stage: Path, build: bool = True, wait: bool = False) -> int:
     """One command's share: the parts it carries kept, the build started or reported, the
     archive unpacked once every part is there. One run at a time per stage folder."""
     tree = kit.resolve().parent
@@ -358,7 +358,7 @@ def stage_kit(kit: Path, stage: Path, build: bool = True) -> int:
         manifest, states = receive(kit, stage)
         lines = [f"{name}: {state}" for name, state in states.items()]
         if build:
-            lines.append(start_build(tree, stage))
+            lines.append(start_build(tree, stage, wait))
         waiting = [name for name, state in states.items() if state != "here"]
         if not waiting:
             lines.append(install(manifest, stage))
@@ -378,9 +378,9 @@ def stage_kit(kit: Path, stage: Path, build: bool = True) -> int:
 def _main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "make":
         return make(Path(argv[1]))
-    if len(argv) == 3 and argv[0] == "stage":
-        return stage_kit(Path(argv[1]), Path(argv[2]))
-    print("usage: gpu_kit.py make KIT | stage KIT STAGE", file=sys.stderr)
+    if len(argv) in (3, 4) and argv[0] == "stage" and argv[3:] in ([], ["--wait"]):
+        return stage_kit(Path(argv[1]), Path(argv[2]), wait=argv[3:] == ["--wait"])
+    print("usage: gpu_kit.py make KIT | stage KIT STAGE [--wait]", file=sys.stderr)
     return 2
 
 
