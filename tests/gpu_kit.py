@@ -8,11 +8,11 @@ Here, where a registry is (`./dev gpu-kit`):
     python tests/gpu_kit.py make .gpu-kit
 There, in each command that carries .gpu-kit/ with one or more parts (`./dev gpu-stage`):
     python3 tests/gpu_kit.py stage .gpu-kit /tmp/opgen-gpu [--wait]
-The first such command copies the working tree to <stage>/work and starts the CUDA build there
-in the background (a session of its own, so it outlives the command); every one keeps the
-parts it carries in <stage>/kit, checked against their SHA-256; once all are there, the archive
-is unpacked into <stage>/site (for PYTHONPATH). Each run says
-what is there and what is missing, and exits 1 while anything is."""
+Each such command keeps the parts it carries in <stage>/kit, checked against their SHA-256,
+brings the working tree's changes into <stage>/work and starts the CUDA build there in the
+background when it needs one (a session of its own, so it outlives the command); once every
+part is there, the archive is unpacked into <stage>/site (for PYTHONPATH). Each run says what
+is there and what is missing, and exits 1 while anything is."""
 
 from __future__ import annotations
 
@@ -132,9 +132,7 @@ def split(archive: Path, folder: Path, part_bytes: int = PART_BYTES) -> Manifest
 def make(kit: Path) -> int:
     """Everything in a fresh `kit` folder: the ONNX Runtime headers, and onnxruntime-gpu's
     archive in parts with their manifest."""
-    final, kit = kit, kit.with_name(
-        kit.name + ".partial"
-    )  # the old kit stays until this one is whole
+    final, kit = kit, kit.with_name(kit.name + ".partial")  # the old kit stays until it is whole
     shutil.rmtree(kit, ignore_errors=True)
     kit.mkdir(parents=True)
     headers = subprocess.run(
@@ -167,8 +165,9 @@ def make(kit: Path) -> int:
 
 
 def receive(kit: Path, stage: Path) -> tuple[Manifest, dict[str, str]]:
-    """Keeps the parts `kit` carries in stage/kit, each checked against the manifest; returns the
-    manifest and each part's state: "here", "missing", or what is wrong with the one carried."""
+    """Keeps the parts `kit` carries in stage/kit (named by their SHA-256), each checked against
+    the manifest; returns the manifest and each part's state: "here", "missing", or what is
+    wrong with the one carried."""
     manifest_file = kit / MANIFEST
     if not manifest_file.is_file():
         raise SystemExit(
@@ -180,8 +179,8 @@ def receive(kit: Path, stage: Path) -> tuple[Manifest, dict[str, str]]:
     states = {}
     for part in manifest.parts:
         name, want = part.name, part.sha256
-        carried, held = kit / name, kept / name
-        if held.is_file() and sha256_of(held) == want:
+        carried, held = kit / name, kept / want  # kept by content: checked when it came
+        if held.is_file():
             states[name] = "here"
         elif not carried.is_file():
             states[name] = "missing"
@@ -228,7 +227,7 @@ def install(manifest: Manifest, stage: Path) -> str:
     marker = site / ".opgen-ort-gpu"
     if marker.is_file() and marker.read_text() == manifest.sha256:
         return f"onnxruntime-gpu: installed in {site}"
-    parts = [stage / "kit" / part.name for part in manifest.parts]
+    parts = [stage / "kit" / part.sha256 for part in manifest.parts]
     unpacked = Path(tempfile.mkdtemp(prefix="site.", dir=stage))
     try:
         joined = _Joined(parts)
@@ -238,21 +237,19 @@ def install(manifest: Manifest, stage: Path) -> str:
             pass
         if joined.digest.hexdigest() != manifest.sha256:
             raise SystemExit(f"the joined parts do not give {manifest.archive}: make the kit again")
+        (unpacked / ".opgen-ort-gpu").write_text(manifest.sha256)
+        old = stage / "site.old"
+        shutil.rmtree(old, ignore_errors=True)
+        if site.exists():
+            site.rename(old)
+        unpacked.rename(site)
+        shutil.rmtree(old, ignore_errors=True)
     except (tarfile.TarError, EOFError, OSError) as error:  # lzma's errors are OSErrors
-        shutil.rmtree(unpacked, ignore_errors=True)
         raise SystemExit(
             f"{manifest.archive} does not unpack ({error}): make the kit again"
         ) from None
-    except BaseException:
-        shutil.rmtree(unpacked, ignore_errors=True)
-        raise
-    (unpacked / ".opgen-ort-gpu").write_text(manifest.sha256)
-    old = stage / "site.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if site.exists():
-        site.rename(old)
-    unpacked.rename(site)
-    shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(unpacked, ignore_errors=True)  # gone already where it became site
     return f"onnxruntime-gpu: installed in {site} now"
 
 

@@ -90,7 +90,7 @@ def test_a_damaged_part_is_named_and_not_kept(tmp_path, capsys):
     assert gpu_kit.stage_kit(kit, tmp_path / "stage", build=False) == 1
     out = capsys.readouterr().out
     assert f"{first}: carried, but its SHA-256 is" in out and "make the kit again" in out
-    assert not (tmp_path / "stage" / "kit" / first).exists()
+    assert not (tmp_path / "stage" / "kit" / manifest.parts[0].sha256).exists()
     assert not (tmp_path / "stage" / "site").exists()
 
 

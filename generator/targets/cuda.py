@@ -27,7 +27,7 @@ from generator.generated_file import GeneratedFile
 from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam
-from generator.render import copy_runtime, render, render_part
+from generator.render import copy_runtime, environment, render, render_part
 from generator.runtime import _names
 from generator.targets import ort_library, torch_native
 from generator.targets.cuda_settings import ARCHITECTURES
@@ -227,9 +227,6 @@ def page_facts(op: OpDef) -> list[tuple[str, str]]:
 def kernel_stub(op: OpDef, definition_file: str, package_dir: str, names: common.StubNames) -> str:
     """The CUDA kernel `opgen new --device cuda` scaffolds: every output a copy of the first
     input (converted where its type differs), as the C++ stub, by a grid-stride kernel."""
-    from generator.render import environment
-
-    copies = [(t.name, names.first_input) for t in names.outputs]
     return (
         environment()
         .get_template("scaffold/kernel.cuh.j2")
@@ -241,7 +238,7 @@ def kernel_stub(op: OpDef, definition_file: str, package_dir: str, names: common
             template_decl=common.template_decl(op),
             compute_params=common.compute_params(op, None, CONTEXT_PARAM),
             first_input=names.first_input,
-            copies=copies,
+            outputs=[t.name for t in names.outputs],
             value_copies=names.value_copies,
             v=names.local("v"),
             unused=names.unused,
