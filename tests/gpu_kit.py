@@ -345,8 +345,15 @@ def stage_kit(kit: Path, stage: Path, build: bool = True, wait: bool = False) ->
         raise SystemExit(
             f"the stage folder {stage} is inside the tree {tree}: choose one outside it"
         )
+    # Only a folder this made: its work copy and site are replaced and pruned at will.
+    marker = stage / ".opgen-gpu-stage"
+    if stage.exists() and not marker.is_file() and (not stage.is_dir() or any(stage.iterdir())):
+        raise SystemExit(
+            f"the stage folder {stage} is not one `./dev gpu-stage` made, nor empty: name another"
+        )
     try:
         stage.mkdir(parents=True, exist_ok=True)
+        marker.touch()
         lock = (stage / ".lock").open("a")
     except OSError as error:
         raise SystemExit(f"the stage folder {stage} cannot be used: {error}") from None

@@ -143,6 +143,19 @@ def test_a_stage_folder_inside_the_tree_is_refused(tmp_path):
     assert not (tmp_path / "stage").exists()
 
 
+def test_a_stage_folder_of_someone_elses_files_is_refused_and_left_alone(tmp_path):
+    manifest = make_kit(tmp_path)
+    kit = carrying(tmp_path, "call", *(part.name for part in manifest.parts))
+    home = tmp_path / "home"
+    (home / "work").mkdir(parents=True)
+    (home / "work" / "thesis.tex").write_text("mine\n")
+    (home / "site").mkdir()
+    with pytest.raises(SystemExit, match="is not one `./dev gpu-stage` made, nor empty"):
+        gpu_kit.stage_kit(kit, home)
+    assert (home / "work" / "thesis.tex").read_text() == "mine\n"
+    assert sorted(p.name for p in home.iterdir()) == ["site", "work"]
+
+
 def test_two_commands_staging_at_once_install_once_and_whole(tmp_path, capsys):
     files = {f"pkg/file{i}.py": (os.urandom(300), 0o644) for i in range(60)}
     manifest = make_kit(tmp_path, 4000, files)
