@@ -15,17 +15,25 @@ namespace {
 
 // Products and differences rounded as the CPU rounds them: nvcc would fuse them into FMAs,
 // which round once, so near-singular matrices could pass on one device and fail on the other.
+// (On the host, where CI runs this arithmetic, the compiler is told not to fuse.)
+#ifdef __CUDA_ARCH__
 __device__ __forceinline__ float mul_rn(float x, float y) { return __fmul_rn(x, y); }
 __device__ __forceinline__ double mul_rn(double x, double y) { return __dmul_rn(x, y); }
 __device__ __forceinline__ float sub_rn(float x, float y) { return __fsub_rn(x, y); }
 __device__ __forceinline__ double sub_rn(double x, double y) { return __dsub_rn(x, y); }
+#else
+template <typename Acc>
+inline Acc mul_rn(Acc x, Acc y) { return x * y; }
+template <typename Acc>
+inline Acc sub_rn(Acc x, Acc y) { return x - y; }
+#endif
 
 // Gauss-Jordan on one matrix `a` (row-major, n x n, in place), step for step and rounding for
 // rounding the CPU kernel's small-matrix path (invert_lanes): afterwards `a` holds the inverse
 // with its columns permuted by the row swaps in `pivot`, which the caller undoes. Returns the
 // column of the first zero pivot, or -1.
 template <typename Acc, typename Matrix, typename Pivots>
-__device__ int64_t eliminate(Matrix& a, Pivots& pivot, int64_t n) {
+__host__ __device__ int64_t eliminate(Matrix& a, Pivots& pivot, int64_t n) {
   for (int64_t k = 0; k < n; ++k) {
     int64_t best = k;
     Acc best_abs = fabs(a(k, k));
@@ -60,7 +68,7 @@ __device__ int64_t eliminate(Matrix& a, Pivots& pivot, int64_t n) {
 
 // Writes the inverse to `out`, undoing the row swaps as column swaps in reverse order.
 template <typename T, typename Acc, typename Matrix, typename Pivots>
-__device__ void store(Matrix& a, const Pivots& pivot, int64_t n, T* out) {
+__host__ __device__ void store(Matrix& a, const Pivots& pivot, int64_t n, T* out) {
   for (int64_t k = n - 1; k >= 0; --k) {
     const int64_t p = pivot[k];
     if (p == k) continue;
@@ -78,7 +86,7 @@ __device__ void store(Matrix& a, const Pivots& pivot, int64_t n, T* out) {
 template <typename Acc, int N>
 struct Registers {
   Acc values[N][N];
-  __device__ Acc& operator()(int64_t r, int64_t c) { return values[r][c]; }
+  __host__ __device__ Acc& operator()(int64_t r, int64_t c) { return values[r][c]; }
 };
 
 // A singular matrix's output: NaN, as torch.linalg.inv_ex gives (the call fails unless a CUDA
@@ -88,22 +96,29 @@ __device__ void fill_nan(T* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = opgen::cuda::narrow<T>(static_cast<opgen::cuda::compute_t<T>>(NAN));
 }
 
+// One N x N matrix in registers: its inverse to `out`, or the column of its first zero pivot
+// (`out` untouched). Host code too: CI checks it against the CPU kernel, bit for bit.
+template <typename T, typename Acc, int N>
+__host__ __device__ int64_t invert_in_registers(const T* in, T* out) {
+  Registers<Acc, N> a;
+  int64_t pivot[N];
+  for (int r = 0; r < N; ++r) {
+    for (int c = 0; c < N; ++c) a.values[r][c] = static_cast<Acc>(opgen::cuda::widen(in[r * N + c]));
+  }
+  const int64_t zero = eliminate<Acc>(a, pivot, N);
+  if (zero < 0) store<T, Acc>(a, pivot, N, out);
+  return zero;
+}
+
 template <typename T, typename Acc, int N>
 __global__ void invert_small(const T* __restrict__ in, T* __restrict__ out, int64_t count,
                              long long* singular) {
   for (int64_t m = opgen::cuda::first_item(); m < count; m += opgen::cuda::item_stride()) {
-    Registers<Acc, N> a;
-    int64_t pivot[N];
-    for (int r = 0; r < N; ++r) {
-      for (int c = 0; c < N; ++c) a.values[r][c] = static_cast<Acc>(opgen::cuda::widen(in[(m * N + r) * N + c]));
-    }
-    const int64_t zero = eliminate<Acc>(a, pivot, N);
+    const int64_t zero = invert_in_registers<T, Acc, N>(in + m * N * N, out + m * N * N);
     if (zero >= 0) {
       opgen::cuda::flag(singular, m * N + zero);
       fill_nan(out + m * N * N, N * N);
-      continue;
     }
-    store<T, Acc>(a, pivot, N, out + m * N * N);
   }
 }
 

@@ -238,6 +238,48 @@ def test_the_pytorch_cuda_library_does_not_load_into_a_cpu_only_torch():
     assert "aoti_torch_get_current_cuda_stream" in undefined
 
 
+def test_the_cuda_kernels_arithmetic_on_the_host_gives_the_cpu_kernels_bits(tmp_path):
+    """What CI can check of the device code without a GPU: tests/cuda_on_host.cu runs the
+    CUDA kernels' __host__ __device__ parts on the host (nvcc compiles them for both) against
+    the CPU kernels: the element conversions (float16, bfloat16, float8) and Inverse's
+    per-matrix elimination for N <= 8, bit for bit. Its kernels compile for a GPU too (sm_80)."""
+    nvcc = _nvcc()
+    program = tmp_path / "cuda_on_host"
+    compiled = subprocess.run(
+        [
+            nvcc,
+            "-std=c++17",
+            "-O2",
+            "-arch=sm_80",
+            "--expt-relaxed-constexpr",
+            # As the kernel objects are built: products and sums rounded as written.
+            *("-Xcompiler", "-ffp-contract=off"),
+            *("-I", str(GENERATED / "include"), "-I", str(GENERATED), "-I", str(ROOT)),
+            str(ROOT / "tests" / "cuda_on_host.cu"),
+            *("-o", str(program)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert compiled.returncode == 0, compiled.stderr[-3000:]
+    # nvcc turns a host call of a device-only function inside a template into exit(1) at run
+    # time, not a compile error: the lines below prove every check ran.
+    ran = subprocess.run([str(program)], capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert ran.stdout.endswith("mismatches: 0\n"), ran.stdout[-3000:]
+    for name in ("float16", "bfloat16", "float8e4m3fn", "float8e5m2"):
+        checked = re.search(rf"^{name} conversions: (\d+) checked$", ran.stdout, re.M)
+        assert checked and int(checked[1]) > 1_000_000, ran.stdout
+    for dtype in ("float32", "float64", "float16"):
+        for n in range(1, 9):
+            line = re.search(
+                rf"^Inverse {dtype} N={n}: 3000 matrices, (\d+) singular$", ran.stdout, re.M
+            )
+            # Some singular (the same column on both) and most not (the same bits).
+            assert line and 0 < int(line[1]) < 1500, (dtype, n, ran.stdout)
+
+
 CUDA_REFUSALS = [
     # (definition, old, new, error)
     (

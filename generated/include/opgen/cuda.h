@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -210,58 +211,71 @@ template <typename T>
 using compute_t = typename device_compute_type<T>::type;
 
 template <typename T>
-__device__ __forceinline__ compute_t<T> widen(T value) {
+__host__ __device__ __forceinline__ compute_t<T> widen(T value) {
   return value;
 }
 template <>
-__device__ __forceinline__ float widen<opgen::float16>(opgen::float16 value) {
+__host__ __device__ __forceinline__ float widen<opgen::float16>(opgen::float16 value) {
   return ::__half2float(::__ushort_as_half(value.bits));
 }
 template <>
-__device__ __forceinline__ float widen<opgen::bfloat16>(opgen::bfloat16 value) {
+__host__ __device__ __forceinline__ float widen<opgen::bfloat16>(opgen::bfloat16 value) {
   return ::__bfloat162float(::__ushort_as_bfloat16(value.bits));
 }
 
 // float8 (the two formats CUDA has: e4m3fn and e5m2; not the fnuz ones) through half, exactly.
 template <>
-__device__ __forceinline__ float widen<opgen::float8e4m3fn>(opgen::float8e4m3fn value) {
+__host__ __device__ __forceinline__ float widen<opgen::float8e4m3fn>(opgen::float8e4m3fn value) {
   return ::__half2float(::__half(::__nv_cvt_fp8_to_halfraw(value.bits, ::__NV_E4M3)));
 }
 template <>
-__device__ __forceinline__ float widen<opgen::float8e5m2>(opgen::float8e5m2 value) {
+__host__ __device__ __forceinline__ float widen<opgen::float8e5m2>(opgen::float8e5m2 value) {
   return ::__half2float(::__half(::__nv_cvt_fp8_to_halfraw(value.bits, ::__NV_E5M2)));
 }
 
-// Back to T, rounded to nearest even as on the CPU.
+// Back to T, rounded to nearest even as on the CPU, to the same bits: a NaN too, which CUDA's
+// conversions would make one NaN without its sign (the CPU keeps the sign, and bfloat16 the
+// payload's upper bits).
 template <typename T>
-__device__ __forceinline__ T narrow(compute_t<T> value) {
+__host__ __device__ __forceinline__ T narrow(compute_t<T> value) {
   return static_cast<T>(value);
 }
+__host__ __device__ __forceinline__ std::uint32_t float_bits(float value) {
+#ifdef __CUDA_ARCH__
+  return ::__float_as_uint(value);
+#else
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+#endif
+}
 template <>
-__device__ __forceinline__ opgen::float16 narrow<opgen::float16>(float value) {
+__host__ __device__ __forceinline__ opgen::float16 narrow<opgen::float16>(float value) {
   opgen::float16 result;
-  result.bits = ::__half_as_ushort(::__float2half_rn(value));
+  result.bits = ::isnan(value) ? static_cast<std::uint16_t>(((float_bits(value) >> 16) & 0x8000u) | 0x7e00u)
+                               : ::__half_as_ushort(::__float2half_rn(value));
   return result;
 }
 template <>
-__device__ __forceinline__ opgen::bfloat16 narrow<opgen::bfloat16>(float value) {
+__host__ __device__ __forceinline__ opgen::bfloat16 narrow<opgen::bfloat16>(float value) {
   opgen::bfloat16 result;
-  result.bits = ::__bfloat16_as_ushort(::__float2bfloat16_rn(value));
+  result.bits = ::isnan(value) ? static_cast<std::uint16_t>((float_bits(value) >> 16) | 0x40u)
+                               : ::__bfloat16_as_ushort(::__float2bfloat16_rn(value));
   return result;
 }
 // float8: saturating to the largest finite value, as ONNX's Cast with saturate=1. NaN keeps
-// its sign, 0x7f or 0xff as on the CPU (CUDA's conversion drops the sign).
-__device__ __forceinline__ unsigned char float8_nan(float value) {
+// its sign, 0x7f or 0xff as on the CPU.
+__host__ __device__ __forceinline__ unsigned char float8_nan(float value) {
   return static_cast<unsigned char>(::signbit(value) ? 0xff : 0x7f);
 }
 template <>
-__device__ __forceinline__ opgen::float8e4m3fn narrow<opgen::float8e4m3fn>(float value) {
+__host__ __device__ __forceinline__ opgen::float8e4m3fn narrow<opgen::float8e4m3fn>(float value) {
   opgen::float8e4m3fn result;
   result.bits = ::isnan(value) ? float8_nan(value) : ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E4M3);
   return result;
 }
 template <>
-__device__ __forceinline__ opgen::float8e5m2 narrow<opgen::float8e5m2>(float value) {
+__host__ __device__ __forceinline__ opgen::float8e5m2 narrow<opgen::float8e5m2>(float value) {
   opgen::float8e5m2 result;
   result.bits = ::isnan(value) ? float8_nan(value) : ::__nv_cvt_float_to_fp8(value, ::__NV_SATFINITE, ::__NV_E5M2);
   return result;

@@ -1,0 +1,205 @@
+// The CUDA kernels' arithmetic run on the host, where CI has no GPU: nvcc compiles the
+// __host__ __device__ functions for both sides, and CUDA's conversion intrinsics have host
+// implementations giving the device's results. Checked bit for bit against the CPU kernels:
+//  - opgen::cuda::widen and narrow (float16, bfloat16, float8 e4m3fn and e5m2) against the CPU
+//    types' conversions: every value widened; narrowed, every value of the format, every
+//    midpoint between neighbours and the floats either side of it, the specials, random floats;
+//  - Inverse's per-matrix elimination (N <= 8, the CUDA kernel's invert_in_registers) against
+//    the CPU kernel's, on random, integer (often singular), near-singular, tied-pivot and
+//    non-finite matrices: the same singular matrices (the same column) and the same bits.
+// Prints one line per check and "mismatches: 0" when all agree; exits 1 otherwise.
+// Built and run by tests/test_cuda.py (nvcc -I generated -I .).
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "inverse/inverse_cuda.h"
+#include "opdefs/inverse_kernel.cuh"
+#include "opdefs/inverse_kernel.h"
+
+namespace {
+
+int mismatches = 0;
+
+template <typename Bits>
+void report(const char* what, double input, Bits cpu, Bits cuda) {
+  if (++mismatches <= 20) {
+    std::printf("MISMATCH %s: input %.17g: cpu 0x%llx, cuda 0x%llx\n", what, input,
+                static_cast<unsigned long long>(cpu), static_cast<unsigned long long>(cuda));
+  }
+}
+
+uint32_t bits_of(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+float float_of(uint32_t bits) {
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+// Every value of the format, and the floats the narrowing must round: each value, the midpoint
+// between it and its upper neighbour, and the floats on either side of value and midpoint.
+template <typename T, typename Code>
+std::vector<float> rounding_cases(int codes) {
+  std::vector<float> finite;
+  for (int code = 0; code < codes; ++code) {
+    T value;
+    value.bits = static_cast<Code>(code);
+    const float f = opgen::cuda::widen(value);
+    if (std::isfinite(f)) finite.push_back(f);
+  }
+  std::sort(finite.begin(), finite.end());
+  std::vector<float> cases;
+  const float huge = std::numeric_limits<float>::max();
+  for (size_t i = 0; i < finite.size(); ++i) {
+    const float upper = i + 1 < finite.size() ? finite[i + 1] : finite[i] * 2;
+    const float midpoint = static_cast<float>((static_cast<double>(finite[i]) + upper) / 2);
+    for (const float f : {finite[i], midpoint}) {
+      cases.push_back(f);
+      cases.push_back(std::nextafter(f, huge));
+      cases.push_back(std::nextafter(f, -huge));
+    }
+  }
+  for (const uint32_t bits : {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00000u, 0x7f800001u,
+                              0xff800001u, 0x7fffffffu, 0xffffffffu, 0x7fa00000u, 0x00000001u,
+                              0x80000001u, 0x007fffffu, 0x7f7fffffu, 0xff7fffffu}) {
+    cases.push_back(float_of(bits));
+  }
+  std::mt19937 random(29);
+  for (int i = 0; i < 1 << 20; ++i) cases.push_back(float_of(static_cast<uint32_t>(random())));
+  return cases;
+}
+
+template <typename T, typename Code>
+void check_conversions(const char* name, int codes) {
+  int checked = 0;
+  for (int code = 0; code < codes; ++code) {
+    T value;
+    value.bits = static_cast<Code>(code);
+    const float cpu = static_cast<float>(value), cuda = opgen::cuda::widen(value);
+    // A NaN's payload is not kept alike (CUDA's host conversions give one NaN): NaN is enough.
+    const bool both_nan = std::isnan(cpu) && std::isnan(cuda);
+    if (bits_of(cpu) != bits_of(cuda) && !both_nan) report((std::string("widen ") + name).c_str(), code, bits_of(cpu), bits_of(cuda));
+    ++checked;
+  }
+  for (const float f : rounding_cases<T, Code>(codes)) {
+    const T cpu(f), cuda = opgen::cuda::narrow<T>(f);
+    if (cpu.bits != cuda.bits) report((std::string("narrow ") + name).c_str(), f, cpu.bits, cuda.bits);
+    ++checked;
+  }
+  std::printf("%s conversions: %d checked\n", name, checked);
+}
+
+// The CPU kernel on one matrix: its inverse, or the column its error names.
+template <typename T, typename Acc, int N>
+int64_t cpu_inverse(const T* in, T* out) {
+  try {
+    opgen::inverse::invert_range_small<T, Acc, N>(in, out, 0, 1);
+    return -1;
+  } catch (const opgen::Error& error) {
+    const std::string message = error.what();
+    const std::string marker = "zero pivot in column ";
+    const size_t at = message.find(marker);
+    if (at == std::string::npos) return -2;
+    return std::stoll(message.substr(at + marker.size()));
+  }
+}
+
+template <typename T>
+uint64_t bits_of_element(T value) {
+  if constexpr (sizeof(T) == 8) {
+    uint64_t bits;
+    std::memcpy(&bits, &value, sizeof bits);
+    return bits;
+  } else if constexpr (sizeof(T) == 4) {
+    return bits_of(value);
+  } else {
+    return value.bits;
+  }
+}
+
+template <typename T, typename Acc, int N>
+void check_inverse(const char* name, std::mt19937& random) {
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::uniform_int_distribution<int> small_integer(-2, 2);
+  const double specials[] = {0.0, -0.0, 1.0, -1.0, 0.5, std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::quiet_NaN(), 1e-30, 3e-39};
+  int checked = 0, singular = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    T in[N * N], cpu[N * N], cuda[N * N];
+    const int kind = trial % 6;
+    for (int i = 0; i < N * N; ++i) {
+      double v = 0;
+      switch (kind) {
+        case 0: v = uniform(random); break;
+        case 1: v = small_integer(random); break;  // exactly singular often
+        case 2: v = small_integer(random) * 0.1; break;  // singular in exact arithmetic only
+        case 3: v = (random() % 2 ? 1 : -1) * (1 + (random() % 3) * 0.25); break;  // tied pivots
+        case 4: v = random() % 8 == 0 ? specials[random() % 10] : uniform(random); break;
+        default: v = uniform(random) * std::ldexp(1.0, static_cast<int>(random() % 40) - 20); break;
+      }
+      in[i] = static_cast<T>(static_cast<Acc>(v));
+    }
+    if (kind == 2 && N >= 2) {  // one row a multiple of another: near singular after rounding
+      for (int c = 0; c < N; ++c) in[N + c] = static_cast<T>(static_cast<Acc>(3) * static_cast<Acc>(in[c]));
+    }
+    const int64_t cpu_zero = cpu_inverse<T, Acc, N>(in, cpu);
+    const int64_t cuda_zero = opgen::inverse::invert_in_registers<T, Acc, N>(in, cuda);
+    ++checked;
+    if (cpu_zero != cuda_zero) {
+      report((std::string("Inverse singular column ") + name).c_str(), N, cpu_zero, cuda_zero);
+      continue;
+    }
+    if (cpu_zero >= 0) {
+      ++singular;
+      continue;
+    }
+    for (int i = 0; i < N * N; ++i) {
+      const uint64_t a = bits_of_element(cpu[i]), b = bits_of_element(cuda[i]);
+      const bool both_nan = std::isnan(static_cast<double>(static_cast<Acc>(cpu[i]))) &&
+                            std::isnan(static_cast<double>(static_cast<Acc>(cuda[i])));
+      if (a != b && !both_nan) {
+        report((std::string("Inverse ") + name + " N=" + std::to_string(N)).c_str(), i, a, b);
+        break;
+      }
+    }
+  }
+  std::printf("Inverse %s N=%d: %d matrices, %d singular\n", name, N, checked, singular);
+}
+
+template <typename T, typename Acc>
+void check_inverse_sizes(const char* name) {
+  std::mt19937 random(29);
+  check_inverse<T, Acc, 1>(name, random);
+  check_inverse<T, Acc, 2>(name, random);
+  check_inverse<T, Acc, 3>(name, random);
+  check_inverse<T, Acc, 4>(name, random);
+  check_inverse<T, Acc, 5>(name, random);
+  check_inverse<T, Acc, 6>(name, random);
+  check_inverse<T, Acc, 7>(name, random);
+  check_inverse<T, Acc, 8>(name, random);
+}
+
+}  // namespace
+
+int main() {
+  check_conversions<opgen::float16, uint16_t>("float16", 1 << 16);
+  check_conversions<opgen::bfloat16, uint16_t>("bfloat16", 1 << 16);
+  check_conversions<opgen::float8e4m3fn, uint8_t>("float8e4m3fn", 1 << 8);
+  check_conversions<opgen::float8e5m2, uint8_t>("float8e5m2", 1 << 8);
+  check_inverse_sizes<float, float>("float32");
+  check_inverse_sizes<double, double>("float64");
+  check_inverse_sizes<opgen::float16, float>("float16");
+  std::printf("mismatches: %d\n", mismatches);
+  return mismatches == 0 ? 0 : 1;
+}
