@@ -6,7 +6,9 @@
 //    midpoint between neighbours and the floats either side of it, the specials, random floats;
 //  - Inverse's per-matrix elimination (N <= 8, the CUDA kernel's invert_in_registers) against
 //    the CPU kernel's, on random, integer (often singular), near-singular, tied-pivot and
-//    non-finite matrices: the same singular matrices (the same column) and the same bits.
+//    non-finite matrices: the same singular matrices (the same column) and the same bits;
+//  - Sum's merged broadcast layout and per-element sums (over its launches of kValues values)
+//    against the CPU kernel, on random shapes of rank 0 to 10 and 1 to 40 values, -0.0 included.
 // Prints one line per check and "mismatches: 0" when all agree; exits 1 otherwise.
 // Built and run by tests/test_cuda.py (nvcc -I generated -I .).
 #include <cmath>
@@ -21,6 +23,9 @@
 #include "inverse/inverse_cuda.h"
 #include "opdefs/inverse_kernel.cuh"
 #include "opdefs/inverse_kernel.h"
+#include "sum_op/sum_op_cuda.h"
+#include "opdefs/sum_op_kernel.cuh"
+#include "opdefs/sum_op_kernel.h"
 
 namespace {
 
@@ -190,6 +195,86 @@ void check_inverse_sizes(const char* name) {
   check_inverse<T, Acc, 8>(name, random);
 }
 
+
+// Sum as its CUDA kernel computes it, every element on the host: the merged layout, then each
+// launch's values added in (the kernel's partial sums between launches), rounded once.
+template <typename T>
+bool cuda_sum(const opgen::Inputs<T>& X, const opgen::Output<T>& Y) {
+  using namespace opgen::sum_op;
+  using C = std::conditional_t<std::is_integral_v<T>, T, double>;
+  Layout layout;
+  try {
+    layout = merged_axes(X, Y);
+  } catch (const opgen::Error&) {
+    return false;  // more alternating broadcast axes than the kernel takes
+  }
+  const OutputShape shape = output_shape(layout);
+  for (int64_t i = 0; i < Y.numel(); ++i) {
+    C total{};
+    for (size_t first = 0; first < X.size(); first += kValues) {
+      total = add_values_at<T, C>(i, launch_values(X, layout, first), shape, first == 0, total);
+    }
+    Y.data[i] = opgen::cuda::narrow<T>(static_cast<opgen::cuda::compute_t<T>>(total));
+  }
+  return true;
+}
+
+template <typename T>
+void check_sum(const char* name) {
+  std::mt19937 random(29);
+  const double values[] = {-0.0, 0.0, 1.5, -2.25, 1e300, -1e300, 3.0e-5, 65504.0, 1e-8, 7.0};
+  int checked = 0, refused = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const int rank = static_cast<int>(random() % 11);
+    opgen::Shape out(static_cast<size_t>(rank));
+    for (int64_t& dim : out) dim = 1 + static_cast<int64_t>(random() % 3);
+    const size_t count = 1 + random() % (trial % 10 == 0 ? 40 : 4);
+    std::vector<opgen::Shape> shapes(count);
+    std::vector<std::vector<T>> data(count);
+    opgen::Inputs<T> X;
+    opgen::Shape broadcast(static_cast<size_t>(rank), 1);
+    for (size_t v = 0; v < count; ++v) {
+      const size_t value_rank = random() % 3 == 0 ? static_cast<size_t>(rank) : random() % (rank + 1);
+      shapes[v].assign(out.end() - static_cast<std::ptrdiff_t>(value_rank), out.end());
+      for (int64_t& dim : shapes[v]) {
+        if (random() % 3 == 0) dim = 1;  // broadcast along this axis
+      }
+      int64_t size = 1;
+      for (size_t d = 0; d < value_rank; ++d) {
+        size *= shapes[v][d];
+        int64_t& widest = broadcast[static_cast<size_t>(rank) - value_rank + d];
+        widest = std::max(widest, shapes[v][d]);
+      }
+      data[v].resize(static_cast<size_t>(size));
+      for (T& element : data[v]) {
+        if constexpr (std::is_integral_v<T>) {
+          element = static_cast<T>(random());  // any 32 bits: sums wrap around
+        } else {
+          element = static_cast<T>(static_cast<opgen::compute_type<T>>(values[random() % 10]));
+        }
+      }
+      X.push_back(opgen::Input<T>{data[v].data(), shapes[v]});
+    }
+    int64_t n = 1;
+    for (const int64_t dim : broadcast) n *= dim;
+    std::vector<T> cpu(static_cast<size_t>(n)), cuda(static_cast<size_t>(n));
+    opgen::sum_op::compute(opgen::SerialContext{}, X, opgen::Output<T>{cpu.data(), broadcast},
+                           opgen::sum_op::Attributes{});
+    if (!cuda_sum(X, opgen::Output<T>{cuda.data(), broadcast})) {
+      ++refused;
+      continue;
+    }
+    ++checked;
+    for (int64_t i = 0; i < n; ++i) {
+      const uint64_t a = bits_of_element(cpu[static_cast<size_t>(i)]), b = bits_of_element(cuda[static_cast<size_t>(i)]);
+      if (a != b) {
+        report((std::string("Sum ") + name + " rank " + std::to_string(rank)).c_str(), static_cast<double>(i), a, b);
+        break;
+      }
+    }
+  }
+  std::printf("Sum %s: %d cases, %d refused\n", name, checked, refused);
+}
 }  // namespace
 
 int main() {
@@ -200,6 +285,10 @@ int main() {
   check_inverse_sizes<float, float>("float32");
   check_inverse_sizes<double, double>("float64");
   check_inverse_sizes<opgen::float16, float>("float16");
+  check_sum<float>("float32");
+  check_sum<double>("float64");
+  check_sum<opgen::float16>("float16");
+  check_sum<int32_t>("int32");
   std::printf("mismatches: %d\n", mismatches);
   return mismatches == 0 ? 0 : 1;
 }

@@ -241,8 +241,9 @@ def test_the_pytorch_cuda_library_does_not_load_into_a_cpu_only_torch():
 def test_the_cuda_kernels_arithmetic_on_the_host_gives_the_cpu_kernels_bits(tmp_path):
     """What CI can check of the device code without a GPU: tests/cuda_on_host.cu runs the
     CUDA kernels' __host__ __device__ parts on the host (nvcc compiles them for both) against
-    the CPU kernels: the element conversions (float16, bfloat16, float8) and Inverse's
-    per-matrix elimination for N <= 8, bit for bit. Its kernels compile for a GPU too (sm_80)."""
+    the CPU kernels, bit for bit: the element conversions (float16, bfloat16, float8), Inverse's
+    per-matrix elimination for N <= 8, and Sum's merged broadcast layout and per-element sums.
+    Its kernels compile for a GPU too (sm_80)."""
     nvcc = _nvcc()
     program = tmp_path / "cuda_on_host"
     compiled = subprocess.run(
@@ -278,6 +279,9 @@ def test_the_cuda_kernels_arithmetic_on_the_host_gives_the_cpu_kernels_bits(tmp_
             )
             # Some singular (the same column on both) and most not (the same bits).
             assert line and 0 < int(line[1]) < 1500, (dtype, n, ran.stdout)
+    for dtype in ("float32", "float64", "float16", "int32"):
+        line = re.search(rf"^Sum {dtype}: (\d+) cases, (\d+) refused$", ran.stdout, re.M)
+        assert line and int(line[1]) > 1400, (dtype, ran.stdout)
 
 
 CUDA_REFUSALS = [
