@@ -2,7 +2,8 @@
 // (in its registers) and one block per larger one (in shared memory where it fits), the same
 // Gauss-Jordan elimination with partial pivoting as the CPU kernel (inverse_kernel.h), in float
 // for float16 and float32 and in double for float64; for N <= 8 the same operations in the same
-// order, so the same results and the same singular matrices. A zero pivot is flagged on the
+// order, rounded alike (no fused multiply-adds: the kernels build with --fmad=false), so the
+// same results and the same singular matrices. A zero pivot is flagged on the
 // device and fails the call with the CPU kernel's message (the first singular matrix's column).
 // The generator never writes this file.
 #include <algorithm>
@@ -12,21 +13,6 @@
 namespace opgen::inverse {
 
 namespace {
-
-// Products and differences rounded as the CPU rounds them: nvcc would fuse them into FMAs,
-// which round once, so near-singular matrices could pass on one device and fail on the other.
-// (On the host, where CI runs this arithmetic, the compiler is told not to fuse.)
-#ifdef __CUDA_ARCH__
-__device__ __forceinline__ float mul_rn(float x, float y) { return __fmul_rn(x, y); }
-__device__ __forceinline__ double mul_rn(double x, double y) { return __dmul_rn(x, y); }
-__device__ __forceinline__ float sub_rn(float x, float y) { return __fsub_rn(x, y); }
-__device__ __forceinline__ double sub_rn(double x, double y) { return __dsub_rn(x, y); }
-#else
-template <typename Acc>
-inline Acc mul_rn(Acc x, Acc y) { return x * y; }
-template <typename Acc>
-inline Acc sub_rn(Acc x, Acc y) { return x - y; }
-#endif
 
 // Gauss-Jordan on one matrix `a` (row-major, n x n, in place), step for step and rounding for
 // rounding the CPU kernel's small-matrix path (invert_lanes): afterwards `a` holds the inverse
@@ -56,11 +42,11 @@ __host__ __device__ int64_t eliminate(Matrix& a, Pivots& pivot, int64_t n) {
     const Acc inv_pivot = Acc(1) / a(k, k);
     for (int64_t r = 0; r < n; ++r) {
       if (r == k) continue;
-      const Acc factor = mul_rn(a(r, k), inv_pivot);
-      for (int64_t c = 0; c < n; ++c) a(r, c) = sub_rn(a(r, c), mul_rn(factor, a(k, c)));
+      const Acc factor = a(r, k) * inv_pivot;
+      for (int64_t c = 0; c < n; ++c) a(r, c) = a(r, c) - factor * a(k, c);
       a(r, k) = -factor;
     }
-    for (int64_t c = 0; c < n; ++c) a(k, c) = mul_rn(a(k, c), inv_pivot);
+    for (int64_t c = 0; c < n; ++c) a(k, c) = a(k, c) * inv_pivot;
     a(k, k) = inv_pivot;
   }
   return -1;
@@ -211,18 +197,18 @@ __global__ void invert_blocks(const T* __restrict__ in, T* __restrict__ out, int
       if (threadIdx.x == 0) w.pivot[k] = static_cast<int>(best);
       __syncthreads();
       const Acc inv_pivot = Acc(1) / w.a[k * n + k];
-      for (int64_t r = threadIdx.x; r < n; r += blockDim.x) w.factor[r] = mul_rn(w.a[r * n + k], inv_pivot);
+      for (int64_t r = threadIdx.x; r < n; r += blockDim.x) w.factor[r] = w.a[r * n + k] * inv_pivot;
       __syncthreads();
       for (int64_t r = warp; r < n; r += warps) {
         if (r == k) continue;
         const Acc factor = w.factor[r];
         for (int64_t c = lane; c < n; c += 32) {
-          w.a[r * n + c] = c == k ? -factor : sub_rn(w.a[r * n + c], mul_rn(factor, w.a[k * n + c]));
+          w.a[r * n + c] = c == k ? -factor : w.a[r * n + c] - factor * w.a[k * n + c];
         }
       }
       __syncthreads();
       for (int64_t c = threadIdx.x; c < n; c += blockDim.x) {
-        w.a[k * n + c] = c == k ? inv_pivot : mul_rn(w.a[k * n + c], inv_pivot);
+        w.a[k * n + c] = c == k ? inv_pivot : w.a[k * n + c] * inv_pivot;
       }
       __syncthreads();
     }

@@ -80,6 +80,48 @@ def test_every_cuda_source_is_compiled_for_the_configured_architectures():
             assert names == {b"sm_80", b"sm_90"}, (library, names)
 
 
+def test_the_cuda_kernels_round_products_and_sums_as_written():
+    """The kernel objects build with --fmad=false, as the C++ ones with -ffp-contract=off, so
+    nvcc fuses no product into a sum: proven on LayerNorm's device code (x * rstd * gamma +
+    beta), compiled to PTX exactly as the build compiles it, which then holds no fma."""
+    _nvcc()
+    objects = [
+        line.split(":")[0]
+        for line in subprocess.run(
+            ["ninja", "-C", str(BUILD), "-t", "targets", "all"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        if line.split(":")[0].endswith("_cuda.cu.o")
+    ]
+    assert {Path(o).name for o in objects} == {f"{op}_cuda.cu.o" for op in CUDA_OPS}
+    commands = {}
+    for target in objects:
+        command = subprocess.run(
+            ["ninja", "-C", str(BUILD), "-t", "commands", target],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()[-1]
+        assert "--fmad=false" in command.split() and "-Xcompiler=-ffp-contract=off" in command
+        commands[Path(target).name] = command.split()
+    command = commands["layer_norm_cuda.cu.o"]
+    kept = [arg for arg in command[: command.index("-MD")] if not arg.startswith("--generate-code")]
+    source = str(GENERATED / "layer_norm" / "layer_norm_cuda.cu")
+    for fmad in ("--fmad=true", None):  # nvcc's default fuses (the check can fail)
+        flags = [arg for arg in kept if arg != "--fmad=false"] + [fmad] if fmad else kept
+        ptx = subprocess.run(
+            [*flags, "-arch=sm_90", "-ptx", "-x", "cu", source, "-o", "-"],
+            capture_output=True,
+            text=True,
+            cwd=BUILD,
+            timeout=300,
+        )
+        assert ptx.returncode == 0, ptx.stderr[-3000:]
+        assert ("fma.rn" in ptx.stdout) == (fmad is not None), fmad
+
+
 def test_the_cuda_onnxruntime_library_links_its_cuda_runtime_statically():
     """It needs no libcudart of its own beside the driver, so it loads on a machine without
     CUDA: every symbol is resolved (linked with --no-undefined) but the driver's, loaded at the
