@@ -1,23 +1,19 @@
 // CUDA kernel of the ComplexRotate op definition (opdefs/complex_rotate.yaml): each value times
 // cos(angle) + i sin(angle), one thread per value. The products and sums are rounded one by one
-// (no fused multiply-add), as the CPU kernel's (complex_rotate_kernel.h), so both give the same
-// bits. std::complex<P> is two P, real first: the kernel reads it as such.
+// (no fused multiply-add: the kernels build with --fmad=false), as the CPU kernel's
+// (complex_rotate_kernel.h), so both give the same bits. std::complex<P> is two P, real first:
+// the kernel reads it as such.
 namespace opgen::complex_rotate {
 
 namespace {
-
-__device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double add(double a, double b) { return __dadd_rn(a, b); }
 
 template <typename Part>
 __global__ void rotate(const Part* __restrict__ x, Part* __restrict__ y, int64_t n, Part c, Part s) {
   for (int64_t i = opgen::cuda::first_item(); i < n; i += opgen::cuda::item_stride()) {
     const Part a = x[2 * i];
     const Part b = x[2 * i + 1];
-    y[2 * i] = add(mul(a, c), -mul(b, s));
-    y[2 * i + 1] = add(mul(a, s), mul(b, c));
+    y[2 * i] = a * c - b * s;
+    y[2 * i + 1] = a * s + b * c;
   }
 }
 
