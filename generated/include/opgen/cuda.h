@@ -210,12 +210,39 @@ struct device_compute_type<opgen::float8e5m2> {
 template <typename T>
 using compute_t = typename device_compute_type<T>::type;
 
+// A float's bits and back, in device and host code.
+__host__ __device__ __forceinline__ std::uint32_t float_bits(float value) {
+#ifdef __CUDA_ARCH__
+  return ::__float_as_uint(value);
+#else
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+#endif
+}
+__host__ __device__ __forceinline__ float float_from_bits(std::uint32_t bits) {
+#ifdef __CUDA_ARCH__
+  return ::__uint_as_float(bits);
+#else
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+#endif
+}
+
+// To the compute type, to the CPU types' bits, a NaN's too: CUDA's conversions make every NaN
+// one NaN without its sign, where the CPU keeps a float16 NaN's sign and payload and makes every
+// float8 NaN the quiet NaN.
 template <typename T>
 __host__ __device__ __forceinline__ compute_t<T> widen(T value) {
   return value;
 }
 template <>
 __host__ __device__ __forceinline__ float widen<opgen::float16>(opgen::float16 value) {
+  const std::uint32_t bits = value.bits;
+  if ((bits & 0x7c00u) == 0x7c00u && (bits & 0x3ffu) != 0) {
+    return float_from_bits(((bits & 0x8000u) << 16) | 0x7f800000u | ((bits & 0x3ffu) << 13));
+  }
   return ::__half2float(::__ushort_as_half(value.bits));
 }
 template <>
@@ -224,12 +251,15 @@ __host__ __device__ __forceinline__ float widen<opgen::bfloat16>(opgen::bfloat16
 }
 
 // float8 (the two formats CUDA has: e4m3fn and e5m2; not the fnuz ones) through half, exactly.
+constexpr std::uint32_t kQuietNanBits = 0x7fc00000u;
 template <>
 __host__ __device__ __forceinline__ float widen<opgen::float8e4m3fn>(opgen::float8e4m3fn value) {
+  if ((value.bits & 0x7fu) == 0x7fu) return float_from_bits(kQuietNanBits);
   return ::__half2float(::__half(::__nv_cvt_fp8_to_halfraw(value.bits, ::__NV_E4M3)));
 }
 template <>
 __host__ __device__ __forceinline__ float widen<opgen::float8e5m2>(opgen::float8e5m2 value) {
+  if ((value.bits & 0x7fu) > 0x7cu) return float_from_bits(kQuietNanBits);
   return ::__half2float(::__half(::__nv_cvt_fp8_to_halfraw(value.bits, ::__NV_E5M2)));
 }
 
@@ -239,15 +269,6 @@ __host__ __device__ __forceinline__ float widen<opgen::float8e5m2>(opgen::float8
 template <typename T>
 __host__ __device__ __forceinline__ T narrow(compute_t<T> value) {
   return static_cast<T>(value);
-}
-__host__ __device__ __forceinline__ std::uint32_t float_bits(float value) {
-#ifdef __CUDA_ARCH__
-  return ::__float_as_uint(value);
-#else
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-#endif
 }
 template <>
 __host__ __device__ __forceinline__ opgen::float16 narrow<opgen::float16>(float value) {
