@@ -5,12 +5,19 @@ namespace opgen::dequantize {
 
 namespace {
 
+// One value times the scale, rounded to T once, as on the CPU. Host code too: CI checks it
+// against the CPU kernel.
+template <typename T, typename Q>
+__host__ __device__ T dequantized(Q value, float step) {
+  return opgen::cuda::narrow<T>(static_cast<float>(opgen::cuda::widen(value)) * step);
+}
+
 template <typename Q, typename T>
 __global__ void dequantize(const Q* __restrict__ x, const T* __restrict__ scale, T* __restrict__ y,
                            int64_t n) {
   const float step = opgen::cuda::widen(scale[0]);
   for (int64_t i = opgen::cuda::first_item(); i < n; i += opgen::cuda::item_stride()) {
-    y[i] = opgen::cuda::narrow<T>(static_cast<float>(opgen::cuda::widen(x[i])) * step);
+    y[i] = dequantized<T>(x[i], step);
   }
 }
 

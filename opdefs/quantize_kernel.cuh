@@ -12,6 +12,27 @@ namespace opgen::quantize {
 
 namespace {
 
+// One quotient X[i] / scale as Q, as the CPU kernel converts it: for an integer Q clamped to its
+// range and rounded half to even (rint; the CPU's 1.5 * 2^23 trick), 0 for a NaN, which sets
+// `nan` (the call fails); for a float8 Q, saturating. Host code too: CI checks it against the
+// CPU kernel.
+template <typename Q, typename C>
+__host__ __device__ Q quantized(C quotient, bool& nan) {
+  nan = false;
+  if constexpr (std::is_integral_v<Q>) {
+    if (quotient != quotient) {
+      nan = true;
+      return Q(0);
+    }
+    constexpr C lowest = static_cast<C>(std::numeric_limits<Q>::min());
+    constexpr C highest = static_cast<C>(std::numeric_limits<Q>::max());
+    const C clamped = quotient < lowest ? lowest : (quotient > highest ? highest : quotient);
+    return static_cast<Q>(rint(clamped));
+  } else {
+    return opgen::cuda::narrow<Q>(static_cast<float>(quotient));
+  }
+}
+
 template <typename Q, typename T>
 __global__ void quantize(const T* __restrict__ x, const T* __restrict__ scale, Q* __restrict__ y,
                          int64_t n, long long* failed) {
@@ -24,20 +45,9 @@ __global__ void quantize(const T* __restrict__ x, const T* __restrict__ scale, Q
     return;
   }
   for (int64_t i = opgen::cuda::first_item(); i < n; i += opgen::cuda::item_stride()) {
-    const C quotient = opgen::cuda::widen(x[i]) / step;
-    if constexpr (std::is_integral_v<Q>) {
-      if (quotient != quotient) {
-        opgen::cuda::flag(failed, i + 1);
-        y[i] = Q(0);
-        continue;
-      }
-      constexpr C lowest = static_cast<C>(std::numeric_limits<Q>::min());
-      constexpr C highest = static_cast<C>(std::numeric_limits<Q>::max());
-      const C clamped = quotient < lowest ? lowest : (quotient > highest ? highest : quotient);
-      y[i] = static_cast<Q>(rint(clamped));  // half to even, as the CPU's 1.5 * 2^23 trick
-    } else {
-      y[i] = opgen::cuda::narrow<Q>(static_cast<float>(quotient));
-    }
+    bool nan = false;
+    y[i] = quantized<Q>(opgen::cuda::widen(x[i]) / step, nan);
+    if (nan) opgen::cuda::flag(failed, i + 1);
   }
 }
 

@@ -8,7 +8,10 @@
 //    the CPU kernel's, on random, integer (often singular), near-singular, tied-pivot and
 //    non-finite matrices: the same singular matrices (the same column) and the same bits;
 //  - Sum's merged broadcast layout and per-element sums (over its launches of kValues values)
-//    against the CPU kernel, on random shapes of rank 0 to 10 and 1 to 40 values, -0.0 included.
+//    against the CPU kernel, on random shapes of rank 0 to 10 and 1 to 40 values, -0.0 included;
+//  - Quantize's and Dequantize's per-element conversions, every Q and T, against the CPU
+//    kernels: for Quantize the floats above over several scales (an integer Q's NaN found at the
+//    same index), for Dequantize every value of Q.
 // Prints one line per check and "mismatches: 0" when all agree; exits 1 otherwise.
 // Built and run by tests/test_cuda.py (nvcc -I generated -I .).
 #include <cmath>
@@ -26,6 +29,12 @@
 #include "sum_op/sum_op_cuda.h"
 #include "opdefs/sum_op_kernel.cuh"
 #include "opdefs/sum_op_kernel.h"
+#include "quantize/quantize_cuda.h"
+#include "opdefs/quantize_kernel.cuh"
+#include "opdefs/quantize_kernel.h"
+#include "dequantize/dequantize_cuda.h"
+#include "opdefs/dequantize_kernel.cuh"
+#include "opdefs/dequantize_kernel.h"
 
 namespace {
 
@@ -119,7 +128,9 @@ int64_t cpu_inverse(const T* in, T* out) {
 
 template <typename T>
 uint64_t bits_of_element(T value) {
-  if constexpr (sizeof(T) == 8) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<uint64_t>(static_cast<std::make_unsigned_t<T>>(value));
+  } else if constexpr (sizeof(T) == 8) {
     uint64_t bits;
     std::memcpy(&bits, &value, sizeof bits);
     return bits;
@@ -273,6 +284,108 @@ void check_sum(const char* name) {
   }
   std::printf("Sum %s: %d cases, %d refused\n", name, checked, refused);
 }
+
+const float kScales[] = {1.0f, 0.5f, 3.0f, 0.1f, 1e-3f, 65504.0f, 1e-30f, 1.5e-45f};
+
+// Quantize: the CUDA kernel's per-element conversion against the CPU kernel on the same values.
+// An integer Q fails on a NaN quotient: those values go in one by one (the CPU kernel names the
+// index, the CUDA kernel flags it).
+template <typename Q, typename T>
+void check_quantize(const char* name) {
+  using C = opgen::compute_type<T>;
+  const std::vector<float> floats = rounding_cases<opgen::float16, uint16_t>(1 << 16);
+  int checked = 0, nans = 0;
+  for (const float scale_value : kScales) {
+    const T scale = static_cast<T>(static_cast<C>(scale_value));
+    const C step = static_cast<C>(scale);
+    if (!(step > C(0))) continue;  // a scale T cannot hold (refused by both, checked elsewhere)
+    std::vector<T> x;
+    for (const float f : floats) {
+      const T value = static_cast<T>(static_cast<C>(f));
+      const C quotient = static_cast<C>(value) / step;
+      if (std::is_integral_v<Q> && quotient != quotient) {
+        ++nans;
+        const T one[2] = {static_cast<T>(C(1)), value};
+        Q out[2];
+        std::string cpu_error;
+        try {
+          opgen::quantize::compute(opgen::SerialContext{}, opgen::Input<T>{one, {2}}, opgen::Input<T>{&scale, {}},
+                                   opgen::Output<Q>{out, {2}}, opgen::quantize::Attributes{});
+        } catch (const opgen::Error& error) {
+          cpu_error = error.what();
+        }
+        bool nan = false;
+        opgen::quantize::quantized<Q>(quotient, nan);
+        const int cpu_named = cpu_error.find("X[1] is NaN") != std::string::npos;
+        if (!nan || !cpu_named) report((std::string("Quantize NaN ") + name).c_str(), f, cpu_named, int{nan});
+        continue;
+      }
+      x.push_back(value);
+    }
+    const int64_t n = static_cast<int64_t>(x.size());
+    std::vector<Q> cpu(x.size());
+    opgen::quantize::compute(opgen::SerialContext{}, opgen::Input<T>{x.data(), {n}}, opgen::Input<T>{&scale, {}},
+                             opgen::Output<Q>{cpu.data(), {n}}, opgen::quantize::Attributes{});
+    for (size_t i = 0; i < x.size(); ++i) {
+      bool nan = false;
+      const Q cuda = opgen::quantize::quantized<Q>(opgen::cuda::widen(x[i]) / opgen::cuda::widen(scale), nan);
+      ++checked;
+      if (bits_of_element(cpu[i]) != bits_of_element(cuda) || nan) {
+        report((std::string("Quantize ") + name).c_str(), static_cast<double>(static_cast<C>(x[i])),
+               bits_of_element(cpu[i]), bits_of_element(cuda));
+      }
+    }
+  }
+  std::printf("Quantize %s: %d values, %d NaN\n", name, checked, nans);
+}
+
+// Dequantize: every value of Q, times each scale.
+template <typename Q, typename T>
+void check_dequantize(const char* name) {
+  constexpr int codes = 1 << (8 * sizeof(Q));
+  std::vector<Q> x(codes);
+  for (int code = 0; code < codes; ++code) {
+    if constexpr (std::is_integral_v<Q>) {
+      x[static_cast<size_t>(code)] = static_cast<Q>(code);
+    } else {
+      x[static_cast<size_t>(code)].bits = static_cast<uint8_t>(code);
+    }
+  }
+  int checked = 0;
+  for (const float scale_value : kScales) {
+    const T scale = static_cast<T>(static_cast<opgen::compute_type<T>>(scale_value));
+    std::vector<T> cpu(x.size());
+    opgen::dequantize::compute(opgen::SerialContext{}, opgen::Input<Q>{x.data(), {codes}}, opgen::Input<T>{&scale, {}},
+                               opgen::Output<T>{cpu.data(), {codes}}, opgen::dequantize::Attributes{});
+    const float step = opgen::cuda::widen(scale);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const T cuda = opgen::dequantize::dequantized<T>(x[i], step);
+      ++checked;
+      if (bits_of_element(cpu[i]) != bits_of_element(cuda)) {
+        report((std::string("Dequantize ") + name).c_str(), static_cast<double>(i), bits_of_element(cpu[i]),
+               bits_of_element(cuda));
+      }
+    }
+  }
+  std::printf("Dequantize %s: %d values\n", name, checked);
+}
+
+template <typename T>
+void check_quantization(const char* t) {
+  const std::string suffix = std::string(" to ") + t;
+  check_quantize<uint8_t, T>(("uint8" + suffix).c_str());
+  check_quantize<int8_t, T>(("int8" + suffix).c_str());
+  check_quantize<uint16_t, T>(("uint16" + suffix).c_str());
+  check_quantize<int16_t, T>(("int16" + suffix).c_str());
+  check_quantize<opgen::float8e4m3fn, T>(("float8e4m3fn" + suffix).c_str());
+  check_quantize<opgen::float8e5m2, T>(("float8e5m2" + suffix).c_str());
+  check_dequantize<uint8_t, T>(("uint8" + suffix).c_str());
+  check_dequantize<int8_t, T>(("int8" + suffix).c_str());
+  check_dequantize<uint16_t, T>(("uint16" + suffix).c_str());
+  check_dequantize<int16_t, T>(("int16" + suffix).c_str());
+  check_dequantize<opgen::float8e4m3fn, T>(("float8e4m3fn" + suffix).c_str());
+  check_dequantize<opgen::float8e5m2, T>(("float8e5m2" + suffix).c_str());
+}
 }  // namespace
 
 int main() {
@@ -287,6 +400,8 @@ int main() {
   check_sum<double>("float64");
   check_sum<opgen::float16>("float16");
   check_sum<int32_t>("int32");
+  check_quantization<float>("float32");
+  check_quantization<opgen::float16>("float16");
   std::printf("mismatches: %d\n", mismatches);
   return mismatches == 0 ? 0 : 1;
 }

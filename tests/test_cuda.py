@@ -284,7 +284,8 @@ def test_the_cuda_kernels_arithmetic_on_the_host_gives_the_cpu_kernels_bits(tmp_
     """What CI can check of the device code without a GPU: tests/cuda_on_host.cu runs the
     CUDA kernels' __host__ __device__ parts on the host (nvcc compiles them for both) against
     the CPU kernels, bit for bit: the element conversions (float16, bfloat16, float8), Inverse's
-    per-matrix elimination for N <= 8, and Sum's merged broadcast layout and per-element sums.
+    per-matrix elimination for N <= 8, Sum's merged broadcast layout and per-element sums, and
+    Quantize's and Dequantize's per-element conversions.
     Its kernels compile for a GPU too (sm_80)."""
     nvcc = _nvcc()
     program = tmp_path / "cuda_on_host"
@@ -324,6 +325,13 @@ def test_the_cuda_kernels_arithmetic_on_the_host_gives_the_cpu_kernels_bits(tmp_
     for dtype in ("float32", "float64", "float16", "int32"):
         line = re.search(rf"^Sum {dtype}: (\d+) cases, (\d+) refused$", ran.stdout, re.M)
         assert line and int(line[1]) > 1400, (dtype, ran.stdout)
+    for t in ("float32", "float16"):
+        for q in ("uint8", "int8", "uint16", "int16", "float8e4m3fn", "float8e5m2"):
+            line = re.search(rf"^Quantize {q} to {t}: (\d+) values, (\d+) NaN$", ran.stdout, re.M)
+            assert line and int(line[1]) > 8_000_000, (q, t, ran.stdout)
+            assert (int(line[2]) > 0) == q.startswith(("int", "uint")), (q, t, ran.stdout)
+            codes = 1 << (16 if q.endswith("16") else 8)
+            assert f"\nDequantize {q} to {t}: {8 * codes} values\n" in ran.stdout, (q, t)
 
 
 CUDA_REFUSALS = [
