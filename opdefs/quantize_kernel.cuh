@@ -12,24 +12,33 @@ namespace opgen::quantize {
 
 namespace {
 
-// One quotient X[i] / scale as Q, as the CPU kernel converts it: for an integer Q clamped to its
-// range and rounded half to even (rint; the CPU's 1.5 * 2^23 trick), 0 for a NaN, which sets
-// `nan` (the call fails); for a float8 Q, saturating. Host code too: CI checks it against the
-// CPU kernel.
-template <typename Q, typename C>
-__host__ __device__ Q quantized(C quotient, bool& nan) {
-  nan = false;
+// Y[i] = X[i] / step as Q, as the CPU kernel converts it: for an integer Q clamped to its range
+// and rounded half to even (rint; the CPU's 1.5 * 2^23 trick), 0 for a NaN; for a float8 Q,
+// saturating. Returns the item to flag where the call fails (i + 1: a NaN for an integer Q),
+// else -1. Host code too: CI checks it against the CPU kernel.
+template <typename Q, typename T, typename C>
+__host__ __device__ long long quantize_item(const T* x, Q* y, int64_t i, C step) {
+  const C quotient = opgen::cuda::widen(x[i]) / step;
   if constexpr (std::is_integral_v<Q>) {
     if (quotient != quotient) {
-      nan = true;
-      return Q(0);
+      y[i] = Q(0);
+      return i + 1;
     }
     constexpr C lowest = static_cast<C>(std::numeric_limits<Q>::min());
     constexpr C highest = static_cast<C>(std::numeric_limits<Q>::max());
     const C clamped = quotient < lowest ? lowest : (quotient > highest ? highest : quotient);
-    return static_cast<Q>(rint(clamped));
+    y[i] = static_cast<Q>(rint(clamped));
   } else {
-    return opgen::cuda::narrow<Q>(static_cast<float>(quotient));
+    y[i] = opgen::cuda::narrow<Q>(static_cast<float>(quotient));
+  }
+  return -1;
+}
+
+// The CPU kernel's error for the first item flagged (0: the scale), if any.
+inline void fail_flagged(long long first) {
+  if (first == 0) opgen::fail("Quantize: scale must be positive and finite");
+  if (first > 0) {
+    opgen::fail("Quantize: X[" + std::to_string(first - 1) + "] is NaN, which no integer represents");
   }
 }
 
@@ -45,9 +54,8 @@ __global__ void quantize(const T* __restrict__ x, const T* __restrict__ scale, Q
     return;
   }
   for (int64_t i = opgen::cuda::first_item(); i < n; i += opgen::cuda::item_stride()) {
-    bool nan = false;
-    y[i] = quantized<Q>(opgen::cuda::widen(x[i]) / step, nan);
-    if (nan) opgen::cuda::flag(failed, i + 1);
+    const long long item = quantize_item(x, y, i, step);
+    if (item >= 0) opgen::cuda::flag(failed, item);
   }
 }
 
@@ -63,11 +71,7 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Input<T>& X, con
   quantize<Q, T><<<opgen::cuda::Context::blocks_for(n, kThreads), kThreads, 0, ctx.stream()>>>(
       X.data, scale.data, Y.data, n, failed.device());
   ctx.check_launch("quantize");
-  const long long first = failed.first();
-  if (first == 0) opgen::fail("Quantize: scale must be positive and finite");
-  if (first > 0) {
-    opgen::fail("Quantize: X[" + std::to_string(first - 1) + "] is NaN, which no integer represents");
-  }
+  fail_flagged(failed.first());
 }
 
 }  // namespace opgen::quantize

@@ -132,6 +132,15 @@ Values<T> launch_values(const opgen::Inputs<T>& X, const Layout& layout, size_t 
   return values;
 }
 
+// Calls launch(values, first, last) for each launch's values in turn: `first` for the one
+// holding value 0, `last` for the one whose sums go to Y.
+template <typename T, typename Launch>
+void for_each_launch(const opgen::Inputs<T>& X, const Layout& layout, Launch launch) {
+  for (size_t first = 0; first < X.size(); first += kValues) {
+    launch(launch_values(X, layout, first), first == 0, first + kValues >= X.size());
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -149,13 +158,11 @@ void compute_cuda(const opgen::cuda::Context& ctx, const opgen::Inputs<T>& X, co
   if (chunked) partial_sums.emplace(ctx, static_cast<size_t>(n), "the partial sums");
   C* partial = chunked ? partial_sums->data() : nullptr;
   constexpr unsigned kThreads = 256;
-  for (size_t first = 0; first < X.size(); first += kValues) {
-    const Values<T> values = launch_values(X, layout, first);
-    const bool last = first + kValues >= X.size();
+  for_each_launch(X, layout, [&](const Values<T>& values, bool first, bool last) {
     add_values<T, C><<<opgen::cuda::Context::blocks_for(n, kThreads), kThreads, 0, ctx.stream()>>>(
-        values, shape, n, partial, first == 0, last, Y.data);
+        values, shape, n, partial, first, last, Y.data);
     ctx.check_launch("add_values");
-  }
+  });
 }
 
 }  // namespace opgen::sum_op

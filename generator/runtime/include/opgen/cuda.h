@@ -245,7 +245,7 @@ __host__ __device__ __forceinline__ float widen<opgen::float16>(opgen::float16 v
 }
 template <>
 __host__ __device__ __forceinline__ float widen<opgen::bfloat16>(opgen::bfloat16 value) {
-  return ::__bfloat162float(::__ushort_as_bfloat16(value.bits));
+  return float_from_bits(static_cast<std::uint32_t>(value.bits) << 16);  // exact, NaNs too
 }
 
 // float8 (the two formats CUDA has: e4m3fn and e5m2; not the fnuz ones) through half, exactly.
