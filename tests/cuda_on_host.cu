@@ -392,22 +392,24 @@ void check_dequantize(const char* name) {
   std::printf("Dequantize %s: %d values\n", name, checked);
 }
 
+// Both ops for one Q and T: "<q> to <t>".
+template <typename Q, typename T>
+void check_quantized_type(const char* q, const char* t) {
+  const std::string name = std::string(q) + " to " + t;
+  check_quantize<Q, T>(name.c_str());
+  check_dequantize<Q, T>(name.c_str());
+}
+
 template <typename T>
 void check_quantization(const char* t) {
-  const std::string suffix = std::string(" to ") + t;
-  check_quantize<uint8_t, T>(("uint8" + suffix).c_str());
-  check_quantize<int8_t, T>(("int8" + suffix).c_str());
-  check_quantize<uint16_t, T>(("uint16" + suffix).c_str());
-  check_quantize<int16_t, T>(("int16" + suffix).c_str());
-  check_quantize<opgen::float8e4m3fn, T>(("float8e4m3fn" + suffix).c_str());
-  check_quantize<opgen::float8e5m2, T>(("float8e5m2" + suffix).c_str());
-  check_dequantize<uint8_t, T>(("uint8" + suffix).c_str());
-  check_dequantize<int8_t, T>(("int8" + suffix).c_str());
-  check_dequantize<uint16_t, T>(("uint16" + suffix).c_str());
-  check_dequantize<int16_t, T>(("int16" + suffix).c_str());
-  check_dequantize<opgen::float8e4m3fn, T>(("float8e4m3fn" + suffix).c_str());
-  check_dequantize<opgen::float8e5m2, T>(("float8e5m2" + suffix).c_str());
+  check_quantized_type<uint8_t, T>("uint8", t);
+  check_quantized_type<int8_t, T>("int8", t);
+  check_quantized_type<uint16_t, T>("uint16", t);
+  check_quantized_type<int16_t, T>("int16", t);
+  check_quantized_type<opgen::float8e4m3fn, T>("float8e4m3fn", t);
+  check_quantized_type<opgen::float8e5m2, T>("float8e5m2", t);
 }
+
 }  // namespace
 
 int main() {

@@ -110,7 +110,7 @@ def test_the_cuda_kernels_round_products_and_sums_as_written():
     kept = [arg for arg in command[: command.index("-MD")] if not arg.startswith("--generate-code")]
     source = str(GENERATED / "layer_norm" / "layer_norm_cuda.cu")
     for fmad in ("--fmad=true", None):  # nvcc's default fuses (the check can fail)
-        flags = [arg for arg in kept if arg != "--fmad=false"] + [fmad] if fmad else kept
+        flags = kept if fmad is None else [arg for arg in kept if arg != "--fmad=false"] + [fmad]
         ptx = subprocess.run(
             [*flags, "-arch=sm_90", "-ptx", "-x", "cu", source, "-o", "-"],
             capture_output=True,
