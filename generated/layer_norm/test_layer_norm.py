@@ -582,6 +582,19 @@ if _testing.has_device("cuda"):
             got = compiled(*call_args(inputs))
             torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
 
+    def test_cuda_graph_captured():
+        """torch.cuda.graph, in CUDA's global capture mode (which refuses calls that are not
+        stream work, in any thread): the op captured, then replayed, gives the eager results."""
+        case = RANDOM_CASES[0]
+        inputs = _testing.to_device(make_inputs(case, 0, TYPES[0], seed=6), "cuda")
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="global"):
+            got = TORCH_OP(*call_args(inputs), **case["attributes"])
+        graph.replay()
+        torch.cuda.synchronize()
+        want = TORCH_OP(*call_args(inputs), **case["attributes"])
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
     def test_cuda_aot_inductor(tmp_path):
         """torch.export, then AOTInductor for CUDA: the packaged model calls the op's CUDA kernel."""
         case = RANDOM_CASES[0]

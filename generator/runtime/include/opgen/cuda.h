@@ -92,9 +92,19 @@ inline ::cudaMemPool_t scratch_pool(const Context& ctx) {
   return pool;
 }
 
+// Whether work on the context's stream is being captured into a CUDA graph (torch.compile's
+// "reduce-overhead", torch.cuda.graph, ONNX Runtime's CUDA graphs): nothing may wait there.
+inline bool capturing(const Context& ctx) {
+  ::cudaStreamCaptureStatus status = ::cudaStreamCaptureStatusNone;
+  ctx.check(::cudaStreamIsCapturing(ctx.stream(), &status), "querying the stream");
+  return status != ::cudaStreamCaptureStatusNone;
+}
+
 // Device memory for `count` elements of T during one call, stream-ordered: the work launched on
 // the context's stream after it may use it, and it is freed on that stream when this goes
-// (nothing waits). Inside a CUDA graph being captured it becomes the graph's own.
+// (nothing waits). Inside a CUDA graph being captured it is the graph's own, placed by the
+// device's current pool (on that device, as opgen's): a capture in CUDA's global mode, which
+// may refuse calls that are not stream work, never creates opgen's pool.
 template <typename T>
 class DeviceScratch {
  public:
@@ -105,7 +115,8 @@ class DeviceScratch {
     }
     const size_t bytes = std::max<size_t>(1, count * sizeof(T));
     void* memory = nullptr;
-    ctx.check(::cudaMallocFromPoolAsync(&memory, bytes, scratch_pool(ctx), stream_),
+    ctx.check(capturing(ctx) ? ::cudaMallocAsync(&memory, bytes, stream_)
+                             : ::cudaMallocFromPoolAsync(&memory, bytes, scratch_pool(ctx), stream_),
               "allocating " + std::to_string(bytes) + " bytes for " + what);
     data_ = static_cast<T*>(memory);
   }
@@ -142,9 +153,7 @@ class DeviceFlag {
   // The smallest item flagged by the work on the stream so far: -1 where none was, or where
   // the stream is being captured into a CUDA graph (nothing can be read back there).
   long long first() const {
-    ::cudaStreamCaptureStatus capturing = ::cudaStreamCaptureStatusNone;
-    ctx_.check(::cudaStreamIsCapturing(ctx_.stream(), &capturing), "querying the stream");
-    if (capturing != ::cudaStreamCaptureStatusNone) return -1;
+    if (capturing(ctx_)) return -1;
     ctx_.check_launch("the kernel");
     long long value = kNone;
     ctx_.check(::cudaMemcpyAsync(&value, flag_.data(), sizeof value, ::cudaMemcpyDeviceToHost, ctx_.stream()),
