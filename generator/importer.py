@@ -25,6 +25,8 @@ from typing import Any
 
 import yaml
 
+from generator.model.header_macros import HEADER_MACROS
+from generator.model.names import is_implementation_name
 from generator.model.types import FROM_ONNX_NAME
 
 # An attribute default: int, float (a float32's value), str, or a tuple of one of them.
@@ -751,6 +753,12 @@ def _name_todos(record: SchemaRecord) -> list[str]:
             todos.append(
                 f"{found[0]} {name!r} is a keyword of Python or C++: generated code cannot "
                 f"name a variable so, and the schema's name must stay {name!r}"
+            )
+        elif name in HEADER_MACROS or is_implementation_name(name):
+            todos.append(
+                f"{found[0]} {name!r} is a macro of the headers the generated C++ includes, or "
+                f"a name C++ reserves to them: generated code cannot name a variable so, and "
+                f"the schema's name must stay {name!r}"
             )
         if len(found) > 1:
             kinds_named = " and ".join(("an " if k[0] in "aeiou" else "a ") + k for k in found)

@@ -424,7 +424,9 @@ def _name_paths(definition: dict) -> list[list]:
     return paths
 
 
-BAD_IDENTIFIERS = ["1x", "a-b", "a/b", "..", "", "a b", "ñ", "class", "torch", "ctx", "new"]
+BAD_IDENTIFIERS = ["1x", "a-b", "a/b", "..", "", "a b", "ñ", "class", "torch", "ctx", "new"] + [
+    "errno", "EOF", "stdin", "assert", "_Tp", "a__b"  # header macros, the C++ implementation's
+]  # fmt: skip
 
 
 @st.composite

@@ -206,6 +206,27 @@ CASES = [
         "reserved",
     ),
     (
+        "input named like a macro of a header the generated code includes",
+        "  - name: X\n",
+        "  - name: EOF\n",
+        "inputs[0].name",
+        "'EOF' is a macro of the headers the generated C++ includes",
+    ),
+    (
+        "input named like a lower-case C macro",
+        "  - name: X\n",
+        "  - name: errno\n",
+        "inputs[0].name",
+        "'errno' is a macro of the headers",
+    ),
+    (
+        "input named as C++ reserves to its implementation",
+        "  - name: X\n",
+        "  - name: _Input\n",
+        "inputs[0].name",
+        "'_Input' is reserved to the C++ implementation",
+    ),
+    (
         "missing kernel file",
         "source: inverse_kernel.h",
         "source: missing.h",
@@ -499,13 +520,53 @@ def test_a_domains_build_targets_are_distinct(ident):
     assert fixed == {"opgen-torch-stable-abi"}, fixed
 
 
-@pytest.mark.parametrize("stem", ["docs", "index", "include", "floor_div", "SymDim", "class"])
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "docs",
+        "index",
+        "include",
+        "floor_div",
+        "SymDim",
+        "class",
+        "errno",
+        "stdin",
+        "assert",
+        "x__y",
+    ],
+)
 def test_op_ids_taken_by_generated_code(tmp_path, run_generator, stem):
     result = run_generator(cwd=project_with(tmp_path, GOOD, name=f"{stem}.yaml"))
     assert result.returncode == 2, result.stdout + result.stderr
     assert re.search(
-        rf"opdefs/{stem}\.yaml:\d+:\d+: <file name>: .*'{stem}' is (taken|reserved)", result.stderr
+        rf"opdefs/{stem}\.yaml:\d+:\d+: <file name>: .*'{stem}' is (taken|reserved|a macro)",
+        result.stderr,
     ), result.stderr
+
+
+def test_every_macro_of_the_generated_codes_headers_is_refused():
+    """A user name that a header of the generated C++ defines as a macro (errno, EOF, stdin,
+    assert, ...) would be replaced there and fail to compile, so validation refuses every one:
+    the list must hold each macro this machine's headers define, taken with `-dM` from every
+    kind of generated translation unit (tests/header_macros.py)."""
+    import header_macros
+
+    from generator.model.header_macros import HEADER_MACROS
+    from generator.model.names import is_reserved
+
+    missing_tools = header_macros.missing_tools()
+    if missing_tools:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no {', '.join(missing_tools)} under CI")
+        pytest.skip(f"no {', '.join(missing_tools)} on this machine")
+    found = header_macros.header_macros()
+    assert {"errno", "EOF", "NULL", "stdin", "assert", "offsetof", "M_PI"} <= found
+    unlisted = sorted(found - HEADER_MACROS)
+    assert not unlisted, (
+        f"{len(unlisted)} macros are not in generator/model/header_macros.py (run `python "
+        f"tests/header_macros.py --write`): {unlisted[:40]}"
+    )
+    assert all(is_reserved(name) for name in found)
 
 
 def _namespace_opgen_names(header: str) -> set[str]:
@@ -1283,9 +1344,8 @@ def test_no_op_id_hides_a_name_the_runtime_headers_use(header, tmp_path):
     from generator.parse.read import op_id_problem
 
     include = ROOT / "generator" / "runtime" / "include"
-    # (Not ALL_CAPS names: macros, which no declaration can escape; the README says so.)
     text = (include / "opgen" / header).read_text()
-    names = sorted(n for n in _identifiers(text) if op_id_problem(n) is None and not n.isupper())
+    names = sorted(n for n in _identifiers(text) if op_id_problem(n) is None)
     assert names, header
     unit = tmp_path / ("unit.cu" if "cuda" in header else "unit.cc")
     unit.write_text(

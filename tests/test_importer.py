@@ -185,6 +185,25 @@ def test_names_opgen_cannot_take_as_they_are_get_a_todo(
     assert "# TODO: 'K' names an output and an attribute" in text
 
 
+def test_names_that_are_macros_of_the_generated_codes_headers_get_a_todo() -> None:
+    OpSchema = onnx.defs.OpSchema
+    schema = OpSchema(
+        "MacroNames",
+        "ai.test",
+        1,
+        "",
+        inputs=[OpSchema.FormalParameter("EOF", "T"), OpSchema.FormalParameter("_Bias", "T")],
+        outputs=[OpSchema.FormalParameter("stdout", "T")],
+        type_constraints=[("T", ["tensor(float)"], "")],
+        attributes=[OpSchema.Attribute("errno", OpSchema.AttrType.INT, "")],
+    )
+    text = definition_text(record_from_onnx(schema), domain="ai.test", stem="x", provided_by=True)
+    for kind, name in (("input", "EOF"), ("input", "_Bias"), ("output", "stdout")):
+        assert f"# TODO: {kind} '{name}' is a macro of the headers the generated C++" in text
+    assert "# TODO: attribute 'errno' is a macro of the headers" in text
+    assert "  - name: EOF\n" in text  # the schema's own name stays
+
+
 def test_ort_records_derive_min_arity_and_read_defaults(
     records: tuple[SchemaRecord, ...],
 ) -> None:

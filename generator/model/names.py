@@ -7,6 +7,8 @@ import keyword
 import re
 import unicodedata
 
+from generator.model.header_macros import HEADER_MACROS
+
 # C++ keywords and names our generated code defines or uses in the signatures that hold user
 # names (a parameter named like a type or namespace hides it), and the wrappers' locals and
 # parameters in the scopes of user-named views and type variables (`context`, `kernel`, ...);
@@ -91,7 +93,9 @@ RUNTIME_GLOBAL_NAMES = frozenset(
 
 
 def is_runtime_global_name(name: str) -> bool:
-    return name in RUNTIME_GLOBAL_NAMES or name.startswith(("__", "aoti_torch_"))
+    # and the families: PyTorch's shim functions, ONNX Runtime's C enumerators
+    prefixes = ("__", "aoti_torch_", "ONNX_TENSOR_ELEMENT_DATA_TYPE_", "ORT_")
+    return name in RUNTIME_GLOBAL_NAMES or name.startswith(prefixes)
 
 
 # Names the generated C++ declares in each op's namespace opgen::<op_id>, where user names
@@ -122,14 +126,35 @@ DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
 TORCH_NAME = re.compile(r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)\Z")
 
 
-def is_reserved(name: str) -> bool:
-    """Whether a tensor, attribute or type variable name is taken in some target."""
-    return (
+def is_implementation_name(name: str) -> bool:
+    """Whether C++ reserves the name to its compiler and library everywhere (their macros, on
+    any platform, may take it): a name holding "__", or "_" and a capital letter first."""
+    return "__" in name or re.match(r"_[A-Z]", name) is not None
+
+
+def reserved_reason(name: str) -> str | None:
+    """Why generated code cannot declare a user name (a tensor, attribute, type variable, size
+    symbol or op id), or None where it can."""
+    if name in HEADER_MACROS:
+        return (
+            "is a macro of the headers the generated C++ includes (C, C++, ONNX, ONNX Runtime, "
+            "PyTorch, pybind11, Python or CUDA), which would replace it"
+        )
+    if is_implementation_name(name):
+        return "is reserved to the C++ implementation (a name holding '__', or '_' and a capital)"
+    if (
         keyword.iskeyword(name)
         or name in CPP_RESERVED
         or name in GENERATED_RESERVED
         or name in OP_NAMESPACE_NAMES
-    )
+    ):
+        return "is reserved in Python, C++ or the generated code"
+    return None
+
+
+def is_reserved(name: str) -> bool:
+    """Whether a tensor, attribute or type variable name is taken in some target."""
+    return reserved_reason(name) is not None
 
 
 # An op id and a domain become parts of file names (generated/<op_id>/<op_id>_schema_test.cc,

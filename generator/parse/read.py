@@ -13,8 +13,8 @@ from generator.model.names import (
     OPGEN_NAMESPACE_NAMES,
     PACKAGE_NAMES,
     SHARED_OUTPUT_NAMES,
-    is_reserved,
     is_runtime_global_name,
+    reserved_reason,
 )
 from generator.model.types import (
     FLOAT32_MAX,
@@ -182,21 +182,16 @@ def name(node: Node, what: str) -> str:
 
 def reserved_name(node: Node, what: str) -> None:
     """Refuses a name that generated code cannot declare."""
-    if is_reserved(node.value):
-        raise node.error(
-            f"{what} '{node.value}' is reserved in Python, C++ or the generated code; choose "
-            "another name"
-        )
+    reason = reserved_reason(node.value)
+    if reason is not None:
+        raise node.error(f"{what} '{node.value}' {reason}; choose another name")
 
 
 def identifier(node: Node, what: str) -> str:
     name = string(node)
     if not IDENTIFIER.fullmatch(name):
         raise node.error(f"{what} '{name}' is not a valid identifier ([A-Za-z_][A-Za-z0-9_]*)")
-    if is_reserved(name):
-        raise node.error(
-            f"{what} '{name}' is reserved in Python, C++ or the generated code; choose another name"
-        )
+    reserved_name(node, what)
     return name
 
 

@@ -156,11 +156,9 @@ def parse_tensor(
             function = shape_function_call(fields["shape"])
         else:
             shape = _parse_shape(fields["shape"], is_output)
-    same = (
-        read.identifier(fields["same_shape_as"], "input name")
-        if "same_shape_as" in fields
-        else None
-    )
+    # A reference: a reserved name is reported at its declaration, not again here (which would
+    # drop this tensor, and cascade through every test case naming it).
+    same = read.name(fields["same_shape_as"], "input name") if "same_shape_as" in fields else None
     if "shape" in fields and same is not None:
         raise node.error("give either 'shape' or 'same_shape_as', not both")
     doc = read.doc(fields, errors)
