@@ -1308,7 +1308,9 @@ def test_an_exported_case_giving_a_variadic_output_no_value_is_refused(tmp_path,
     ), result.stderr
 
 
-# The runtime headers that compile alone (the schema ones need ONNX's generated protobuf code).
+# Every runtime header; the schema ones against ONNX's headers (libonnx-dev), without torch's
+# (whose protobuf headers would be found first).
+SCHEMA_HEADERS = ["onnx_schema_support.h", "schema_test_support.h"]
 RUNTIME_HEADERS = [
     "runtime.h",
     "shape_rule.h",
@@ -1318,6 +1320,7 @@ RUNTIME_HEADERS = [
     "cuda.h",
     "ort_cuda_support.h",
     "torch_cuda_support.h",
+    *SCHEMA_HEADERS,
 ]
 
 
@@ -1363,6 +1366,8 @@ def test_no_op_id_hides_a_name_the_runtime_headers_use(header, tmp_path):
         f"-I{pybind11.get_include()}",
         f"-I{sysconfig.get_paths()['include']}",
     ]
+    if header in SCHEMA_HEADERS:
+        flags = ["-std=c++17", f"-I{include}", "-DONNX_ML=1", "-DONNX_NAMESPACE=onnx"]
     if unit.suffix == ".cu":
         nvcc = shutil.which("nvcc")
         if nvcc is None:
