@@ -49,6 +49,10 @@ KEYS = {
 # Import names a generated package must not take: it would shadow opgen, what opgen or the
 # generated code runs on, or the tools that build and test it. (An installed module of the
 # same name is refused too: see package_problem.)
+# The packages the generated CMake files find (tests/test_config.py reads them there): the
+# project, named after the package, sets <package>_VERSION, _SOURCE_DIR, ...
+CMAKE_FOUND_PACKAGES = frozenset({"CUDAToolkit", "ONNX", "Protobuf", "Python", "pybind11"})
+
 _TAKEN_NAMES = frozenset(
     """generator torch onnx onnxruntime onnxscript onnx_ir numpy ml_dtypes pybind11 jinja2
     markupsafe yaml black packaging click pathspec platformdirs mypy_extensions pytokens
@@ -397,6 +401,12 @@ def package_problem(name: str) -> str | None:
         return f"'{name}' starts or ends with '_', which a wheel's name may not"
     if keyword.iskeyword(name) or keyword.issoftkeyword(name):
         return f"'{name}' is a Python keyword"
+    if name.startswith(("CMAKE", "OPGEN")) or name in CMAKE_FOUND_PACKAGES:
+        return (
+            f"'{name}' would name the CMake project, whose variables (<name>_VERSION, ...) would "
+            "then be CMake's own, the build's (OPGEN_...) or those of a package it finds; choose "
+            "another"
+        )
     if name in sys.stdlib_module_names or name in _TAKEN_NAMES:
         return f"'{name}' is the name of a module it would shadow; choose another"
     installed = _installed_elsewhere(name)

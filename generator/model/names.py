@@ -29,6 +29,13 @@ CPP_RESERVED = frozenset(
 )
 
 
+# Python's builtins that the generated Python calls in functions whose parameters are user
+# names (tests/test_names.py finds them in the generated modules).
+PYTHON_BUILTINS_CALLED = frozenset(
+    """NotImplementedError RuntimeError ValueError all any bool enumerate float int len list
+    staticmethod str sum tuple zip""".split()
+)
+
 # Names the generated Python/C++ uses next to user names.
 GENERATED_RESERVED = frozenset(
     {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module", "keyset"}
@@ -36,6 +43,18 @@ GENERATED_RESERVED = frozenset(
     # module-level names of the op modules that functions with user-named parameters call
     # (an attribute named _support hid the support module from every call)
     | {"_support", "_testing", "symbolic_helper", "Opset", "F", "TORCH_OP"}
+    | {"_ctx"}  # the fake kernel's, beside the data-dependent sizes
+    | PYTHON_BUILTINS_CALLED
+)
+
+# The members of the ONNX Runtime wrappers (Ort::CustomOpBase and its kernel), class templates
+# over the type variables: a type variable so named would be redeclared (tests/test_names.py
+# reads them from the templates).
+WRAPPER_MEMBER_NAMES = frozenset(
+    """ComputeV2 CreateKernelV2 GetExecutionProviderType GetInputCharacteristic GetInputType
+    GetInputTypeCount GetName GetOutputCharacteristic GetOutputType GetOutputTypeCount
+    GetVariadicInputHomogeneity GetVariadicInputMinArity GetVariadicOutputHomogeneity
+    GetVariadicOutputMinArity""".split()
 )
 
 
@@ -118,6 +137,12 @@ IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 # ONNX's own domains (`ai.onnx` is the default domain "" by name): a custom-op library cannot
 # serve them, and a schema registered there would shadow ONNX's own.
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
+# A domain the exporters' Python would name as it names ONNX's standard one (_ONNX).
+ONNX_OPSET_ALIASES = ("onnx",)
+
+# The attributes of onnxscript's Opset, through which the exporters call an op by its type
+# (`_MY_OPS.<op type>(...)`): an op type so named would be the attribute (tests/test_names.py).
+ONNXSCRIPT_OPSET_ATTRIBUTES = frozenset({"cache", "domain", "version"})
 
 
 DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
@@ -140,6 +165,8 @@ def reserved_reason(name: str) -> str | None:
             "is a macro of the headers the generated C++ includes (C, C++, ONNX, ONNX Runtime, "
             "PyTorch, pybind11, Python or CUDA), which would replace it"
         )
+    if name.endswith("_EXPORTS"):
+        return "is a macro CMake defines when it compiles a shared library (<target>_EXPORTS)"
     if is_implementation_name(name):
         return "is reserved to the C++ implementation (a name holding '__', or '_' and a capital)"
     if (
@@ -147,6 +174,7 @@ def reserved_reason(name: str) -> str | None:
         or name in CPP_RESERVED
         or name in GENERATED_RESERVED
         or name in OP_NAMESPACE_NAMES
+        or name in WRAPPER_MEMBER_NAMES
     ):
         return "is reserved in Python, C++ or the generated code"
     return None
@@ -175,6 +203,16 @@ ATEN_OVERLOAD = re.compile(
 # torch`, plus Python-only `higher_order` and the `torchvision` package's). A new op there
 # clashes with PyTorch's own, or would pass for one. torch is too slow to import here:
 # tests/test_hostile_definitions.py checks this list against the installed torch.
+# What `torch.ops.<namespace>.<name>` would find before an op: attributes of torch.ops (for a
+# namespace) and of its namespaces (for a name); and the module-level names of the generated
+# torch_op.py, which binds the op's name there (tests/test_names.py checks all three).
+TORCH_OPS_ATTRIBUTES = frozenset({"_dir", "import_module", "load_library", "loaded_libraries"})
+TORCH_OP_NAMESPACE_ATTRIBUTES = frozenset({"_dir", "name"})
+TORCH_OP_MODULE_NAMES = frozenset(
+    """SCHEMA _Differentiable _LIBRARY _autograd _backward _cpu _fake _legacy_custom_op
+    _setup_context _support onnx torch""".split()
+)
+
 TORCH_NAMESPACES = frozenset(
     """_c10d_functional _c10d_functional_autograd _dtensor _native _quantized _test aten c10d
     debug_mode_ops debugprims export higher_order inductor inductor_prims mkl mkldnn

@@ -15,6 +15,8 @@ from generator.model.names import (
     DOMAIN,
     MAX_NAME_LENGTH,
     ONNX_DOMAINS,
+    ONNX_OPSET_ALIASES,
+    ONNXSCRIPT_OPSET_ATTRIBUTES,
     unspellable,
 )
 from generator.model.nodes import ExportRule, Function
@@ -579,6 +581,14 @@ def _open(path: Path, display_name: str) -> _Definition:
 def _read_onnx_name(d: _Definition) -> tuple[str | None, str | None, tuple[int, ...]]:
     """The ONNX op the definition defines: op type, domain and versions."""
     op_type = d.get("op", read.identifier, "op type")
+    if op_type is not None and (op_type in ONNXSCRIPT_OPSET_ATTRIBUTES or op_type[0] == "_"):
+        d.errors.add(
+            d["op"].error(
+                f"op type '{op_type}' is an attribute of onnxscript's Opset, through which the "
+                "exporters call an op by its type (as a name beginning with '_' may be); "
+                "choose another"
+            )
+        )
     domain = d.get("domain", read.string)
     if domain is not None and not DOMAIN.fullmatch(domain):
         d.errors.add(d["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
@@ -587,6 +597,13 @@ def _read_onnx_name(d: _Definition) -> tuple[str | None, str | None, tuple[int, 
             d["domain"].error(
                 f"'{domain}' is ONNX's own domain: a custom-op library cannot serve it and a "
                 "schema there would shadow ONNX's; use a domain of your own"
+            )
+        )
+    elif domain in ONNX_OPSET_ALIASES:
+        d.errors.add(
+            d["domain"].error(
+                f"'{domain}' would be named in the generated Python as ONNX's standard domain "
+                "is (_ONNX); use a domain of your own"
             )
         )
     elif domain is not None and len(domain) > MAX_NAME_LENGTH:
@@ -1148,6 +1165,17 @@ def _check_unique_names(
                         "names in the kernel's C++ signature)"
                     )
                 )
+    items = fields["data_dependent_sizes"].value if "data_dependent_sizes" in fields else []
+    for item in items if isinstance(items, list) else []:
+        named = seen.get(item.value) if isinstance(item.value, str) else None
+        if named is not None:
+            errors.add(
+                item.error(
+                    f"size symbol '{item.value}' is already the name of {read.owner(named.path)} "
+                    f"(line {named.location.line}); the fake kernel declares it beside them, so "
+                    "choose another"
+                )
+            )
 
 
 def _check_derived_names(names: dict[str, Node], errors: ErrorCollector) -> None:

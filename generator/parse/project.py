@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 from generator.errors import DefinitionError, ErrorCollector
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, OnnxNode
-from generator.model.op import OpDef
-from generator.runtime._names import target_names
+from generator.model.op import OpDef, TorchApi
+from generator.runtime._names import below_autograd_op, target_names
 
 # What a definition defines (a file name, an ONNX op, a PyTorch overload), then the parts of
 # its name: no two definitions may share one.
@@ -74,6 +74,9 @@ def check_project(ops: list[OpDef]) -> None:
         if op.torch is not None:
             field_path = "torch.overrides" if op.torch.is_override else "torch.name"
             keys.append((("PyTorch overload", op.torch.overload_name), field_path))
+            if op.torch.api is TorchApi.native:  # the library defines the op below Autograd too
+                below = f"{op.torch.namespace}::{below_autograd_op(op.torch.name)}.default"
+                keys.append((("PyTorch overload", below), field_path))
         for key, field_path in keys:
             if key in seen:
                 what = f"{key[0]} {', '.join(str(part) for part in key[1:])}"

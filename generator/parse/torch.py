@@ -6,7 +6,14 @@ from __future__ import annotations
 import keyword
 
 from generator.api.names import Local
-from generator.model.names import ATEN_OVERLOAD, TORCH_NAME, TORCH_NAMESPACES
+from generator.model.names import (
+    ATEN_OVERLOAD,
+    TORCH_NAME,
+    TORCH_NAMESPACES,
+    TORCH_OP_MODULE_NAMES,
+    TORCH_OP_NAMESPACE_ATTRIBUTES,
+    TORCH_OPS_ATTRIBUTES,
+)
 from generator.model.op import TorchApi, TorchBinding
 from generator.model.tensors import Attribute, TensorParam
 from generator.model.types import DType, TypeConstraint
@@ -73,6 +80,16 @@ def parse_torch(
                 f"'{qualified}': '{part}' is a Python keyword, so torch.ops.{match.group(1)}."
                 f"{match.group(2)} cannot be written in Python; choose another name"
             )
+    if match.group(1) in TORCH_OPS_ATTRIBUTES:
+        raise fields["name"].error(
+            f"'{qualified}': torch.ops.{match.group(1)} is an attribute of torch.ops, not a "
+            "namespace of ops; choose another namespace"
+        )
+    if match.group(2) in TORCH_OP_NAMESPACE_ATTRIBUTES | TORCH_OP_MODULE_NAMES:
+        raise fields["name"].error(
+            f"'{qualified}': '{match.group(2)}' is an attribute of PyTorch's op namespaces or a "
+            "name the generated torch_op module defines itself; choose another name"
+        )
     if match.group(2).endswith("_"):
         raise fields["name"].error(
             f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "
