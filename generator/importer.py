@@ -25,8 +25,7 @@ from typing import Any
 
 import yaml
 
-from generator.model.header_macros import HEADER_MACROS
-from generator.model.names import is_implementation_name
+from generator.model.names import reserved_reason
 from generator.model.types import FROM_ONNX_NAME
 
 # An attribute default: int, float (a float32's value), str, or a tuple of one of them.
@@ -749,16 +748,10 @@ def _name_todos(record: SchemaRecord) -> list[str]:
     for name, found in kinds.items():
         if not name.isidentifier():
             todos.append(f"{found[0]} {name!r} is not an identifier")
-        elif _is_reserved(name):
+        elif reserved_reason(name) is not None:
             todos.append(
-                f"{found[0]} {name!r} is a keyword of Python or C++: generated code cannot "
-                f"name a variable so, and the schema's name must stay {name!r}"
-            )
-        elif name in HEADER_MACROS or is_implementation_name(name):
-            todos.append(
-                f"{found[0]} {name!r} is a macro of the headers the generated C++ includes, or "
-                f"a name C++ reserves to them: generated code cannot name a variable so, and "
-                f"the schema's name must stay {name!r}"
+                f"{found[0]} {name!r} {reserved_reason(name)}: generated code cannot name a "
+                f"variable so, and the schema's name must stay {name!r}"
             )
         if len(found) > 1:
             kinds_named = " and ".join(("an " if k[0] in "aeiou" else "a ") + k for k in found)

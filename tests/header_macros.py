@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import older_torch_headers  # noqa: E402
 
+from generator.api.cpp import TORCH_TARGET_VERSION  # noqa: E402
 from generator.build import ort_include_dir  # noqa: E402
 from generator.model.names import IDENTIFIER, is_implementation_name  # noqa: E402
 
@@ -77,7 +78,7 @@ def header_macros() -> set[str]:
 
     common = ["-std=c++17", f"-I{RUNTIME}", "-DNDEBUG"]
     host = [f"-I{ort_include_dir(lambda message: None)}", "-DORT_API_MANUAL_INIT",
-            "-DTORCH_TARGET_VERSION=0x020a000000000000", "-DUSE_CUDA",
+            f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}", "-DUSE_CUDA",
             f"-I{pybind11.get_include()}", f"-I{sysconfig.get_paths()['include']}"]  # fmt: skip
     found: set[str] = set()
     found |= _defined(
@@ -121,6 +122,9 @@ def main(argv: list[str]) -> int:
         return 2
     if missing_tools():
         print(f"cannot take the list here: no {', '.join(missing_tools())}", file=sys.stderr)
+        return 1
+    if len(torch_include_dirs()) <= len(older_torch_headers.RELEASES):
+        print("the older torch headers are missing: run ./dev setup first", file=sys.stderr)
         return 1
     names = header_macros()
     import black

@@ -1368,6 +1368,10 @@ def test_no_op_id_hides_a_name_the_runtime_headers_use(header, tmp_path):
     ]
     if header in SCHEMA_HEADERS:
         flags = ["-std=c++17", f"-I{include}", "-DONNX_ML=1", "-DONNX_NAMESPACE=onnx"]
+        if not Path("/usr/include/onnx/defs/schema.h").is_file():
+            if os.environ.get("CI") == "true":
+                pytest.fail("no ONNX C++ headers (libonnx-dev) under CI")
+            pytest.skip("no ONNX C++ headers (libonnx-dev) on this machine")
     if unit.suffix == ".cu":
         nvcc = shutil.which("nvcc")
         if nvcc is None:

@@ -47,7 +47,7 @@ _LIBRARY = torch.library.Library("mylibrary", "FRAGMENT")
 _LIBRARY.define("addandround_op" + SCHEMA)
 _LIBRARY.impl("addandround_op", _cpu, "CPU")
 torch.library.register_fake("mylibrary::addandround_op", _fake, lib=_LIBRARY)
-addandround_op = torch.ops.mylibrary.addandround_op.default
+_OP = torch.ops.mylibrary.addandround_op.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -55,7 +55,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X):
-        return _support.below_autograd(addandround_op, X)
+        return _support.below_autograd(_OP, X)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -71,7 +71,15 @@ def _autograd(keyset, X):
     """The Autograd kernel: through _Differentiable only when a gradient can flow."""
     if (torch.is_grad_enabled() and X.requires_grad) or _support.has_tangent(X):
         return _support.apply_function(_Differentiable, X)
-    return addandround_op.redispatch(keyset & torch._C._after_autograd_keyset, X)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X)
 
 
 _LIBRARY.impl("addandround_op", _autograd, "Autograd", with_keyset=True)
+
+
+def __getattr__(name: str):
+    """`torch_op.addandround_op`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "addandround_op":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

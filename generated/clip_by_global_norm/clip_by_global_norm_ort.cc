@@ -65,7 +65,7 @@ OrtStatusPtr InferOutputShapes(const OrtCustomOp* /*op*/, OrtShapeInferContext* 
     context.read_attribute(kOpType, "max_norm", false, attrs.max_norm);
     const OutputShapesOf<opgen::SymDim> shapes = infer_shapes<opgen::SymDim>(X_shape, attrs);
     context.set_output(0, context.element_type(0), shapes.norm, kOpType, "norm");
-    for (size_t value = 0; value < shapes.Y.size(); ++value) context.set_output(1 + value, context.element_type(0), shapes.Y[value], kOpType, "Y");
+    for (size_t index = 0; index < shapes.Y.size(); ++index) context.set_output(1 + index, context.element_type(0), shapes.Y[index], kOpType, "Y");
   });
 }
 

@@ -86,7 +86,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::clip_by_global_norm", _fake, lib=_LIBRARY)
-clip_by_global_norm = torch.ops.opgen.clip_by_global_norm.default
+_OP = torch.ops.opgen.clip_by_global_norm.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -94,7 +94,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(max_norm, *X):
-        norm, Y = _support.below_autograd(clip_by_global_norm, list(X), max_norm)
+        norm, Y = _support.below_autograd(_OP, list(X), max_norm)
         return norm, *Y
 
     # The Function takes the variadic input's values one by one, last (autograd sees no
@@ -134,7 +134,7 @@ def _autograd(keyset, X, max_norm=1.0):
     ) or _support.has_tangent(*X):
         norm, *Y = _support.apply_function(_Differentiable, max_norm, *X)
         return (norm, Y)
-    return clip_by_global_norm.redispatch(keyset & torch._C._after_autograd_keyset, X, max_norm)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X, max_norm)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
@@ -144,3 +144,11 @@ _support.register_autograd(_LIBRARY, "clip_by_global_norm", _autograd)
 
 # PyTorch's vmap fallback cannot batch a Tensor[] argument: one call per sample, stacked.
 _support.register_loop_vmap("opgen::clip_by_global_norm", lib=_LIBRARY)
+
+
+def __getattr__(name: str):
+    """`torch_op.clip_by_global_norm`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "clip_by_global_norm":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -51,7 +51,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::complex_rotate", _fake, lib=_LIBRARY)
-complex_rotate = torch.ops.opgen.complex_rotate.default
+_OP = torch.ops.opgen.complex_rotate.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -59,7 +59,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X, angle):
-        return _support.below_autograd(complex_rotate, X, angle)
+        return _support.below_autograd(_OP, X, angle)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -75,9 +75,17 @@ def _autograd(keyset, X, angle):
     """The Autograd kernel: through _Differentiable only when a gradient can flow."""
     if (torch.is_grad_enabled() and X.requires_grad) or _support.has_tangent(X):
         return _support.apply_function(_Differentiable, X, angle)
-    return complex_rotate.redispatch(keyset & torch._C._after_autograd_keyset, X, angle)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X, angle)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
 # package is not imported, registered for the Autograd alias key) gives way to it.
 _support.register_autograd(_LIBRARY, "complex_rotate", _autograd)
+
+
+def __getattr__(name: str):
+    """`torch_op.complex_rotate`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "complex_rotate":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -94,7 +94,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("mydomain", "FRAGMENT")
 torch.library.register_fake("mydomain::custom_group_norm", _fake, lib=_LIBRARY)
-custom_group_norm = torch.ops.mydomain.custom_group_norm.default
+_OP = torch.ops.mydomain.custom_group_norm.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -102,7 +102,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X, num_groups, scale, bias, epsilon):
-        return _support.below_autograd(custom_group_norm, X, num_groups, scale, bias, epsilon)
+        return _support.below_autograd(_OP, X, num_groups, scale, bias, epsilon)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -123,7 +123,7 @@ def _autograd(keyset, X, num_groups, scale, bias, epsilon=1e-05):
         )
     ) or _support.has_tangent(X, num_groups, scale, bias):
         return _support.apply_function(_Differentiable, X, num_groups, scale, bias, epsilon)
-    return custom_group_norm.redispatch(
+    return _OP.redispatch(
         keyset & torch._C._after_autograd_keyset, X, num_groups, scale, bias, epsilon
     )
 
@@ -131,3 +131,11 @@ def _autograd(keyset, X, num_groups, scale, bias, epsilon=1e-05):
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
 # package is not imported, registered for the Autograd alias key) gives way to it.
 _support.register_autograd(_LIBRARY, "custom_group_norm", _autograd)
+
+
+def __getattr__(name: str):
+    """`torch_op.custom_group_norm`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "custom_group_norm":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -54,7 +54,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
 torch.library.register_fake("test_customop::custom_op_one", _fake, lib=_LIBRARY)
-custom_op_one = torch.ops.test_customop.custom_op_one.default
+_OP = torch.ops.test_customop.custom_op_one.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -62,7 +62,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X, Y):
-        return _support.below_autograd(custom_op_one, X, Y)
+        return _support.below_autograd(_OP, X, Y)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -80,9 +80,17 @@ def _autograd(keyset, X, Y):
         X, Y
     ):
         return _support.apply_function(_Differentiable, X, Y)
-    return custom_op_one.redispatch(keyset & torch._C._after_autograd_keyset, X, Y)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X, Y)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
 # package is not imported, registered for the Autograd alias key) gives way to it.
 _support.register_autograd(_LIBRARY, "custom_op_one", _autograd)
+
+
+def __getattr__(name: str):
+    """`torch_op.custom_op_one`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "custom_op_one":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,4 +35,12 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("test_customop", "FRAGMENT")
 torch.library.register_fake("test_customop::custom_op_two", _fake, lib=_LIBRARY)
-custom_op_two = torch.ops.test_customop.custom_op_two.default
+_OP = torch.ops.test_customop.custom_op_two.default
+
+
+def __getattr__(name: str):
+    """`torch_op.custom_op_two`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "custom_op_two":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -70,7 +70,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::dequantize", _fake, lib=_LIBRARY)
-dequantize = torch.ops.opgen.dequantize.default
+_OP = torch.ops.opgen.dequantize.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -78,7 +78,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X, scale):
-        return _support.below_autograd(dequantize, X, scale)
+        return _support.below_autograd(_OP, X, scale)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -96,9 +96,17 @@ def _autograd(keyset, X, scale):
         torch.is_grad_enabled() and (X.requires_grad or scale.requires_grad)
     ) or _support.has_tangent(X, scale):
         return _support.apply_function(_Differentiable, X, scale)
-    return dequantize.redispatch(keyset & torch._C._after_autograd_keyset, X, scale)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X, scale)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
 # package is not imported, registered for the Autograd alias key) gives way to it.
 _support.register_autograd(_LIBRARY, "dequantize", _autograd)
+
+
+def __getattr__(name: str):
+    """`torch_op.dequantize`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "dequantize":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -64,7 +64,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::inverse", _fake, lib=_LIBRARY)
-inverse = torch.ops.opgen.inverse.default
+_OP = torch.ops.opgen.inverse.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -72,7 +72,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X):
-        return _support.below_autograd(inverse, X)
+        return _support.below_autograd(_OP, X)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -88,9 +88,17 @@ def _autograd(keyset, X):
     """The Autograd kernel: through _Differentiable only when a gradient can flow."""
     if (torch.is_grad_enabled() and X.requires_grad) or _support.has_tangent(X):
         return _support.apply_function(_Differentiable, X)
-    return inverse.redispatch(keyset & torch._C._after_autograd_keyset, X)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
 # package is not imported, registered for the Autograd alias key) gives way to it.
 _support.register_autograd(_LIBRARY, "inverse", _autograd)
+
+
+def __getattr__(name: str):
+    """`torch_op.inverse`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "inverse":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -85,7 +85,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::layer_norm", _fake, lib=_LIBRARY)
-layer_norm = torch.ops.opgen.layer_norm.default
+_OP = torch.ops.opgen.layer_norm.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -93,7 +93,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X, Scale, B, epsilon):
-        return _support.below_autograd(layer_norm, X, Scale, B, epsilon)
+        return _support.below_autograd(_OP, X, Scale, B, epsilon)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -112,9 +112,17 @@ def _autograd(keyset, X, Scale, B=None, epsilon=1e-05):
         and (X.requires_grad or Scale.requires_grad or (B is not None and B.requires_grad))
     ) or _support.has_tangent(X, Scale, B):
         return _support.apply_function(_Differentiable, X, Scale, B, epsilon)
-    return layer_norm.redispatch(keyset & torch._C._after_autograd_keyset, X, Scale, B, epsilon)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X, Scale, B, epsilon)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
 # package is not imported, registered for the Autograd alias key) gives way to it.
 _support.register_autograd(_LIBRARY, "layer_norm", _autograd)
+
+
+def __getattr__(name: str):
+    """`torch_op.layer_norm`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "layer_norm":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

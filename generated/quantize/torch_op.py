@@ -65,7 +65,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::quantize", _fake, lib=_LIBRARY)
-quantize = torch.ops.opgen.quantize.default
+_OP = torch.ops.opgen.quantize.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -73,7 +73,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(X, scale, output_dtype):
-        return _support.below_autograd(quantize, X, scale, output_dtype)
+        return _support.below_autograd(_OP, X, scale, output_dtype)
 
     setup_context = staticmethod(_setup_context)
     backward = staticmethod(_backward)
@@ -91,9 +91,17 @@ def _autograd(keyset, X, scale, output_dtype=None):
         torch.is_grad_enabled() and (X.requires_grad or scale.requires_grad)
     ) or _support.has_tangent(X, scale):
         return _support.apply_function(_Differentiable, X, scale, output_dtype)
-    return quantize.redispatch(keyset & torch._C._after_autograd_keyset, X, scale, output_dtype)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X, scale, output_dtype)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
 # package is not imported, registered for the Autograd alias key) gives way to it.
 _support.register_autograd(_LIBRARY, "quantize", _autograd)
+
+
+def __getattr__(name: str):
+    """`torch_op.quantize`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "quantize":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -69,7 +69,7 @@ _support.bind_op(
 )
 _LIBRARY = torch.library.Library("opgen", "FRAGMENT")
 torch.library.register_fake("opgen::sum", _fake, lib=_LIBRARY)
-sum = torch.ops.opgen.sum.default
+_OP = torch.ops.opgen.sum.default
 
 
 class _Differentiable(torch.autograd.Function):
@@ -77,7 +77,7 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def forward(*X):
-        return _support.below_autograd(sum, list(X))
+        return _support.below_autograd(_OP, list(X))
 
     # The Function takes the variadic input's values one by one, last (autograd sees no
     # tensor in a list); _setup_context and _backward take the op's own arguments.
@@ -104,7 +104,7 @@ def _autograd(keyset, X):
         torch.is_grad_enabled() and any(value.requires_grad for value in X)
     ) or _support.has_tangent(*X):
         return _support.apply_function(_Differentiable, *X)
-    return sum.redispatch(keyset & torch._C._after_autograd_keyset, X)
+    return _OP.redispatch(keyset & torch._C._after_autograd_keyset, X)
 
 
 # For each backend's Autograd key: the native library's own Autograd kernel (for when this
@@ -114,3 +114,11 @@ _support.register_autograd(_LIBRARY, "sum", _autograd)
 
 # PyTorch's vmap fallback cannot batch a Tensor[] argument: one call per sample, stacked.
 _support.register_loop_vmap("opgen::sum", lib=_LIBRARY)
+
+
+def __getattr__(name: str):
+    """`torch_op.sum`, the op, without a global of that name: inside this module,
+    where the op's name is bound as _OP, it would hide a builtin of that name."""
+    if name == "sum":
+        return _OP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,7 @@ from typing import Any, assert_never
 
 from generator.api.onnx import ATTR_TYPE as ONNX_ATTR_TYPE
 from generator.api.onnx import TENSOR_PROTO
+from generator.model.names import opset_variable
 from generator.model.nodes import EAGER_STANDARD_OPS, AttrRef, NodeAttribute, OnnxNode
 from generator.model.op import FromAttribute, OpDef, TorchBinding
 from generator.model.tensors import (
@@ -262,11 +263,6 @@ def fill_dtype_defaults(op: OpDef) -> list[str]:
 
 # ---- the export rules, as Python statements: the dynamo translation (onnxscript), the
 # TorchScript symbolic (g.op) and, for export-only ops, the eager PyTorch implementation
-
-
-def opset_variable(domain: str) -> str:
-    """Module-level name of the onnxscript Opset of a domain ("" is the standard domain)."""
-    return "_ONNX" if not domain else "_" + domain.replace(".", "_").upper()
 
 
 def _value(attr: NodeAttribute) -> str:

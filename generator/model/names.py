@@ -23,7 +23,7 @@ CPP_RESERVED = frozenset(
     thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
     wchar_t while xor xor_eq attrs ctx
     context raw_context info raw_info kernel index types optional shapes pool serial release
-    parallel
+    parallel characteristics
     opgen std Ort py pybind11 Attributes OutputShapes OutputShapesOf int8_t int16_t int32_t
     int64_t uint8_t size_t""".split()
 )
@@ -32,8 +32,8 @@ CPP_RESERVED = frozenset(
 # Python's builtins that the generated Python calls in functions whose parameters are user
 # names (tests/test_names.py finds them in the generated modules).
 PYTHON_BUILTINS_CALLED = frozenset(
-    """NotImplementedError RuntimeError ValueError all any bool enumerate float int len list
-    staticmethod str sum tuple zip""".split()
+    """AttributeError NotImplementedError RuntimeError ValueError all any bool enumerate float
+    int len list staticmethod str sum tuple zip""".split()
 )
 
 # Names the generated Python/C++ uses next to user names.
@@ -137,8 +137,13 @@ IDENTIFIER = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]*\Z")
 # ONNX's own domains (`ai.onnx` is the default domain "" by name): a custom-op library cannot
 # serve them, and a schema registered there would shadow ONNX's own.
 ONNX_DOMAINS = ("", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview", "ai.onnx.preview.training")
-# A domain the exporters' Python would name as it names ONNX's standard one (_ONNX).
-ONNX_OPSET_ALIASES = ("onnx",)
+
+
+def opset_variable(domain: str) -> str:
+    """Module-level name of the onnxscript Opset of a domain in the exporters' Python ("" is
+    the standard domain): a domain named as that one is refused."""
+    return "_ONNX" if not domain else "_" + domain.replace(".", "_").upper()
+
 
 # The attributes of onnxscript's Opset, through which the exporters call an op by its type
 # (`_MY_OPS.<op type>(...)`): an op type so named would be the attribute (tests/test_names.py).
@@ -209,8 +214,8 @@ ATEN_OVERLOAD = re.compile(
 TORCH_OPS_ATTRIBUTES = frozenset({"_dir", "import_module", "load_library", "loaded_libraries"})
 TORCH_OP_NAMESPACE_ATTRIBUTES = frozenset({"_dir", "name"})
 TORCH_OP_MODULE_NAMES = frozenset(
-    """SCHEMA _Differentiable _LIBRARY _autograd _backward _cpu _fake _legacy_custom_op
-    _setup_context _support onnx torch""".split()
+    """SCHEMA _Differentiable _LIBRARY _OP __getattr__ _autograd _backward _cpu _fake
+    _legacy_custom_op _setup_context _support onnx torch""".split()
 )
 
 TORCH_NAMESPACES = frozenset(

@@ -15,8 +15,8 @@ from generator.model.names import (
     DOMAIN,
     MAX_NAME_LENGTH,
     ONNX_DOMAINS,
-    ONNX_OPSET_ALIASES,
     ONNXSCRIPT_OPSET_ATTRIBUTES,
+    opset_variable,
     unspellable,
 )
 from generator.model.nodes import ExportRule, Function
@@ -599,7 +599,7 @@ def _read_onnx_name(d: _Definition) -> tuple[str | None, str | None, tuple[int, 
                 "schema there would shadow ONNX's; use a domain of your own"
             )
         )
-    elif domain in ONNX_OPSET_ALIASES:
+    elif domain is not None and opset_variable(domain) == opset_variable(""):
         d.errors.add(
             d["domain"].error(
                 f"'{domain}' would be named in the generated Python as ONNX's standard domain "

@@ -60,6 +60,8 @@ def check_project(ops: list[OpDef]) -> None:
     node calls is defined in the project."""
     errors = ErrorCollector()
     seen: dict[_Key, OpDef] = {}
+    # What a key is beside its name, where the definition does not spell it.
+    notes: dict[tuple[_Key, str], str] = {}
     by_domain_ident: dict[str, OpDef] = {}
     by_target: dict[str, OpDef] = {}
     for op in ops:
@@ -77,11 +79,19 @@ def check_project(ops: list[OpDef]) -> None:
             if op.torch.api is TorchApi.native:  # the library defines the op below Autograd too
                 below = f"{op.torch.namespace}::{below_autograd_op(op.torch.name)}.default"
                 keys.append((("PyTorch overload", below), field_path))
+                notes[(keys[-1][0], op.op_id)] = (
+                    f" (the op below Autograd that native op {op.torch.qualified_name} defines)"
+                )
         for key, field_path in keys:
             if key in seen:
                 what = f"{key[0]} {', '.join(str(part) for part in key[1:])}"
+                here = notes.get((key, op.op_id), "")
+                there = notes.get((key, seen[key].op_id), "")
                 errors.add(
-                    op.located(field_path, f"{what} is also defined by {seen[key].display_path}")
+                    op.located(
+                        field_path,
+                        f"{what}{here} is also defined by {seen[key].display_path}{there}",
+                    )
                 )
             seen.setdefault(key, op)
         if op.domain is not None:

@@ -8,6 +8,7 @@ import keyword
 from generator.api.names import Local
 from generator.model.names import (
     ATEN_OVERLOAD,
+    PYTHON_BUILTINS_CALLED,
     TORCH_NAME,
     TORCH_NAMESPACES,
     TORCH_OP_MODULE_NAMES,
@@ -89,6 +90,12 @@ def parse_torch(
         raise fields["name"].error(
             f"'{qualified}': '{match.group(2)}' is an attribute of PyTorch's op namespaces or a "
             "name the generated torch_op module defines itself; choose another name"
+        )
+    if api is TorchApi.legacy and match.group(2) in PYTHON_BUILTINS_CALLED:
+        raise fields["name"].error(
+            f"'{qualified}': the legacy registration defines a function of the op's name in the "
+            f"generated torch_op module, which would hide Python's '{match.group(2)}' from its "
+            "own code; choose another name (or another torch.api)"
         )
     if match.group(2).endswith("_"):
         raise fields["name"].error(

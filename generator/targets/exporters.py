@@ -10,6 +10,7 @@ from generator.api import python as py
 from generator.dest import common
 from generator.dest.emission import Emission
 from generator.model.capabilities import Target, targets_of
+from generator.model.names import opset_variable
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.shapes import OutputShape, SlicePart
 from generator.model.tensors import TensorParam
@@ -86,7 +87,7 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
         is_override=torch.is_override,
         op_id=op.op_id,
         uses_standard_opset=any(not n.domain for rule in op.export for n in rule.nodes),
-        opsets=tuple(OpsetView(py.opset_variable(d), d, v) for d, v in opsets.items()),
+        opsets=tuple(OpsetView(opset_variable(d), d, v) for d, v in opsets.items()),
         opsets_literal=py.literal_dict(opsets),
         translation_params=py.python_params(op, annotate=False, dtype_arguments=False),
         fill_defaults=tuple(py.fill_defaults(op) + py.fill_dtype_defaults(op)),
