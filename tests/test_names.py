@@ -167,3 +167,30 @@ def test_a_torch_name_that_is_another_native_ops_op_below_autograd_is_refused(
         r"defined by .*\(the op below Autograd that native op opgen::inverse defines\)",
         errors,
     ), errors
+
+
+def test_the_op_modules_functions_call_the_op_by_a_name_no_parameter_takes():
+    """A Scale op with a `scale` attribute: its Autograd kernel called `scale.redispatch` on the
+    attribute's float. Inside functions the op is _OP (implementation-reserved), and its public
+    name is no global that could hide a builtin."""
+    modules = sorted((ROOT / "generated").glob("*/torch_op.py"))
+    assert modules
+    for module in modules:
+        tree = ast.parse(module.read_text())
+        bound = {
+            target.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        assert "_OP" in bound, module
+        op_name = re.search(r"_OP = torch\.ops\.\w+\.(\w+)\.default", module.read_text())
+        if op_name is None:  # torch.library.custom_op
+            continue
+        assert op_name.group(1) not in bound, module
+        for function in ast.walk(tree):
+            if isinstance(function, ast.FunctionDef) and function.name != "__getattr__":
+                loaded = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
+                assert op_name.group(1) not in loaded, (module, function.name)
+    assert names.is_implementation_name("_OP")
