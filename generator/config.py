@@ -46,13 +46,13 @@ KEYS = {
     # and the runtime targets' own keys (generator/target_settings.py)
     **{key.name: key.doc for key in TARGET_KEYS},
 }
-# Import names a generated package must not take: it would shadow opgen, what opgen or the
-# generated code runs on, or the tools that build and test it. (An installed module of the
-# same name is refused too: see package_problem.)
-# The packages the generated CMake files find (tests/test_config.py reads them there): the
+# The packages the generated CMake files find (tests/test_names.py reads them there): the
 # project, named after the package, sets <package>_VERSION, _SOURCE_DIR, ...
 CMAKE_FOUND_PACKAGES = frozenset({"CUDAToolkit", "ONNX", "Protobuf", "Python", "pybind11"})
 
+# Import names a generated package must not take: it would shadow opgen, what opgen or the
+# generated code runs on, or the tools that build and test it. (An installed module of the
+# same name is refused too: see package_problem.)
 _TAKEN_NAMES = frozenset(
     """generator torch onnx onnxruntime onnxscript onnx_ir numpy ml_dtypes pybind11 jinja2
     markupsafe yaml black packaging click pathspec platformdirs mypy_extensions pytokens

@@ -748,10 +748,10 @@ def _name_todos(record: SchemaRecord) -> list[str]:
     for name, found in kinds.items():
         if not name.isidentifier():
             todos.append(f"{found[0]} {name!r} is not an identifier")
-        elif reserved_reason(name) is not None:
+        elif (reason := reserved_reason(name)) is not None:
             todos.append(
-                f"{found[0]} {name!r} {reserved_reason(name)}: generated code cannot name a "
-                f"variable so, and the schema's name must stay {name!r}"
+                f"{found[0]} {name!r} {reason}: generated code cannot name a variable so, and "
+                f"the schema's name must stay {name!r}"
             )
         if len(found) > 1:
             kinds_named = " and ".join(("an " if k[0] in "aeiou" else "a ") + k for k in found)

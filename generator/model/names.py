@@ -203,14 +203,9 @@ ATEN_OVERLOAD = re.compile(
 )
 
 
-# Namespaces PyTorch defines ops in (torch 2.13: the namespaces of
-# torch._C._dispatch_get_all_op_names() and torch._C._jit_get_all_schemas() after `import
-# torch`, plus Python-only `higher_order` and the `torchvision` package's). A new op there
-# clashes with PyTorch's own, or would pass for one. torch is too slow to import here:
-# tests/test_hostile_definitions.py checks this list against the installed torch.
 # What `torch.ops.<namespace>.<name>` would find before an op: attributes of torch.ops (for a
 # namespace) and of its namespaces (for a name); and the module-level names of the generated
-# torch_op.py, which binds the op's name there (tests/test_names.py checks all three).
+# torch_op.py, which calls the op as _OP (tests/test_names.py checks all three).
 TORCH_OPS_ATTRIBUTES = frozenset({"_dir", "import_module", "load_library", "loaded_libraries"})
 TORCH_OP_NAMESPACE_ATTRIBUTES = frozenset({"_dir", "name"})
 TORCH_OP_MODULE_NAMES = frozenset(
@@ -218,6 +213,12 @@ TORCH_OP_MODULE_NAMES = frozenset(
     _legacy_custom_op _setup_context _support onnx torch""".split()
 )
 
+
+# Namespaces PyTorch defines ops in (torch 2.13: the namespaces of
+# torch._C._dispatch_get_all_op_names() and torch._C._jit_get_all_schemas() after `import
+# torch`, plus Python-only `higher_order` and the `torchvision` package's). A new op there
+# clashes with PyTorch's own, or would pass for one. torch is too slow to import here:
+# tests/test_hostile_definitions.py checks this list against the installed torch.
 TORCH_NAMESPACES = frozenset(
     """_c10d_functional _c10d_functional_autograd _dtensor _native _quantized _test aten c10d
     debug_mode_ops debugprims export higher_order inductor inductor_prims mkl mkldnn
