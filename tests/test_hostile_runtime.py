@@ -68,6 +68,51 @@ def test_empty_input_whose_sizes_overflow_is_an_error_status(shape):
     assert f"Inverse: input 'X' has shape [{dims}], whose size overflows int64" in result.stdout
 
 
+def _codebook_model(dims: list[int]) -> onnx.ModelProto:
+    """CodebookDequantize whose tensor attribute has `dims` (no data: the product may be 0)."""
+    codebook = TensorProto(name="codebook", data_type=TensorProto.FLOAT, dims=dims)
+    if 0 not in dims:
+        codebook.float_data.extend([0.5] * int(np.prod(dims)))
+    node = helper.make_node("CodebookDequantize", ["X"], ["Y"], domain="ai.opgen")
+    node.attribute.append(helper.make_attribute("codebook", codebook))
+    return _model(
+        [node],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [None])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None])],
+        "ai.opgen",
+    )
+
+
+@pytest.mark.parametrize(
+    "dims",
+    [[0, 2**32, 2**32], [0, 2**62, 4], [2**40, 0, 2**40], [0, 2**63 - 1, 2]],
+    ids=["n*n-wraps-to-0", "product-overflows", "empty-middle", "int64-max"],
+)
+def test_tensor_attribute_whose_sizes_overflow_is_an_error_status(dims):
+    """A tensor attribute reaches the kernel as a view, as an input does: its sizes are checked
+    where it is read (before, an empty [0, 2^32, 2^32] reached the kernel, whose size_from(1)
+    overflowed int64). In a subprocess, so that a crash fails this test, not the run."""
+    script = textwrap.dedent(f"""
+        import numpy as np, generated
+        from generated import _testing
+        from tests.test_hostile_runtime import _codebook_model
+        try:
+            session = _testing.session(_codebook_model({dims}), "ai_opgen")
+            session.run(None, {{"X": np.zeros(2, dtype=np.uint8)}})
+        except Exception as error:
+            print("ERROR", error)
+        else:
+            print("NO ERROR")
+    """)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, f"the process died: {result.returncode}\n{result.stderr}"
+    shown = ", ".join(str(d) for d in dims)
+    message = f"attribute 'codebook' has shape [{shown}], whose size overflows int64"
+    assert message in result.stdout, result.stdout
+
+
 def test_empty_input_of_representable_shape_is_still_valid():
     session = _testing.session(_inverse_of_zeros_model(), "ai_opgen")
     for shape in ([0, 3, 3], [2, 0, 0], [0, 2**20, 2**20]):

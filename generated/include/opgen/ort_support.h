@@ -333,8 +333,17 @@ bool read_tensor_attribute(const Ort::ConstKernelInfo& info, const char* op, con
                 element_type_name(type.GetElementType()));
   }
   const size_t count = type.GetElementCount();
+  const opgen::Shape shape = type.GetShape();
+  // A kernel takes a tensor attribute's view as it takes an input's: every product of its dims
+  // must fit in int64 (an empty [0, 2^32, 2^32] holds no element, but size_from(1) would wrap).
+  const int64_t numel = opgen::checked_numel(shape);
+  const bool negative = std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d < 0; });
+  if (negative || numel < 0 || static_cast<uint64_t>(numel) != count) {
+    opgen::fail(std::string(op) + ": attribute '" + name + "' has shape " + opgen::shape_to_string(shape) +
+                (negative || numel >= 0 ? ", which is not a tensor's shape" : ", whose size overflows int64"));
+  }
   const T* data = reinterpret_cast<const T*>(tensor.GetTensorData<typename OrtTypeOf<T>::type>());
-  value.shape = type.GetShape();
+  value.shape = shape;
   value.values.assign(data, data + count);
   return true;
 }
