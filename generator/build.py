@@ -256,9 +256,7 @@ def build(args: argparse.Namespace) -> int:
         if sanitize and choice.refused_with_sanitize and chosen == choice.refused_with_sanitize:
             print(f"error: {choice.sanitize_conflict}", file=sys.stderr)
             return EXIT_BAD_INPUT
-    build_dir = args.build_dir.resolve()
-    if sanitize and not args.build_dir_given:  # beside the normal build, never mixed with it
-        build_dir = build_dir.with_name(f"{build_dir.name}-sanitize")
+    build_dir = args.build_dir.resolve()  # with --sanitize, <build-dir>-sanitize (config.load)
     settings = args.settings
     # The runtime targets' choices and configured keys (generator/target_settings.py)
     target_variables = [

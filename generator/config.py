@@ -221,6 +221,12 @@ def load(args: argparse.Namespace) -> Config:
         # the same output from any working directory.
         project_root = Path(os.path.abspath(definitions)).parent
         build_dir = Path(os.path.relpath(project_root / "build"))
+    build_label = "the build folder"
+    if getattr(args, "sanitize", False) and getattr(args, "build_dir", None) is None:
+        # `build --sanitize` builds beside the normal build, never mixed with it: that is the
+        # folder it writes, so that is the one checked against the others.
+        build_dir = build_dir.with_name(f"{build_dir.name}-sanitize")
+        build_label = "the sanitizer build folder"
     package_dir = None
     if getattr(args, "output_dir", None) is not None:
         package_dir = Path(args.output_dir)
@@ -232,7 +238,13 @@ def load(args: argparse.Namespace) -> Config:
     package = package or DEFAULT_PACKAGE
     package_dir = package_dir or base / package
     # Where things go first (a folder overlapping another is the larger mistake), then names.
-    _check_apart(definitions, package_dir, build_dir)
+    _check_apart(
+        {
+            "the definitions folder": definitions,
+            "the package folder": package_dir,
+            build_label: build_dir,
+        }
+    )
     _check_spellable(
         {
             "definitions": (definitions, "opdefs_dir"),
@@ -279,15 +291,10 @@ def load(args: argparse.Namespace) -> Config:
     )
 
 
-def _check_apart(definitions: Path, package_dir: Path, build_dir: Path) -> None:
+def _check_apart(folders: dict[str, Path]) -> None:
     """The three folders must not overlap: generation writes (and deletes orphans in) the
     package folder, which would touch hand-written kernels or build files, and the package
     would carry the build into its wheel."""
-    folders = {
-        "the definitions folder": definitions,
-        "the package folder": package_dir,
-        "the build folder": build_dir,
-    }
     named = list(folders.items())
     for index, (first, first_path) in enumerate(named):
         for second, second_path in named[index + 1 :]:
@@ -555,7 +562,6 @@ def apply(args: argparse.Namespace) -> Config | None:
         for error in problem.errors if isinstance(problem, DefinitionErrors) else [problem]:
             print(f"error: {error}", file=sys.stderr)
         return None
-    args.build_dir_given = getattr(args, "build_dir", None) is not None
     args.opdefs_dir = config.definitions
     args.output_dir = config.package_dir
     args.build_dir = config.build_dir

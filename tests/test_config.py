@@ -249,6 +249,37 @@ def test_folders_that_overlap_and_names_that_shadow_are_refused(tmp_path, config
     ]
 
 
+@pytest.mark.parametrize(
+    "config,flags,message",
+    [
+        (
+            'definitions = "build-sanitize"\npackage = "pk"\n',
+            [],
+            "the definitions folder build-sanitize and the sanitizer build folder build-sanitize",
+        ),
+        (
+            'definitions = "defs"\npackage = "pk"\nbuild-dir = "pk/b"\n',
+            [],
+            "the package folder pk and the sanitizer build folder pk/b-sanitize overlap",
+        ),
+        (
+            'definitions = "defs"\npackage = "pk"\nbuild-dir = "out"\n',
+            ["--build-dir", "defs/b"],
+            "the definitions folder defs and the build folder defs/b overlap",
+        ),
+    ],
+    ids=["configured-definitions", "package-holds-it", "flag"],
+)
+def test_the_folder_a_sanitizer_build_writes_is_kept_apart(tmp_path, config, flags, message):
+    """`build --sanitize` writes <build-dir>-sanitize (or --build-dir): that folder, not the
+    configured build folder, is the one that must not overlap the others."""
+    repo = project_with(tmp_path, config, "opgen.toml")
+    before = sorted(str(p.relative_to(repo)) for p in repo.rglob("*"))
+    result = opgen("build", "--sanitize", *flags, cwd=repo)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+    assert sorted(str(p.relative_to(repo)) for p in repo.rglob("*")) == before
+
+
 def test_new_checks_the_folders_before_writing(tmp_path):
     repo = tmp_path / "fresh"
     (repo / ".git").mkdir(parents=True)
