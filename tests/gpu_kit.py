@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -267,10 +268,15 @@ def _tree_files(tree: Path) -> dict[str, Path]:
             for d in dirs
             if d != "__pycache__" and not (here == tree and d.startswith(_NOT_COPIED))
         ]
+        names += [d for d in dirs if (here / d).is_symlink()]  # a link, not a folder to copy
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
         for name in names:
             if ".part-" in name or (here == tree and name.startswith((".gpu-build", "build-gpu"))):
                 continue
-            files[(here / name).relative_to(tree).as_posix()] = here / name
+            path = here / name
+            if not (path.is_symlink() or stat.S_ISREG(path.lstat().st_mode)):
+                continue  # a FIFO, socket or device: no file to copy (reading one could block)
+            files[path.relative_to(tree).as_posix()] = path
     return files
 
 
@@ -282,15 +288,31 @@ def _sync(tree: Path, work: Path) -> int:
     changed = 0
     for relative, source in want.items():
         target = work / relative
-        if relative in have and filecmp.cmp(source, target, shallow=False):
+        if relative in have and _same_entry(source, target):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, target)  # unchanged files keep their times: CMake rebuilds no more
+        if target.is_symlink() or (source.is_symlink() and target.exists()):
+            target.unlink()
+        if source.is_symlink():  # copied as the link it is: dangling or not, never followed
+            target.symlink_to(os.readlink(source))
+        else:  # unchanged files keep their times: CMake rebuilds no more
+            shutil.copy2(source, target)
         changed += 1
     for relative in have.keys() - want.keys():
         (work / relative).unlink()
         changed += 1
     return changed
+
+
+def _same_entry(source: Path, target: Path) -> bool:
+    """Whether the work copy's entry is the tree's: the same link, or a file of the same bytes."""
+    if source.is_symlink() or target.is_symlink():
+        return (
+            source.is_symlink()
+            and target.is_symlink()
+            and os.readlink(source) == os.readlink(target)
+        )
+    return filecmp.cmp(source, target, shallow=False)
 
 
 def _build_running(work: Path, wait: bool = False) -> bool:

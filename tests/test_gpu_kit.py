@@ -136,6 +136,33 @@ def test_the_first_command_copies_the_tree_and_starts_the_build_in_a_session_of_
     assert (work / "generator" / "build.py").read_text() == "# changed\n"
 
 
+def test_links_and_special_files_in_the_tree_are_copied_as_they_are_or_left_out(tmp_path):
+    """A dangling link once killed `./dev gpu-stage` with a traceback (the copy followed it):
+    links are copied as links (dangling, to a file, to a folder), never followed; a FIFO, which
+    a copy would block reading, is left out; the next sync changes only what changed."""
+    tree = tmp_path / "tree"
+    (tree / "docs").mkdir(parents=True)
+    (tree / "docs" / "page.md").write_text("a page\n")
+    (tree / "dangling").symlink_to("no/such/file")
+    (tree / "to-file").symlink_to("docs/page.md")
+    (tree / "to-folder").symlink_to("docs")
+    (tree / "loop").symlink_to("loop")
+    os.mkfifo(tree / "docs" / "fifo")
+    work = tmp_path / "work"
+    assert gpu_kit._sync(tree, work) == 5
+    for link in ("dangling", "to-file", "to-folder", "loop"):
+        assert (work / link).is_symlink()
+        assert os.readlink(work / link) == os.readlink(tree / link)
+    assert (work / "docs" / "page.md").read_text() == "a page\n"
+    assert not (work / "docs" / "fifo").exists()
+    assert gpu_kit._sync(tree, work) == 0
+    (tree / "dangling").unlink()
+    (tree / "dangling").symlink_to("docs")
+    (tree / "loop").unlink()
+    assert gpu_kit._sync(tree, work) == 2
+    assert os.readlink(work / "dangling") == "docs" and not (work / "loop").is_symlink()
+
+
 def test_a_stage_folder_inside_the_tree_is_refused(tmp_path):
     (tmp_path / ".gpu-kit").mkdir()
     with pytest.raises(SystemExit, match="is inside the tree"):
