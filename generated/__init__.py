@@ -109,12 +109,16 @@ def _exported_ops(overrides) -> list:
 
 
 def custom_translation_table(overrides=()) -> dict:
-    """For torch.onnx.export(..., dynamo=True, custom_translation_table=...)."""
+    """For torch.onnx.export(..., dynamo=True, custom_translation_table=...). Registers the
+    ONNX schemas first (register_all()): the exporter refuses a node whose schema it lacks."""
+    register_all()
     return {op.OVERLOAD: op.translation for op in _exported_ops(overrides)}
 
 
 def custom_opsets(overrides=()) -> dict[str, int]:
-    """For torch.onnx.export(..., dynamo=False, custom_opsets=...)."""
+    """For torch.onnx.export(..., dynamo=False, custom_opsets=...). Registers the ONNX schemas
+    and the TorchScript symbolics first (register_all()), which that exporter needs."""
+    register_all()
     opsets: dict[str, int] = {}
     for op in _exported_ops(overrides):
         for domain, version in op.EXPORT_OPSETS.items():
