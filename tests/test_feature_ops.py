@@ -162,6 +162,40 @@ def test_onnxruntime_tensor_attribute_edge_cases(project):
     assert "tensor attribute edge cases ok" in result.stdout
 
 
+# `replaces: onnxruntime` (tests/opdefs/replaced_gelu.yaml: com.microsoft::Gelu as GELU's tanh
+# approximation): a session that registers the domain's library runs the kernel, at every node
+# of the op, in place of ONNX Runtime's exact Gelu; one that does not still runs ONNX Runtime's.
+_REPLACED_BUILTIN = r"""
+import numpy as np, torch
+from onnx import TensorProto, helper
+from generated import _testing
+
+node = helper.make_node("Gelu", ["X"], ["H"], domain="com.microsoft")
+again = helper.make_node("Gelu", ["H"], ["Y"], domain="com.microsoft")
+graph = helper.make_graph(
+    [node, again], "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None])],
+    [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None])])
+opsets = [helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1)]
+model = helper.make_model(graph, opset_imports=opsets, ir_version=_testing.IR_VERSION)
+x = np.linspace(-4, 4, 101, dtype=np.float32)
+t = torch.from_numpy(x).double()
+tanh = torch.nn.functional.gelu(torch.nn.functional.gelu(t, approximate="tanh"), approximate="tanh")
+exact = torch.nn.functional.gelu(torch.nn.functional.gelu(t))
+assert (tanh - exact).abs().max() > 1e-4  # the two are told apart
+(ours,) = _testing.session(model, "com_microsoft").run(None, {"X": x})
+(builtin,) = _testing.session(model, None).run(None, {"X": x})
+np.testing.assert_allclose(ours, tanh.numpy(), rtol=1e-5, atol=1e-6)
+np.testing.assert_allclose(builtin, exact.numpy(), rtol=1e-5, atol=1e-6)
+print("replaced ok")
+"""
+
+
+def test_a_replacing_kernel_runs_in_place_of_onnxruntimes_own(project):
+    result = _run(project, sys.executable, "-c", _REPLACED_BUILTIN)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "replaced ok" in result.stdout
+
+
 def test_onnxruntime_inference_edge_cases(project):
     result = _run(project, sys.executable, "-c", _EDGE_CASES)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -422,6 +422,7 @@ PART_ORDER = (
     "test_tensor_attribute_of_another_dtype_fails_the_session",
     "test_bool_attribute_other_than_0_or_1_fails_the_session",
     "test_session_without_library_fails_clearly",
+    "test_session_without_library_runs_onnxruntimes_own_op",
     "test_cpp_schema_with_onnx_library",
     "test_matches_builtin",
 )

@@ -161,6 +161,9 @@ class OpDef:
     versions: tuple[int, ...] = ()
     # input -> backward formula for its gradient (register_autograd); empty: no autograd
     gradients: dict[str, str] = field(default_factory=dict)
+    # `replaces: onnxruntime`: the kernel takes the place of ONNX Runtime's own op of its name
+    # (model/onnxruntime_domains.py)
+    replaces: Runtime | None = None
     # Where each top-level field (and "torch.name") is, for errors found across definitions.
     locations: dict[str, Location] = field(default_factory=dict, compare=False)
     # As messages on the terminal name it: relative to the working directory (or absolute).

@@ -20,6 +20,7 @@ from generator.model.names import (
     unspellable,
 )
 from generator.model.nodes import ExportRule, Function
+from generator.model.onnxruntime_domains import onnxruntime_domain_problems
 from generator.model.op import (
     Implementation,
     Kernel,
@@ -124,6 +125,7 @@ TOP_LEVEL = {
     "kernel",
     "function",
     "provided_by",
+    "replaces",
     "export",
     "tests",
 }
@@ -240,6 +242,7 @@ def parse_opdef(
     gradients = _read_gradients(d, signature, torch_binding)
     _check_legacy_defaults(d, signature, torch_binding)
     implementation = _read_implementation(d, signature)
+    replaces = d.get("replaces", _parse_runtime)
     _check_function_attributes(d, signature, implementation)
     export = _read_export(d, signature, torch_binding, op_type, domain, implementation)
     tests = d.get(
@@ -277,6 +280,7 @@ def parse_opdef(
         reference=reference,
         reference_upcast=True if upcast is None else upcast,
         gradients=gradients,
+        replaces=replaces,
         implementation=implementation,
         export=export,
         tests=tests or NO_TESTS,
@@ -285,6 +289,7 @@ def parse_opdef(
     )
     problems = refusals(op) + _variadic_problems(op) + _string_problems(op)
     problems += _tensor_attribute_problems(op) + _cuda_problems(op)
+    problems += onnxruntime_domain_problems(op)
     for field_path, message in problems + _pytorch_alone_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
     errors.raise_if_any()
@@ -1045,10 +1050,14 @@ def _read_implementation(d: _Definition, signature: _Signature) -> Implementatio
 
 
 def _parse_provided_by(node: Node) -> ProvidedBy:
+    return ProvidedBy(_parse_runtime(node))
+
+
+def _parse_runtime(node: Node) -> Runtime:
     name = read.string(node)
     if name not in Runtime.__members__:
         raise node.error(f"expected one of {list(Runtime.__members__)}, found '{name}'")
-    return ProvidedBy(Runtime[name])
+    return Runtime[name]
 
 
 def _read_export(
