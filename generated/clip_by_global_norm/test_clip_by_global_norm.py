@@ -220,7 +220,7 @@ KNOWN_PARAMS = [
     pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
     for types in TYPES
-    if case[3] is None or types["T"] in case[3]
+    if _testing.runs_at(types, case[3])
 ]
 
 
@@ -813,16 +813,22 @@ ERROR_CASES = [
         {"X_0": [2, 4], "X_1": [3], "X_2": [2, 1, 3]},
         {"max_norm": -1.401298464324817e-45},
         "ClipByGlobalNorm: attribute \u0027max_norm\u0027 must be at least 0, got -1e-45",
+        None,
     ),
 ]
-ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]
+# A shape error is the shape rule's, whatever the dtypes: each runs at the first combination
+# its `dtypes` allow.
+ERROR_PARAMS = [
+    pytest.param(i, next(t for t in TYPES if _testing.runs_at(t, case[3])), id=f"error{i}")
+    for i, case in enumerate(ERROR_CASES)
+]
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_raise_in_pytorch(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_raise_in_pytorch(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
     inputs = {
-        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: torch.ones(shape, dtype=input_dtype(name, types)) for name, shape in shapes.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
         TORCH_OP(*call_args(inputs), **attributes)
@@ -832,11 +838,11 @@ def test_bad_shapes_raise_in_pytorch(index):
             TORCH_OP(*call_args(fakes), **attributes)
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_error_status_in_onnxruntime(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_error_status_in_onnxruntime(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     session = _testing.session(single_node(inputs, attributes), LIBRARY)
     with pytest.raises(Exception, match=re.escape(message)) as raised:
@@ -861,13 +867,13 @@ def _cpp_schema_messages() -> dict:
     return {int(index): _op_message(text) for index, text in found}
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_give_one_message_everywhere(index):
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_give_one_message_everywhere(index, types):
     """Every runtime reports a bad shape in the same words, byte for byte (after the framing
     ONNX Runtime and ONNX add): the definition's checks are spelled once, in the model."""
-    shapes, attributes, message = ERROR_CASES[index]
+    shapes, attributes, message, _ = ERROR_CASES[index]
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     messages = {}
     with pytest.raises(ValueError) as raised:
@@ -892,12 +898,12 @@ def test_bad_shapes_give_one_message_everywhere(index):
     assert message in messages.popitem()[1]
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_fail_onnx_shape_inference(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_fail_onnx_shape_inference(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
     register_all()
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     model = single_node(inputs, attributes, static=True)
     with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
@@ -905,18 +911,19 @@ def test_bad_shapes_fail_onnx_shape_inference(index):
 
 
 VALUE_ERROR_CASES = [
-    ({"X_0": [1.0]}, {"max_norm": -1.0}, "ClipByGlobalNorm: attribute \u0027max_norm\u0027"),
+    ({"X_0": [1.0]}, {"max_norm": -1.0}, "ClipByGlobalNorm: attribute \u0027max_norm\u0027", None),
 ]
 VALUE_ERROR_PARAMS = [
     pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
-    for i in range(len(VALUE_ERROR_CASES))
+    for i, case in enumerate(VALUE_ERROR_CASES)
     for types in TYPES
+    if _testing.runs_at(types, case[3])
 ]
 
 
 @pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
 def test_bad_values_raise_in_both_runtimes(index, types):
-    values, attributes, message = VALUE_ERROR_CASES[index]
+    values, attributes, message, _ = VALUE_ERROR_CASES[index]
     inputs = {
         name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
     }
@@ -933,7 +940,7 @@ if _testing.has_device("cuda"):
     @pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
     def test_cuda_bad_values_raise(index, types):
         """The CUDA kernel's data checks: the CPU kernel's message, from the device."""
-        values, attributes, message = VALUE_ERROR_CASES[index]
+        values, attributes, message, _ = VALUE_ERROR_CASES[index]
         inputs = {
             name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
         }

@@ -179,7 +179,7 @@ KNOWN_PARAMS = [
     pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
     for types in TYPES
-    if case[3] is None or types["T"] in case[3]
+    if _testing.runs_at(types, case[3])
 ]
 
 
@@ -659,17 +659,32 @@ def test_forward_mode_ad_raises_naming_the_op():
 
 # ---------------------------------------------------------------- errors, never crashes
 ERROR_CASES = [
-    ({"X": [2, 4, 3], "num_groups": [], "scale": [3], "bias": [4]}, {}, "dimension C must agree"),
-    ({"X": [4], "num_groups": [], "scale": [4], "bias": [4]}, {}, "must have at least rank 2"),
+    (
+        {"X": [2, 4, 3], "num_groups": [], "scale": [3], "bias": [4]},
+        {},
+        "dimension C must agree",
+        None,
+    ),
+    (
+        {"X": [4], "num_groups": [], "scale": [4], "bias": [4]},
+        {},
+        "must have at least rank 2",
+        None,
+    ),
 ]
-ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]
+# A shape error is the shape rule's, whatever the dtypes: each runs at the first combination
+# its `dtypes` allow.
+ERROR_PARAMS = [
+    pytest.param(i, next(t for t in TYPES if _testing.runs_at(t, case[3])), id=f"error{i}")
+    for i, case in enumerate(ERROR_CASES)
+]
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_raise_in_pytorch(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_raise_in_pytorch(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
     inputs = {
-        name: torch.ones(shape, dtype=input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: torch.ones(shape, dtype=input_dtype(name, types)) for name, shape in shapes.items()
     }
     with pytest.raises(ValueError, match=re.escape(message)):
         TORCH_OP(*call_args(inputs), **attributes)
@@ -679,11 +694,11 @@ def test_bad_shapes_raise_in_pytorch(index):
             TORCH_OP(*call_args(fakes), **attributes)
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_error_status_in_onnxruntime(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_error_status_in_onnxruntime(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     session = _testing.session(single_node(inputs, attributes), LIBRARY)
     with pytest.raises(Exception, match=re.escape(message)) as raised:
@@ -708,13 +723,13 @@ def _cpp_schema_messages() -> dict:
     return {int(index): _op_message(text) for index, text in found}
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_give_one_message_everywhere(index):
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_give_one_message_everywhere(index, types):
     """Every runtime reports a bad shape in the same words, byte for byte (after the framing
     ONNX Runtime and ONNX add): the definition's checks are spelled once, in the model."""
-    shapes, attributes, message = ERROR_CASES[index]
+    shapes, attributes, message, _ = ERROR_CASES[index]
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     messages = {}
     with pytest.raises(ValueError) as raised:
@@ -739,12 +754,12 @@ def test_bad_shapes_give_one_message_everywhere(index):
     assert message in messages.popitem()[1]
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_fail_onnx_shape_inference(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_fail_onnx_shape_inference(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
     register_all()
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     model = single_node(inputs, attributes, static=True)
     with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
@@ -756,28 +771,32 @@ VALUE_ERROR_CASES = [
         {"X": [[[1, 2], [3, 4], [5, 6]]], "num_groups": 2, "scale": [1, 1, 1], "bias": [0, 0, 0]},
         {},
         "num_groups = 2 does not divide the 3 channels",
+        None,
     ),
     (
         {"X": [[[1, 2], [3, 4]]], "num_groups": 0, "scale": [1, 1], "bias": [0, 0]},
         {},
         "num_groups must be positive, got 0",
+        None,
     ),
     (
         {"X": [[[1, 2], [3, 4]]], "num_groups": -2, "scale": [1, 1], "bias": [0, 0]},
         {},
         "num_groups must be positive, got -2",
+        None,
     ),
 ]
 VALUE_ERROR_PARAMS = [
     pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
-    for i in range(len(VALUE_ERROR_CASES))
+    for i, case in enumerate(VALUE_ERROR_CASES)
     for types in TYPES
+    if _testing.runs_at(types, case[3])
 ]
 
 
 @pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
 def test_bad_values_raise_in_both_runtimes(index, types):
-    values, attributes, message = VALUE_ERROR_CASES[index]
+    values, attributes, message, _ = VALUE_ERROR_CASES[index]
     inputs = {
         name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
     }
@@ -794,7 +813,7 @@ if _testing.has_device("cuda"):
     @pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
     def test_cuda_bad_values_raise(index, types):
         """The CUDA kernel's data checks: the CPU kernel's message, from the device."""
-        values, attributes, message = VALUE_ERROR_CASES[index]
+        values, attributes, message, _ = VALUE_ERROR_CASES[index]
         inputs = {
             name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
         }

@@ -149,7 +149,7 @@ KNOWN_PARAMS = [
     pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
     for types in TYPES
-    if case[3] is None or types["T"] in case[3]
+    if _testing.runs_at(types, case[3])
 ]
 
 
@@ -313,12 +313,18 @@ def test_override_applies_only_when_asked(tmp_path):
 
 # ---------------------------------------------------------------- errors, never crashes
 ERROR_CASES = []
-ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]
+# A shape error is the shape rule's, whatever the dtypes: each runs at the first combination
+# its `dtypes` allow.
+ERROR_PARAMS = [
+    pytest.param(i, next(t for t in TYPES if _testing.runs_at(t, case[3])), id=f"error{i}")
+    for i, case in enumerate(ERROR_CASES)
+]
 
 
 VALUE_ERROR_CASES = []
 VALUE_ERROR_PARAMS = [
     pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
-    for i in range(len(VALUE_ERROR_CASES))
+    for i, case in enumerate(VALUE_ERROR_CASES)
     for types in TYPES
+    if _testing.runs_at(types, case[3])
 ]

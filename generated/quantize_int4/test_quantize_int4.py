@@ -83,6 +83,12 @@ def typed(attributes: dict, types: dict) -> dict:
     return {**attributes, **{name: types[var] for name, var in TYPE_CHOOSERS.items()}}
 
 
+def typed_where_unset(attributes: dict, types: dict) -> dict:
+    """An error case's attributes: the choosers it does not set (to test their refusal) are
+    set to the dtypes the test runs."""
+    return {**typed({}, types), **attributes}
+
+
 def input_dtype(name: str, types: dict) -> torch.dtype:
     return bound_dtype(INPUT_TYPES[name], types)
 
@@ -142,7 +148,7 @@ KNOWN_CASES = [
         },
         {"Y": [0, 2, 2, 0, -2, 4, -4, 7, -8, 7, -8]},
         {"output_dtype": _testing.INT4},
-        (_testing.INT4,),
+        {"Q": (_testing.INT4,)},
     ),
     (
         {
@@ -151,21 +157,26 @@ KNOWN_CASES = [
         },
         {"Y": [0, 2, 2, 0, 0, 4, 0, 15, 0, 15, 0]},
         {"output_dtype": _testing.INT4},
-        (_testing.UINT4,),
+        {"Q": (_testing.UINT4,)},
     ),
     (
         {"X": [[1.0, 2.0, 3.0], [-4.0, 5.0, 6.0], [7.0, -9.0, 0.0]], "scale": 0.5},
         {"Y": [[2, 4, 6], [-8, 7, 7], [7, -8, 0]]},
         {"output_dtype": _testing.INT4},
-        (_testing.INT4,),
+        {"Q": (_testing.INT4,)},
     ),
-    ({"X": [2.0], "scale": 0.25}, {"Y": [8]}, {"output_dtype": _testing.INT4}, (_testing.UINT4,)),
+    (
+        {"X": [2.0], "scale": 0.25},
+        {"Y": [8]},
+        {"output_dtype": _testing.INT4},
+        {"Q": (_testing.UINT4,)},
+    ),
 ]
 KNOWN_PARAMS = [
     pytest.param(index, types, id=f"case{index}-{types_id(types)}")
     for index, case in enumerate(KNOWN_CASES)
     for types in TYPES
-    if case[3] is None or types["Q"] in case[3]
+    if _testing.runs_at(types, case[3])
 ]
 
 
@@ -327,16 +338,23 @@ ERROR_CASES = [
         {"X": [0, 7], "scale": []},
         {"output_dtype": torch.float32},
         "QuantizeInt4: attribute \u0027output_dtype\u0027 must be one of [22, 21] (Q: int4, uint4), got 1",
+        None,
     ),
 ]
-ERROR_PARAMS = [pytest.param(i, id=f"error{i}") for i in range(len(ERROR_CASES))]
+# A shape error is the shape rule's, whatever the dtypes: each runs at the first combination
+# its `dtypes` allow.
+ERROR_PARAMS = [
+    pytest.param(i, next(t for t in TYPES if _testing.runs_at(t, case[3])), id=f"error{i}")
+    for i, case in enumerate(ERROR_CASES)
+]
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_error_status_in_onnxruntime(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_error_status_in_onnxruntime(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
+    attributes = typed_where_unset(attributes, types)
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     session = _testing.session(single_node(inputs, attributes), LIBRARY)
     with pytest.raises(Exception, match=re.escape(message)) as raised:
@@ -361,13 +379,14 @@ def _cpp_schema_messages() -> dict:
     return {int(index): _op_message(text) for index, text in found}
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_give_one_message_everywhere(index):
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_give_one_message_everywhere(index, types):
     """Every runtime reports a bad shape in the same words, byte for byte (after the framing
     ONNX Runtime and ONNX add): the definition's checks are spelled once, in the model."""
-    shapes, attributes, message = ERROR_CASES[index]
+    shapes, attributes, message, _ = ERROR_CASES[index]
+    attributes = typed_where_unset(attributes, types)
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     messages = {}
     with pytest.raises(Exception) as raised:
@@ -385,12 +404,13 @@ def test_bad_shapes_give_one_message_everywhere(index):
     assert message in messages.popitem()[1]
 
 
-@pytest.mark.parametrize("index", ERROR_PARAMS)
-def test_bad_shapes_fail_onnx_shape_inference(index):
-    shapes, attributes, message = ERROR_CASES[index]
+@pytest.mark.parametrize("index,types", ERROR_PARAMS)
+def test_bad_shapes_fail_onnx_shape_inference(index, types):
+    shapes, attributes, message, _ = ERROR_CASES[index]
+    attributes = typed_where_unset(attributes, types)
     register_all()
     inputs = {
-        name: _testing.ones(shape, input_dtype(name, TYPES[0])) for name, shape in shapes.items()
+        name: _testing.ones(shape, input_dtype(name, types)) for name, shape in shapes.items()
     }
     model = single_node(inputs, attributes, static=True)
     with pytest.raises(onnx.shape_inference.InferenceError, match=re.escape(message)):
@@ -400,30 +420,30 @@ def test_bad_shapes_fail_onnx_shape_inference(index):
 VALUE_ERROR_CASES = [
     (
         {"X": [1.0, 2.0, float("nan")], "scale": 1.0},
-        {"output_dtype": _testing.INT4},
+        {},
         "QuantizeInt4: X[2] is NaN, which no integer represents",
+        None,
     ),
-    (
-        {"X": [1.0], "scale": 0.0},
-        {"output_dtype": _testing.INT4},
-        "QuantizeInt4: scale must be positive and finite",
-    ),
+    ({"X": [1.0], "scale": 0.0}, {}, "QuantizeInt4: scale must be positive and finite", None),
     (
         {"X": [1.0], "scale": float("nan")},
-        {"output_dtype": _testing.INT4},
+        {},
         "QuantizeInt4: scale must be positive and finite",
+        None,
     ),
 ]
 VALUE_ERROR_PARAMS = [
     pytest.param(i, types, id=f"value-error{i}-{types_id(types)}")
-    for i in range(len(VALUE_ERROR_CASES))
+    for i, case in enumerate(VALUE_ERROR_CASES)
     for types in TYPES
+    if _testing.runs_at(types, case[3])
 ]
 
 
 @pytest.mark.parametrize("index,types", VALUE_ERROR_PARAMS)
 def test_bad_values_raise_in_both_runtimes(index, types):
-    values, attributes, message = VALUE_ERROR_CASES[index]
+    values, attributes, message, _ = VALUE_ERROR_CASES[index]
+    attributes = typed_where_unset(attributes, types)
     inputs = {
         name: _testing.tensor(value, input_dtype(name, types)) for name, value in values.items()
     }
@@ -532,7 +552,7 @@ def test_cpp_schema_with_onnx_library():
 def test_matches_builtin_quantizelinear():
     """Same inputs through ONNX Runtime's own ::QuantizeLinear."""
     case = RANDOM_CASES[0]
-    for types in TYPES:
+    for types in [t for t in TYPES if _testing.runs_at(t, None)]:
         inputs = make_inputs(case, 0, types, seed=7)
         ours = single_node(inputs, typed(case["attributes"], types))
         builtin = single_node(

@@ -17,7 +17,7 @@ from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam, value_names
-from generator.model.tests import RandomCase
+from generator.model.tests import DTypeChoice, RandomCase
 from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
@@ -52,7 +52,7 @@ class KnownCaseView:
     inputs: str
     outputs: str
     attributes: str
-    dtypes: str  # the first type variable's dtypes it runs at; "None": all
+    dtypes: str  # {type variable: its dtypes} it runs at (_testing.runs_at); "None": all
 
 
 @view
@@ -82,6 +82,7 @@ class ErrorCaseView:
     shapes: str
     attributes: str
     message: str
+    dtypes: str  # as KnownCaseView's: it runs at the first combination these allow
 
 
 @view
@@ -91,6 +92,7 @@ class ValueErrorCaseView:
     inputs: str
     attributes: str
     message: str
+    dtypes: str  # as KnownCaseView's: it runs at every combination these allow
 
 
 @view
@@ -101,7 +103,7 @@ class BuiltinEquivalentView:
     domain: str
     op_type: str
     version: int
-    dtypes: str | None  # the first type variable's dtypes it compares at; None: all
+    dtypes: str  # as KnownCaseView's: it compares at every combination these allow
 
 
 @view
@@ -168,7 +170,6 @@ class ParityTestView:
     input_params: str
     # Cases
     known_cases: tuple[KnownCaseView, ...]
-    first_type_var: str | None
     samplers: tuple[SamplerView, ...]
     random_cases: tuple[RandomCaseView, ...]
     native: torch_native.NativeTestsView | None
@@ -304,11 +305,10 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
                 py.literal_dict(case.inputs),
                 py.literal_dict(case.outputs),
                 _attributes_literal(op, op.case_attributes(case.attributes)),
-                _dtype_tuple(case.dtypes),
+                _dtype_choice(case.dtypes),
             )
             for case in tests.known
         ),
-        first_type_var=op.type_constraints[0].name if op.type_constraints else None,
         samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
         random_cases=tuple(case for case, _ in random_cases),
         native=torch_native.native_tests_view(op),
@@ -316,8 +316,9 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         error_cases=tuple(
             ErrorCaseView(
                 py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
-                _attributes_literal(op, op.case_attributes(case.attributes)),
+                _attributes_literal(op, case.attributes),  # the tests set the choosers
                 case.message,
+                _dtype_choice(case.dtypes),
             )
             for case in op.error_cases
             if case.values is None
@@ -325,8 +326,9 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         value_error_cases=tuple(
             ValueErrorCaseView(
                 py.literal_dict(case.values),
-                _attributes_literal(op, op.case_attributes(case.attributes)),
+                _attributes_literal(op, case.attributes),  # the tests set the choosers
                 case.message,
+                _dtype_choice(case.dtypes),
             )
             for case in op.error_cases
             if case.values is not None
@@ -375,7 +377,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
                 domain=b.domain,
                 op_type=b.op_type,
                 version=b.version,
-                dtypes=None if b.dtypes is None else _dtype_tuple(b.dtypes),
+                dtypes=_dtype_choice(b.dtypes),
             )
             for b in tests.builtin_equivalents
         ),
@@ -589,10 +591,16 @@ def _earlier_versions(op: OpDef) -> str:
     return "{" + ", ".join(versions) + "}"
 
 
-def _dtype_tuple(dtypes: tuple[DType, ...] | None) -> str:
-    if dtypes is None:
-        return "None"
+def _dtype_tuple(dtypes: tuple[DType, ...]) -> str:
     return "(" + "".join(f"{py.TEST_DTYPE[d]}, " for d in dtypes) + ")"
+
+
+def _dtype_choice(choice: DTypeChoice | None) -> str:
+    """A case's `dtypes` as the generated tests hold it: {type variable: (torch dtypes, ...)}."""
+    if choice is None:
+        return "None"
+    items = (f"{py.literal(var)}: {_dtype_tuple(dtypes)}" for var, dtypes in choice.items())
+    return "{" + ", ".join(items) + "}"
 
 
 def _unsupported_inputs(op: OpDef) -> list[str]:

@@ -14,6 +14,11 @@ class Tolerance:
     atol: float
 
 
+# The dtypes a case or comparison runs at (`dtypes:`), by type variable: it runs at each of the
+# op's dtype combinations whose variables named here take one of their dtypes listed (None: all).
+DTypeChoice = dict[str, tuple[DType, ...]]
+
+
 # Test cases name inputs by their values: a variadic input X's are X_0, X_1, ... (value_name).
 
 
@@ -22,7 +27,7 @@ class KnownCase:
     inputs: dict[str, Any]
     outputs: dict[str, Any]
     attributes: dict[str, Any]
-    dtypes: tuple[DType, ...] | None  # restrict to these instantiations' first type var
+    dtypes: DTypeChoice | None
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class ErrorCase:
     values: dict[str, Any] | None
     message: str
     attributes: dict[str, Any]
+    dtypes: DTypeChoice | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,7 @@ class BuiltinEquivalent:
     domain: str
     op_type: str
     version: int
-    dtypes: tuple[DType, ...] | None = None  # compare at these of the first type variable's
+    dtypes: DTypeChoice | None = None
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from generator.model.names import IDENTIFIER
 from generator.model.tensors import Attribute, TensorParam, VariadicArity, value_name
 from generator.model.tests import (
     BuiltinEquivalent,
+    DTypeChoice,
     ErrorCase,
     KnownCase,
     RandomCase,
@@ -160,17 +161,15 @@ class _Signature:
     constraints: tuple[TypeConstraint, ...] = ()
     exported: bool = True  # the op has a PyTorch side, whose tests export it
 
-    def dtypes_of(self, tensor: TensorParam, only: tuple[DType, ...] | None) -> tuple[DType, ...]:
-        """The dtypes a tensor of a known case takes: `only` restricts the first type
-        variable's."""
+    def dtypes_of(self, tensor: TensorParam, only: DTypeChoice | None) -> tuple[DType, ...]:
+        """The dtypes a tensor of a known case takes (`only`: the case's `dtypes`)."""
         if tensor.type_var is None:
             return (tensor.dtype,) if tensor.dtype is not None else ()
         constraint = next((c for c in self.constraints if c.name == tensor.type_var), None)
         if constraint is None or not constraint.is_tensor_only:
             return ()
-        first = self.constraints[0].name
-        if only is not None and tensor.type_var == first:
-            return tuple(d for d in constraint.dtypes if d in only)
+        if only is not None and tensor.type_var in only:
+            return tuple(d for d in constraint.dtypes if d in only[tensor.type_var])
         return constraint.dtypes
 
     @property
@@ -378,26 +377,36 @@ def _check_known_values(node: Node, value: Any, dtypes: tuple[DType, ...]) -> No
             )
 
 
-def _first_variable_dtypes(
-    node: Node, constraints: tuple[TypeConstraint, ...]
-) -> tuple[DType, ...]:
-    """Some dtypes of the first type variable (a case or comparison runs at those only)."""
-    only = tuple(read.dtype(d) for d in read.sequence(node))
-    if constraints:
-        first = constraints[0]
-        allowed = first.dtypes if first.is_tensor_only else ()
+def _chosen_dtypes(node: Node, constraints: tuple[TypeConstraint, ...]) -> DTypeChoice:
+    """`dtypes`: some dtypes of named type variables (`{T: [float32], Q: [int8]}`), or a list
+    of the first type variable's (the one `type_constraints` lists first)."""
+    if not constraints:
+        raise node.error("'dtypes' chooses among the type variables' dtypes; the op has none")
+    if node.is_mapping:
+        names = {c.name for c in constraints}
+        given = read.mapping(node, names, set())
+    else:
+        given = {constraints[0].name: node}
+    chosen: DTypeChoice = {}
+    for name, dtypes_node in given.items():
+        constraint = next(c for c in constraints if c.name == name)
+        only = tuple(read.dtype(d) for d in read.sequence(dtypes_node))
+        allowed = constraint.dtypes if constraint.is_tensor_only else ()
         never = [d.value for d in only if d not in allowed]
         if never:  # it would never run at them
-            raise node.error(
-                f"{never} are not dtypes of {first.name} ({[d.value for d in allowed]}), the "
-                "type variable whose dtypes 'dtypes' chooses"
+            raise dtypes_node.error(
+                f"{never} are not dtypes of {name} ({[d.value for d in allowed]}), the type "
+                "variable whose dtypes these choose"
             )
-    return only
+        if not only:
+            raise dtypes_node.error(f"give at least one dtype of {name}, or leave {name} out")
+        chosen[name] = only
+    return chosen
 
 
 def _parse_known(item: Node, signature: _Signature) -> KnownCase:
     kf = read.mapping(item, {"inputs", "outputs", "attributes", "dtypes"}, {"inputs", "outputs"})
-    only = _first_variable_dtypes(kf["dtypes"], signature.constraints) if "dtypes" in kf else None
+    only = _chosen_dtypes(kf["dtypes"], signature.constraints) if "dtypes" in kf else None
 
     def literal(tensor: TensorParam, node: Node) -> Any:
         value = _tensor_literal(node)
@@ -460,7 +469,7 @@ def _parse_dynamic(
 
 
 def _parse_error(item: Node, signature: _Signature) -> ErrorCase:
-    ef = read.mapping(item, {"shapes", "inputs", "message", "attributes"}, {"message"})
+    ef = read.mapping(item, {"shapes", "inputs", "message", "attributes", "dtypes"}, {"message"})
     if ("shapes" in ef) == ("inputs" in ef):
         raise item.error("give exactly one of 'shapes' (a shape error) or 'inputs' (values)")
     values: dict[str, Any] | None = None
@@ -472,8 +481,9 @@ def _parse_error(item: Node, signature: _Signature) -> ErrorCase:
             shapes[name] = tuple(read.integer(d, minimum=0) for d in read.sequence(s))
             _check_test_tensor_size(s, f"input '{name}'", shapes[name], {})
     message = read.string(ef["message"])
+    only = _chosen_dtypes(ef["dtypes"], signature.constraints) if "dtypes" in ef else None
     return ErrorCase(
-        shapes, values, message, _parse_case_attributes(ef, signature, item, valid=False)
+        shapes, values, message, _parse_case_attributes(ef, signature, item, valid=False), only
     )
 
 
@@ -483,7 +493,7 @@ def _parse_builtin(item: Node, constraints: tuple[TypeConstraint, ...]) -> Built
         read.string(bf["domain"]),
         read.string(bf["op"]),
         read.version_number(bf["version"]),
-        _first_variable_dtypes(bf["dtypes"], constraints) if "dtypes" in bf else None,
+        _chosen_dtypes(bf["dtypes"], constraints) if "dtypes" in bf else None,
     )
 
 

@@ -174,6 +174,12 @@ def session(model, libraries=(), threads: int = 1, device: str = "cpu") -> ort.I
     return _support.device_module(device).ort_session(data, options)
 
 
+def runs_at(types: dict, dtypes: dict | None) -> bool:
+    """Whether a case whose `dtypes` are {type variable: torch dtypes} (None: all) runs at the
+    dtype combination `types` ({type variable: torch dtype})."""
+    return dtypes is None or all(types[var] in allowed for var, allowed in dtypes.items())
+
+
 def has_device(device: str) -> bool:
     """Whether this process sees a device of that kind (torch's name: "cuda"): a device's tests
     in the generated modules exist only then (nothing collects them on a machine without one;
