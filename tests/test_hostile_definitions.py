@@ -675,3 +675,70 @@ def test_naming_a_definition_says_why_another_ones_errors_block_it(tmp_path, run
     # No note when the errors are in the named file itself, or when none is named.
     for args in (["opdefs/broken.yaml"], []):
         assert "note:" not in run_generator(*args, cwd=project).stderr
+
+
+# Where each kind of name is declared in select_above.yaml (every kind the namespace holds),
+# and in an interface-only op (no size symbols there).
+NAME_DECLARATIONS = {
+    "type variable": ("  T: [float32", "  {}: [float32", "type_constraints.{}"),
+    "input": ("{name: X, type: T}", "{{name: {}, type: T}}", "inputs[0].name"),
+    "output": ("{name: Values, type: T", "{{name: {}, type: T", "outputs[0].name"),
+    "attribute": ("{name: threshold,", "{{name: {},", "attributes[0].name"),
+    "size symbol": (
+        "data_dependent_sizes: [M]",
+        "data_dependent_sizes: [{}]",
+        "data_dependent_sizes[0]",
+    ),
+}
+INTERFACE_ONLY = """op: Probe
+domain: test.names
+version: 1
+type_constraints:
+  T: [float32]
+inputs:
+  - {name: X, type: T}
+outputs:
+  - {name: Values, type: T}
+attributes:
+  - {name: threshold, type: float, default: 0.0}
+"""
+KIND_PAIRS = [
+    (a, b) for i, a in enumerate(NAME_DECLARATIONS) for b in list(NAME_DECLARATIONS)[i + 1 :]
+]
+
+
+def _sharing(text: str, kinds: tuple[str, ...], name: str = "Shared") -> str:
+    for kind in kinds:
+        old, new, _ = NAME_DECLARATIONS[kind]
+        text = edited(text, old, new.format(name))
+    return text
+
+
+@pytest.mark.parametrize("first,second", KIND_PAIRS, ids=[f"{a}-{b}" for a, b in KIND_PAIRS])
+def test_a_name_two_kinds_share_is_an_error_where_it_repeats(tmp_path, first, second):
+    """Type variables, inputs, outputs, attributes and size symbols share one namespace: each
+    pair of kinds given one name is a located error; in an interface-only op too where a type
+    variable is one of the pair (ONNX keeps inputs, outputs and attributes apart)."""
+    source = (ROOT / "tests" / "opdefs" / "select_above.yaml").read_text()
+    fields = [NAME_DECLARATIONS[k][2].format("Shared") for k in (first, second)]
+    for text, refused in (
+        (_sharing(source, (first, second)), True),
+        (
+            (
+                _sharing(INTERFACE_ONLY, (first, second))
+                if "size symbol" not in (first, second)
+                else ""
+            ),
+            "type variable" in (first, second),
+        ),
+    ):
+        if not text:
+            continue
+        errors = [str(e) for e in parse_errors(tmp_path, text)]
+        shared = [e for e in errors if "'Shared' is already the name of" in e]
+        assert bool(shared) == refused, (first, second, errors)
+        if refused:  # at the later declaration, with file:line:column and the field path
+            assert re.search(r"probe\.yaml:\d+:\d+: ", shared[0]), shared
+            assert any(f": {field}: " in shared[0] for field in fields), (fields, shared)
+        else:
+            assert errors == [], errors

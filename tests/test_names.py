@@ -81,6 +81,11 @@ def test_torch_ops_attributes_and_the_op_modules_names_are_refused_torch_names()
     for imported in re.findall(r"(?m)^from [.\w]+ import (.+)$", template):
         parts = imported.split("#")[0].split(",")
         module_names |= {part.split(" as ")[-1].strip() for part in parts}
+    # Its `import` lines are computed (the gradient formulas' modules among them).
+    for module in (ROOT / "generated").glob("*/torch_op.py"):
+        for statement in ast.parse(module.read_text()).body:
+            if isinstance(statement, ast.Import):
+                module_names |= {a.asname or a.name.split(".")[0] for a in statement.names}
     assert {"SCHEMA", "_fake", "_support", "torch"} <= module_names
     assert module_names <= names.TORCH_OP_MODULE_NAMES, sorted(
         module_names - names.TORCH_OP_MODULE_NAMES

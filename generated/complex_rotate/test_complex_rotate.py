@@ -9,15 +9,15 @@ build artifact is a failure.
 """
 
 import functools  # noqa: F401 (cached C++ test output)
-import math  # noqa: F401 (reference expressions may use it)
+import math  # noqa: F401 (expressions of the definition may name it)
 import re  # noqa: F401 (error messages)
 import subprocess  # noqa: F401 (the C++ schema test)
 
-import numpy as np  # noqa: F401 (reference expressions may use it)
+import numpy as np  # noqa: F401 (expressions of the definition may name it)
 import onnx
 import pytest
 import torch
-import torch.nn.functional as F  # noqa: F401 (reference expressions may use it)
+import torch.nn.functional as F  # noqa: F401 (expressions of the definition may name it)
 
 # The package's own names, relative: its import name is the project's choice.
 from .. import _support, _testing, add_functions, export_model, register_all  # noqa: F401

@@ -8,8 +8,12 @@ definition's shape rule on symbolic shapes (torch.export, torch.compile, the dyn
 exporter), and the Autograd kernel.
 """
 
+import math  # noqa: F401 (expressions of the definition may name it)
+
+import numpy as np  # noqa: F401 (expressions of the definition may name it)
 import onnx  # noqa: F401 (dtype attributes of eager nodes)
 import torch
+import torch.nn.functional as F  # noqa: F401 (expressions of the definition may name it)
 
 from .. import _support  # noqa: F401 (the kernel module)
 

@@ -13,6 +13,7 @@ from generator.api.names import Local
 from generator.dest import common
 from generator.dest.emission import Emission
 from generator.model.capabilities import Target, targets_of
+from generator.model.expressions import EXPRESSION_MODULES, PythonImport, import_block
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef, TorchApi
 from generator.model.tensors import TensorParam, VariadicArity
 from generator.model.types import AttrType
@@ -154,6 +155,7 @@ class TorchOpView:
     torch_name: str
     qualified_name: str
     definition_path: str  # for _support.bind_op's messages
+    imports: str  # the module's `import` lines, the gradient formulas' modules among them
     uses_legacy_api: bool  # torch._custom_op: no autograd
     uses_custom_op_api: bool  # torch.library.custom_op
     uses_library_api: bool  # torch.library.Library with our own Autograd kernel
@@ -220,6 +222,11 @@ def torch_op_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> TorchOpV
         torch_name=torch.name,
         qualified_name=torch.qualified_name,
         definition_path=op.definition_path,
+        imports=import_block(
+            [PythonImport("onnx", "", "dtype attributes of eager nodes"), PythonImport("torch")]
+            # what the gradient formulas may name (the validator's same list)
+            + (list(EXPRESSION_MODULES) if op.gradients else [])
+        ),
         uses_legacy_api=torch.api is TorchApi.legacy,
         uses_custom_op_api=torch.api is TorchApi.custom_op,
         uses_library_api=torch.api is TorchApi.library,

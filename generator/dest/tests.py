@@ -15,6 +15,7 @@ from generator.dest import common
 from generator.dest.emission import Emission
 from generator.dest.python import title_and_torch_op, torch_overload_expr
 from generator.model.capabilities import Target, targets_of
+from generator.model.expressions import EXPRESSION_MODULES, PythonImport, import_block
 from generator.model.op import OpDef
 from generator.model.tensors import TensorParam, value_names
 from generator.model.tests import DTypeChoice, RandomCase
@@ -114,7 +115,7 @@ class ParityTestView:
     parts: tuple[str, ...]
     title_and_torch_op: str
     what_is_compared: str  # the docstring's list of what runs against the reference
-    imports_warnings: bool
+    imports: str  # the module's `import` lines, the reference's modules among them
     title: str
     domain: str | None
     op_type: str | None
@@ -213,7 +214,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         parts=_parts(op),
         title_and_torch_op=title_and_torch_op(op),
         what_is_compared=_what_is_compared(op),
-        imports_warnings=_tests_torch_func(op),  # torch.func's vmap warns
+        imports=_imports(op),
         title=op.title,
         domain=op.domain,
         op_type=op.op_type,
@@ -481,6 +482,21 @@ def _what_is_compared(op: OpDef) -> str:
     if op.defines_onnx_op:
         compared += " vs\na one-node model of the ONNX op"
     return compared
+
+
+def _imports(op: OpDef) -> str:
+    own = [
+        PythonImport("functools", "", "cached C++ test output"),
+        PythonImport("re", "", "error messages"),
+        PythonImport("subprocess", "", "the C++ schema test"),
+        PythonImport("onnx"),
+        PythonImport("pytest"),
+        PythonImport("torch"),
+    ]
+    if _tests_torch_func(op):
+        own.append(PythonImport("warnings"))  # torch.func's vmap warns
+    # What the reference and the samplers may name (the validator's same list).
+    return import_block([*own, *EXPRESSION_MODULES])
 
 
 def _tests_torch_func(op: OpDef) -> bool:

@@ -7,6 +7,7 @@ import keyword
 import re
 import unicodedata
 
+from generator.model.expressions import EXPRESSION_MODULE_NAMES, SAMPLER_PARAMETERS
 from generator.model.header_macros import HEADER_MACROS
 
 # C++ keywords and names our generated code defines or uses in the signatures that hold user
@@ -38,11 +39,14 @@ PYTHON_BUILTINS_CALLED = frozenset(
 
 # Names the generated Python/C++ uses next to user names.
 GENERATED_RESERVED = frozenset(
-    {"torch", "np", "onnx", "op", "g", "gen", "shape", "dtype", "math", "module", "keyset"}
+    {"onnx", "op", "g", "dtype", "module", "keyset"}
+    # what expressions name beside the user's names: the generated modules import these
+    | EXPRESSION_MODULE_NAMES
+    | set(SAMPLER_PARAMETERS)
     | {"aligned"}  # the C++ adapters' opgen::AlignedCopies beside the input views
     # module-level names of the op modules that functions with user-named parameters call
     # (an attribute named _support hid the support module from every call)
-    | {"_support", "_testing", "symbolic_helper", "Opset", "F", "TORCH_OP"}
+    | {"_support", "_testing", "symbolic_helper", "Opset", "TORCH_OP"}
     | {"_ctx"}  # the fake kernel's, beside the data-dependent sizes
     | PYTHON_BUILTINS_CALLED
 )
@@ -208,10 +212,10 @@ ATEN_OVERLOAD = re.compile(
 # torch_op.py, which calls the op as _OP (tests/test_names.py checks all three).
 TORCH_OPS_ATTRIBUTES = frozenset({"_dir", "import_module", "load_library", "loaded_libraries"})
 TORCH_OP_NAMESPACE_ATTRIBUTES = frozenset({"_dir", "name"})
-TORCH_OP_MODULE_NAMES = frozenset(
-    """SCHEMA _Differentiable _LIBRARY _OP __getattr__ _autograd _backward _cpu _fake
-    _legacy_custom_op _setup_context _support onnx torch""".split()
-)
+TORCH_OP_MODULE_NAMES = (
+    frozenset("""SCHEMA _Differentiable _LIBRARY _OP __getattr__ _autograd _backward _cpu _fake
+    _legacy_custom_op _setup_context _support onnx""".split()) | EXPRESSION_MODULE_NAMES
+)  # the gradient formulas' (torch among them)
 
 
 # Namespaces PyTorch defines ops in (torch 2.13: the namespaces of

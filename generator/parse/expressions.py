@@ -4,7 +4,11 @@ limits; references are checked to use only names they can see."""
 from __future__ import annotations
 
 import ast
+import symtable
+from collections.abc import Iterable
+from keyword import kwlist
 
+from generator.model.expressions import EXPRESSION_BUILTINS, EXPRESSION_MODULE_NAMES
 from generator.parse import read
 from generator.source import Node
 
@@ -33,31 +37,36 @@ def parse_expression(text: str) -> ast.Expression:
     raise SyntaxError(f"nested more than {MAX_EXPRESSION_DEPTH} levels deep")
 
 
-REFERENCE_GLOBALS = {"torch", "F", "math", "np"}
-PYTHON_BUILTINS = frozenset(dir(__import__("builtins")))
+def undefined_names(text: str, parameters: Iterable[str]) -> set[str]:
+    """The names an expression reads that neither `parameters` (the generated function's, where
+    it is evaluated) nor the expression binds (a lambda's parameters of every kind, a
+    comprehension's variables, `:=`), and that EXPRESSION_MODULES and the builtins do not name:
+    Python's own symbol table decides what is free. SyntaxError where Python's compiler refuses
+    the expression (`yield` outside a lambda, `:=` rebinding a comprehension's variable, ...)."""
+    compile(text, "<expression>", "eval", dont_inherit=True)  # the compiler's checks, yield's
+    params = sorted({name for name in parameters if name.isidentifier()} - set(kwlist))
+    source = f"def _expression({', '.join(params)}):\n    return (\n{text}\n    )\n"
+    tables = symtable.symtable(source, "<expression>", "exec").get_children()
+    free: set[str] = set()
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        free |= {s.get_name() for s in table.get_symbols() if s.is_global() and s.is_referenced()}
+    return free - EXPRESSION_MODULE_NAMES - EXPRESSION_BUILTINS
 
 
-def parse_reference(node: Node, names: set[str]) -> str:
+def parse_reference(node: Node, names: set[str], described: str = "inputs and attributes") -> str:
+    """A Python expression over `names` (described so in the error) and what every expression
+    may name (generator/model/expressions.py)."""
     text = read.string(node, "a Python expression").strip()
     try:
-        tree = parse_expression(text)
+        parse_expression(text)
+        unknown = undefined_names(text, names)
     except SyntaxError as exc:
         raise node.error(f"not a valid Python expression: {exc.msg}") from None
-    free = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    local = {
-        target.id
-        for comp in ast.walk(tree)
-        if isinstance(comp, ast.comprehension)
-        for target in ast.walk(comp.target)
-        if isinstance(target, ast.Name)
-    }
-    lambda_args = {
-        arg.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for arg in n.args.args
-    }
-    unknown = free - names - REFERENCE_GLOBALS - PYTHON_BUILTINS - local - lambda_args
     if unknown:
         raise node.error(
-            f"uses undefined name(s) {sorted(unknown)}; available: inputs and attributes "
-            f"{sorted(names)} and {sorted(REFERENCE_GLOBALS)}"
+            f"uses undefined name(s) {sorted(unknown)}; available: {described} "
+            f"{sorted(names)}, {sorted(EXPRESSION_MODULE_NAMES)} and Python's builtins"
         )
     return text

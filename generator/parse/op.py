@@ -1146,20 +1146,21 @@ def _check_random_case_outputs(op: OpDef, case: RandomCase, node: Node) -> None:
 def _check_unique_names(
     fields: dict[str, Node], errors: ErrorCollector, interface_only: bool
 ) -> None:
-    """Inputs, outputs and attributes share one namespace: they are the arguments of the
-    PyTorch op and of the C++ kernel. A repeated name is reported where it repeats. (In ONNX
-    alone, inputs, outputs and attributes each have a namespace of their own: an interface-only
-    op may reuse a name across them, as ONNX Runtime's MatMulNBitsQkv and BatchNormalization-9
-    do.)"""
-    seen: dict[str, Node] = {}
+    """Type variables, inputs, outputs and attributes share one namespace: they are the
+    arguments of the PyTorch op and of the C++ kernel, and its template parameters. A repeated
+    name is reported where it repeats. (In ONNX alone, inputs, outputs and attributes each have a
+    namespace of their own: an interface-only op may reuse a name across those three, as ONNX
+    Runtime's MatMulNBitsQkv and BatchNormalization-9 do; never a type variable's, which no
+    schema of ONNX or ONNX Runtime reuses.)"""
+    type_variables: dict[str, Node] = {}
     if "type_constraints" in fields and fields["type_constraints"].is_mapping:
-        # Type variables name the kernel's template parameters.
         for name, node in fields["type_constraints"].value.items():
-            seen[name] = Node(name, node.key_location or node.location, node.path)
+            type_variables[name] = Node(name, node.key_location or node.location, node.path)
+    seen = dict(type_variables)
     for key in ("inputs", "outputs", "attributes"):
         items = fields[key].value if key in fields and fields[key].is_sequence else []
         if interface_only:  # ONNX's names: inputs, outputs and attributes each their own
-            seen = {}
+            seen = dict(type_variables)
         for item in items:
             name = item.value.get("name") if item.is_mapping else None
             if name is None or not isinstance(name.value, str):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from generator.errors import ErrorCollector
+from generator.model.expressions import SAMPLER_PARAMETERS
 from generator.model.names import IDENTIFIER
 from generator.model.tensors import Attribute, TensorParam, VariadicArity, value_name
 from generator.model.tests import (
@@ -438,7 +439,9 @@ def _parse_random(item: Node, signature: _Signature) -> RandomCase:
     if "sample" in rf:  # by input: a variadic input's sampler draws each of its values
         given = {signature.input_of(value).name for value in shapes}
         for name, expr in read.mapping(rf["sample"], given, set()).items():
-            samples[name] = parse_reference(expr, {"shape", "gen"})
+            samples[name] = parse_reference(
+                expr, set(SAMPLER_PARAMETERS), "the sampler's parameters"
+            )
     return RandomCase(shapes, dynamic, samples, _parse_case_attributes(rf, signature, item))
 
 

@@ -130,7 +130,9 @@ def parse_gradients(
                 f"input '{name}' has a gradient, so float64 must be among its dtypes "
                 "(torch.autograd.gradcheck runs in float64)"
             )
-        result[name] = parse_reference(child, names)
+        result[name] = parse_reference(
+            child, names, "inputs, attributes, outputs and outputs' incoming gradients"
+        )
     if not result:
         raise node.error("give the gradient of at least one input")
     return result
