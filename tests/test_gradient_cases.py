@@ -18,9 +18,11 @@ def definition(optional: list[str], order: list[str], cases: list[set[str]]) -> 
     """Y = X + each optional input (all [3]); gradient formulas for every input; one random case
     per entry of `cases`, giving those optional inputs."""
     inputs = "".join(
-        f"  - {{name: {name}, type: T, optional: true, shape: [3]}}\n"
-        if name in optional
-        else f"  - {{name: {name}, type: T, shape: [rows, 3]}}\n"
+        (
+            f"  - {{name: {name}, type: T, optional: true, shape: [3]}}\n"
+            if name in optional
+            else f"  - {{name: {name}, type: T, shape: [rows, 3]}}\n"
+        )
         for name in order
     )
     reference = " + ".join(["X"] + [f"({n} if {n} is not None else 0)" for n in optional])
