@@ -24,6 +24,14 @@ def grouped(inputs: dict, variadic: str) -> dict:
     return {**by_input, variadic: [inputs[name] for name in values]}
 
 
+def gradients_by_value(gradients: tuple, inputs: list, names: list, variadic) -> list:
+    """An op's gradients (one per input, a list of the variadic one's values; then the
+    attributes') as one per value of `names` (the variadic input's as X_0, X_1, ...)."""
+    by_input = dict(zip(inputs, gradients[: len(inputs)], strict=True))
+    values = _names.value_names(variadic, names) if variadic else []
+    return [by_input[variadic][values.index(n)] if n in values else by_input[n] for n in names]
+
+
 def value_order(inputs: dict, order: list, variadic: str) -> list:
     """The op's inputs in order, the variadic one as the names of its values among `inputs`."""
     return [

@@ -754,15 +754,24 @@ VALUE_ERROR_PARAMS = [
 ]
 
 
-def test_wrong_dtype_is_rejected():
-    """X, Y in a dtype outside the type constraint: ONNX's
-    type check fails, ONNX Runtime refuses the model, the PyTorch op raises; never a misread buffer.
-    """
-    case = RANDOM_CASES[0]
+# Each input some random case gives, the first such case, and a dtype outside the input's
+# type constraint.
+WRONG_DTYPES = [
+    ("X", 0, torch.int32),
+    ("Y", 0, torch.int32),
+]
+
+
+@pytest.mark.parametrize(
+    "name, index, dtype", WRONG_DTYPES, ids=[name for name, _, _ in WRONG_DTYPES]
+)
+def test_wrong_dtype_is_rejected(name, index, dtype):
+    """Each input in turn, in a dtype outside its type constraint (the others in TYPES[0]'s),
+    in a case that gives it. ONNX's type check fails, ONNX Runtime refuses the model, the PyTorch op raises:
+    never a misread buffer."""
+    case = RANDOM_CASES[index]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
-    inputs = {
-        k: _testing.retyped(v, torch.int32) if k in ["X", "Y"] else v for k, v in inputs.items()
-    }
+    inputs = {k: _testing.retyped(v, dtype) if k == name else v for k, v in inputs.items()}
     register_all()
     with pytest.raises(onnx.shape_inference.InferenceError, match="has unsupported type"):
         onnx.shape_inference.infer_shapes(

@@ -640,19 +640,100 @@ def test_inputs_on_two_devices_raise():
 
 # Inputs with a gradient formula (register_autograd).
 GRADIENT_INPUTS = ["X"]
-
-
-def test_gradients_pass_gradcheck_and_match_the_reference():
-    """torch.autograd.gradcheck in float64 (the formulas against finite differences), then the
-    formulas against autograd through the reference expression."""
-    case = RANDOM_CASES[0]
-    types = next(
-        t for t in TYPES if all(input_dtype(n, t) == torch.float64 for n in GRADIENT_INPUTS)
+# The random cases the gradient tests run, each with the optional inputs left out of it:
+# together they give each optional input in one case and leave it out in another.
+GRADIENT_CASES = [[0, []]]
+GRADIENT_PARAMS = [
+    pytest.param(
+        index, left_out, id="-".join([f"case{index}"] + [f"without-{n}" for n in left_out])
     )
-    inputs = make_inputs(case, 0, types, seed=5)
-    values = [
-        n for n in inputs if _testing.input_of(n, VARIADIC_INPUT) in GRADIENT_INPUTS
-    ]  # the values a formula covers
+    for index, left_out in GRADIENT_CASES
+]
+# The entries of TYPES where the op's backward is compared with the reference's: the one with
+# the gradient inputs in float64 (where the op is gradcheck-ed too).
+GRADIENT_TYPES = [TYPES[index] for index in [1]]
+# The dtypes the formulas' gradcheck over the reference gives the other inputs.
+FORMULA_TYPES = TYPES[1]
+
+
+def gradient_inputs(index: int, left_out: list, types: dict, seed: int) -> dict:
+    """A gradient case's inputs, without those it leaves out."""
+    inputs = make_inputs(RANDOM_CASES[index], 0, types, seed)
+    return {k: v for k, v in inputs.items() if _testing.input_of(k, VARIADIC_INPUT) not in left_out}
+
+
+def gradient_values(inputs: dict) -> list:
+    """The inputs' values a formula covers."""
+    return [n for n in inputs if _testing.input_of(n, VARIADIC_INPUT) in GRADIENT_INPUTS]
+
+
+def reference_of(inputs: dict, attributes: dict, types: dict) -> tuple:
+    """The reference on the inputs as they are (autograd records it), in float64."""
+    args = {k: _testing.upcast(v) for k, v in inputs.items()}
+    result = reference(
+        **_testing.grouped(args, VARIADIC_INPUT), **_testing.float32_attributes(attributes)
+    )
+    return result if isinstance(result, tuple) else (result,)
+
+
+class FormulasOverReference(torch.autograd.Function):
+    """The reference expression as forward, the definition's gradient formulas (torch_op's
+    _setup_context and _backward) as backward: gradcheck checks the formulas in float64,
+    whatever dtypes the kernel has."""
+
+    @staticmethod
+    def forward(ctx, names, attributes, types, *tensors):
+        from . import torch_op
+
+        inputs = dict(zip(names, tensors, strict=True))
+        result = reference_of(inputs, attributes, types)
+        arguments = call_args(inputs) + tuple({**DEFAULTS, **attributes}[a] for a in ATTRIBUTES)
+        torch_op._setup_context(ctx, arguments, result if len(OUTPUTS) > 1 else result[0])
+        ctx.names = names
+        return result
+
+    @staticmethod
+    def backward(ctx, *grads):
+        from . import torch_op
+
+        gradients = torch_op._backward(ctx, *grads)
+        return (
+            None,
+            None,
+            None,
+            *_testing.gradients_by_value(gradients, INPUTS, ctx.names, VARIADIC_INPUT),
+        )
+
+
+@pytest.mark.parametrize("index, left_out", GRADIENT_PARAMS)
+def test_gradient_formulas_pass_gradcheck_over_the_reference(index, left_out):
+    """torch.autograd.gradcheck of the formulas against finite differences of the reference
+    expression, in float64 (the gradient inputs cast to it, whatever dtypes the kernel has)."""
+    case, types = RANDOM_CASES[index], FORMULA_TYPES
+    inputs = gradient_inputs(index, left_out, types, seed=5)
+    values = gradient_values(inputs)
+    inputs = {
+        k: v.to(torch.float64).requires_grad_() if k in values else v for k, v in inputs.items()
+    }
+    attributes = case["attributes"]
+    names = list(inputs)
+
+    def formulas(*tensors):
+        return FormulasOverReference.apply(names, attributes, types, *tensors)
+
+    assert torch.autograd.gradcheck(formulas, tuple(inputs.values()))
+
+
+@pytest.mark.parametrize("index, left_out", GRADIENT_PARAMS)
+@pytest.mark.parametrize("types", GRADIENT_TYPES, ids=types_id)
+def test_gradients_match_the_reference(index, left_out, types):
+    """The op's backward (the formulas on the kernel's outputs) against autograd through the
+    reference expression, within the op's tolerances. First
+    torch.autograd.gradcheck of the op itself (the kernel and the formulas against finite
+    differences)."""
+    case = RANDOM_CASES[index]
+    inputs = gradient_inputs(index, left_out, types, seed=5)
+    values = gradient_values(inputs)
     inputs = {k: v.requires_grad_(k in values) for k, v in inputs.items()}
     attributes = case["attributes"]
 
@@ -662,10 +743,7 @@ def test_gradients_pass_gradcheck_and_match_the_reference():
     assert torch.autograd.gradcheck(op, tuple(inputs.values()))
     gen = torch.Generator().manual_seed(11)
     ours = run_torch(inputs, attributes)
-    theirs = reference(
-        **_testing.grouped(inputs, VARIADIC_INPUT), **_testing.float32_attributes(attributes)
-    )
-    theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+    theirs = reference_of(inputs, attributes, types)
     weights = [torch.randn(o.shape, generator=gen, dtype=torch.float64) for o in ours]
     leaves = [inputs[n] for n in values]
 
@@ -680,17 +758,13 @@ def test_gradients_pass_gradcheck_and_match_the_reference():
         _testing.assert_close(g, w, TOLERANCES, f"gradient of {name}")
 
 
-def test_gradients_through_torch_func_match_autograd():
+@pytest.mark.parametrize("index, left_out", GRADIENT_PARAMS)
+def test_gradients_through_torch_func_match_autograd(index, left_out):
     """torch.func.grad, jacrev and vmap(grad) run the gradient formulas too (their results equal
-    plain autograd's, which the test above checks against the reference)."""
-    case = RANDOM_CASES[0]
-    types = next(
-        t for t in TYPES if all(input_dtype(n, t) == torch.float64 for n in GRADIENT_INPUTS)
-    )
-    batch = [make_inputs(case, 0, types, seed=5 + i) for i in range(3)]
-    values = [
-        n for n in batch[0] if _testing.input_of(n, VARIADIC_INPUT) in GRADIENT_INPUTS
-    ]  # the values a formula covers
+    plain autograd's, which the tests above check against the reference)."""
+    case, types = RANDOM_CASES[index], GRADIENT_TYPES[0]
+    batch = [gradient_inputs(index, left_out, types, seed=5 + i) for i in range(3)]
+    values = gradient_values(batch[0])
     attributes = case["attributes"]
     gen = torch.Generator().manual_seed(11)
     weights = [
@@ -874,14 +948,24 @@ VALUE_ERROR_PARAMS = [
 ]
 
 
-def test_wrong_dtype_is_rejected():
-    """X in a dtype outside the type constraint: ONNX's
-    type check fails, ONNX Runtime refuses the model, the PyTorch op raises; never a misread buffer.
-    """
-    case = RANDOM_CASES[0]
+# Each input some random case gives, the first such case, and a dtype outside the input's
+# type constraint.
+WRONG_DTYPES = [
+    ("X", 0, torch.uint8),
+]
+
+
+@pytest.mark.parametrize(
+    "name, index, dtype", WRONG_DTYPES, ids=[name for name, _, _ in WRONG_DTYPES]
+)
+def test_wrong_dtype_is_rejected(name, index, dtype):
+    """Each input in turn, in a dtype outside its type constraint (the others in TYPES[0]'s),
+    in a case that gives it. ONNX's type check fails, ONNX Runtime refuses the model, the PyTorch op raises:
+    never a misread buffer."""
+    case = RANDOM_CASES[index]
     inputs = make_inputs(case, 0, TYPES[0], seed=0)
     inputs = {
-        k: _testing.retyped(v, torch.uint8) if _testing.input_of(k, VARIADIC_INPUT) in ["X"] else v
+        k: _testing.retyped(v, dtype) if _testing.input_of(k, VARIADIC_INPUT) == name else v
         for k, v in inputs.items()
     }
     register_all()

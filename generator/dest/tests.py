@@ -181,11 +181,15 @@ class ParityTestView:
     # Single tests
     earlier_versions: str  # {version: [its attributes]}
     gradient_inputs: str
+    gradient_cases: str  # [(random case index, [optional inputs left out of it]), ...]
+    # The entries of TYPES where the op's backward is compared with the reference's: the one
+    # with the gradient inputs in float64 (also gradcheck-ed), else each with them floating
+    gradient_types: str
+    kernel_gradcheck: bool  # gradient_types is the float64 one
+    formula_types: int  # the entry of TYPES the formulas' gradcheck takes its other dtypes from
     no_gradient_message: str | None  # a regular expression's literal
     forward_mode_message: str | None  # a regular expression's literal
-    unsupported_dtype: str | None  # a dtype the first input does not accept
-    unsupported_inputs: str  # the inputs that take it
-    unsupported_input_names: str  # the same, as the docstring lists them
+    wrong_dtypes: str  # [(input, a random case giving it, a dtype it does not accept), ...]
     wrong_dtype_also_fails: str  # who else rejects the wrong dtype, after ONNX's type check
     torch_op_checks_dtype: bool
     required_attributes: str
@@ -208,7 +212,6 @@ def _attributes_literal(op: OpDef, attributes: Mapping[str, Any]) -> str:
 def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ParityTestView:
     tests = op.tests
     has_kernel = op.has_ort_kernel
-    unsupported_inputs = _unsupported_inputs(op)
     random_cases = [_random_case(op, i, case) for i, case in enumerate(tests.random)]
     return ParityTestView(
         parts=_parts(op),
@@ -260,6 +263,42 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         data_dependent_outputs=py.literal(
             [t.name for t in op.outputs if t.name in op.shape_rule.kernel_allocated]
         ),
+        **_reference_fields(op),
+        known_cases=tuple(
+            KnownCaseView(
+                py.literal_dict(case.inputs),
+                py.literal_dict(case.outputs),
+                _attributes_literal(op, op.case_attributes(case.attributes)),
+                _dtype_choice(case.dtypes),
+            )
+            for case in tests.known
+        ),
+        samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
+        random_cases=tuple(case for case, _ in random_cases),
+        native=torch_native.native_tests_view(op),
+        cuda=cuda.cuda_tests_view(op),
+        **_error_case_fields(op),
+        **_single_test_fields(op),
+        builtin_equivalents=tuple(
+            BuiltinEquivalentView(
+                test_name="_".join(
+                    part
+                    for part in ("test_matches_builtin", b.domain.replace(".", "_"), b.op_type)
+                    if part
+                ).lower(),
+                domain=b.domain,
+                op_type=b.op_type,
+                version=b.version,
+                dtypes=_dtype_choice(b.dtypes),
+            )
+            for b in tests.builtin_equivalents
+        ),
+    )
+
+
+def _reference_fields(op: OpDef) -> dict[str, Any]:
+    """The ParityTestView fields of the reference expression and the exported model."""
+    return dict(
         reference=op.reference,
         reference_params=", ".join(
             [f"{t.name}=None" if t.optional else t.name for t in op.inputs]
@@ -301,19 +340,12 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             for i, t in enumerate(op.inputs)
         ),
         input_params=", ".join(f"list({t.name})" if t.variadic else t.name for t in op.inputs),
-        known_cases=tuple(
-            KnownCaseView(
-                py.literal_dict(case.inputs),
-                py.literal_dict(case.outputs),
-                _attributes_literal(op, op.case_attributes(case.attributes)),
-                _dtype_choice(case.dtypes),
-            )
-            for case in tests.known
-        ),
-        samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
-        random_cases=tuple(case for case, _ in random_cases),
-        native=torch_native.native_tests_view(op),
-        cuda=cuda.cuda_tests_view(op),
+    )
+
+
+def _error_case_fields(op: OpDef) -> dict[str, Any]:
+    """The ParityTestView fields of the error cases."""
+    return dict(
         error_cases=tuple(
             ErrorCaseView(
                 py.literal_dict({k: tuple(v) for k, v in case.shapes.items()}),
@@ -336,16 +368,25 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         bad_values_test_name=(
             "test_bad_values_raise_in_both_runtimes"
-            if has_kernel
+            if op.has_ort_kernel
             else "test_bad_values_raise_in_pytorch"
         ),
+    )
+
+
+def _single_test_fields(op: OpDef) -> dict[str, Any]:
+    """The ParityTestView fields of the single tests (gradients, refusals)."""
+    gradient_types, kernel_gradcheck = _gradient_bindings(op)
+    return dict(
         earlier_versions=_earlier_versions(op),
         gradient_inputs=py.literal(list(op.gradients)),
+        gradient_cases=py.literal(list(op.gradient_cases)),
+        gradient_types=py.literal(gradient_types),
+        kernel_gradcheck=kernel_gradcheck,
+        formula_types=_formula_binding(op),
         no_gradient_message=_no_gradient_message(op),
         forward_mode_message=_forward_mode_message(op),
-        unsupported_dtype=_unsupported_dtype(op) if op.defines_onnx_op else None,
-        unsupported_inputs=py.literal(unsupported_inputs),
-        unsupported_input_names=", ".join(unsupported_inputs),
+        wrong_dtypes="[" + "".join(f"({n!r}, {i}, {d}), " for n, i, d in _wrong_dtypes(op)) + "]",
         wrong_dtype_also_fails=(
             (
                 ""
@@ -357,7 +398,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         torch_op_checks_dtype=op.kernel is not None and op.new_torch_op,
         required_attributes=py.literal([a.name for a in op.attributes if a.required]),
         missing_attribute_also_fails=(
-            (" and ONNX Runtime's session" if has_kernel else "")
+            (" and ONNX Runtime's session" if op.has_ort_kernel else "")
             + ("; the PyTorch op cannot be called without it" if op.new_torch_op else "")
         ),
         bool_attribute_names=py.literal(ort_library.bool_attributes(op)),
@@ -367,20 +408,6 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
                 for a in op.attributes
                 if a.dtype is not None
             }
-        ),
-        builtin_equivalents=tuple(
-            BuiltinEquivalentView(
-                test_name="_".join(
-                    part
-                    for part in ("test_matches_builtin", b.domain.replace(".", "_"), b.op_type)
-                    if part
-                ).lower(),
-                domain=b.domain,
-                op_type=b.op_type,
-                version=b.version,
-                dtypes=_dtype_choice(b.dtypes),
-            )
-            for b in tests.builtin_equivalents
         ),
     )
 
@@ -458,7 +485,7 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         "test_bad_shapes_fail_onnx_shape_inference": shape_errors and op.defines_onnx_op,
         "value_error_cases": True,
         "test_bad_values_raise": value_errors,
-        "test_wrong_dtype_is_rejected": op.defines_onnx_op and _unsupported_dtype(op) is not None,
+        "test_wrong_dtype_is_rejected": op.defines_onnx_op and bool(_wrong_dtypes(op)),
         "test_missing_required_attribute_is_rejected": any(a.required for a in op.attributes),
         "test_matches_builtin": bool(op.tests.builtin_equivalents) and op.runs_in_onnxruntime,
     }
@@ -619,26 +646,54 @@ def _dtype_choice(choice: DTypeChoice | None) -> str:
     return "{" + ", ".join(items) + "}"
 
 
-def _unsupported_inputs(op: OpDef) -> list[str]:
-    """The first input and every input sharing its type variable (they change dtype together)."""
-    first = op.inputs[0]
-    return [
-        t.name for t in op.inputs if t is first or (first.type_var and t.type_var == first.type_var)
+def _wrong_dtypes(op: OpDef) -> list[tuple[str, int, str]]:
+    """Each input some random case gives, the first such case, and a dtype the input does not
+    accept: the wrong-dtype test retypes each in turn, to prove it is rejected (not misread)."""
+    wrong = []
+    for tensor in op.inputs:
+        accepted = op.dtypes_of(tensor)
+        candidates = (DType.int32, DType.float64, DType.float32, DType.int64, DType.uint8)
+        dtype = next((d for d in candidates if d not in accepted), None)
+        giving = op.random_cases_giving(tensor.name)
+        if dtype is not None and giving:
+            wrong.append((tensor.name, giving[0], py.TEST_DTYPE[dtype]))
+    return wrong
+
+
+def _gradient_bindings(op: OpDef) -> tuple[list[int], bool]:
+    """The instantiations where the op's backward is compared with the reference's, and
+    whether that is the one with every gradient input in float64 (gradcheck-ed too): else each
+    with them floating (the kernel need not have float64)."""
+    floating = [
+        index
+        for index, binding in enumerate(op.instantiations)
+        if all(t.dtype_in(binding).is_floating for t in op.inputs if t.name in op.gradients)
     ]
+    float64 = [
+        index
+        for index in floating
+        if all(
+            t.dtype_in(op.instantiations[index]) is DType.float64
+            for t in op.inputs
+            if t.name in op.gradients
+        )
+    ]
+    return (float64[:1], True) if float64 else (floating, False)
 
 
-def _unsupported_dtype(op: OpDef) -> str | None:
-    """A dtype the first input does not accept, to prove it is rejected (not misread)."""
-    first = op.inputs[0]
-    if first.type_var:
-        accepted = op.type_var_dtypes[first.type_var]
-    else:
-        assert first.dtype is not None  # TensorParam: a type variable or a dtype
-        accepted = (first.dtype,)
-    for candidate in (DType.int32, DType.float64, DType.float32, DType.int64, DType.uint8):
-        if candidate not in accepted:
-            return py.TEST_DTYPE[candidate]
-    return None
+def _formula_binding(op: OpDef) -> int:
+    """The instantiation the formulas' gradcheck over the reference takes the dtypes of the
+    inputs without a gradient and of attribute-chosen outputs from (the gradient inputs are
+    float64 there): the one with the most float64 tensors."""
+    floating, _ = _gradient_bindings(op)
+    if not floating:
+        return 0
+
+    def float64_count(index: int) -> int:
+        binding = op.instantiations[index]
+        return sum(t.dtype_in(binding) is DType.float64 for t in op.inputs + op.outputs)
+
+    return max(floating, key=lambda index: (float64_count(index), -index))
 
 
 def _declared_types(tensors: Sequence[TensorParam]) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from generator.errors import DefinitionError, Location
 from generator.model.nodes import ExportRule, Function, OnnxNode
 from generator.model.shapes import RangeCheck, ShapeRule
-from generator.model.tensors import Attribute, TensorParam, VariadicArity
+from generator.model.tensors import Attribute, TensorParam, VariadicArity, input_of
 from generator.model.tests import ErrorCase, Tests
 from generator.model.types import (
     TENSOR_PROTO_NUMBER,
@@ -443,6 +443,37 @@ class OpDef:
     @property
     def variadic_inputs(self) -> frozenset[str]:
         return frozenset(t.name for t in self.inputs if t.variadic)
+
+    def random_cases_giving(self, name: str) -> tuple[int, ...]:
+        """The random cases that give input `name` (an optional input may be left out of a
+        case; a variadic one's values are named X_0, X_1, ...)."""
+        variadic = next((t.name for t in self.inputs if t.variadic), None)
+        return tuple(
+            index
+            for index, case in enumerate(self.tests.random)
+            if any(input_of(value, variadic) == name for value in case.shapes)
+        )
+
+    @property
+    def gradient_cases(self) -> tuple[tuple[int, tuple[str, ...]], ...]:
+        """The random cases the gradient tests run, each with the optional inputs left out of
+        it (besides those it lacks): the first case, and more until each optional input is
+        given in one and absent in another (a case giving it, run without it, where no case
+        lacks it). Parsing makes sure some case gives each (_gradient_case_problems)."""
+        if not self.gradients or not self.tests.random:
+            return ()
+        chosen: list[tuple[int, tuple[str, ...]]] = [(0, ())]
+        for tensor in self.inputs:
+            giving = self.random_cases_giving(tensor.name)
+            if not tensor.optional or not giving:
+                continue
+            given = [index in giving and tensor.name not in out for index, out in chosen]
+            if not any(given):
+                chosen.append((giving[0], ()))
+            elif all(given):
+                lacking = [i for i in range(len(self.tests.random)) if i not in giving]
+                chosen.append((lacking[0], ()) if lacking else (giving[0], (tensor.name,)))
+        return tuple(chosen)
 
     @property
     def outputs_read_by_gradients(self) -> tuple[TensorParam, ...]:

@@ -16,6 +16,7 @@ from generator.model.types import (
     message_value,
     message_values,
 )
+from generator.runtime._names import input_of as input_of
 from generator.runtime._names import value_name as value_name
 from generator.runtime._names import value_names as value_names
 

@@ -288,7 +288,7 @@ def parse_opdef(
         locations=read.field_locations(d.fields),
     )
     problems = refusals(op) + _variadic_problems(op) + _string_problems(op)
-    problems += _tensor_attribute_problems(op) + _cuda_problems(op)
+    problems += _tensor_attribute_problems(op) + _cuda_problems(op) + _gradient_case_problems(op)
     problems += onnxruntime_domain_problems(op)
     for field_path, message in problems + _pytorch_alone_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
@@ -299,6 +299,22 @@ def parse_opdef(
         errors.attempt(_check_random_case_outputs, op, case, item)
     errors.raise_if_any()
     return op
+
+
+def _gradient_case_problems(op: OpDef) -> list[tuple[str, str]]:
+    """The gradient tests run each optional input given and left out (OpDef.gradient_cases):
+    some random case must give it."""
+    if not op.gradients or not op.tests.random:
+        return []
+    return [
+        (
+            "tests.random",
+            f"the gradient tests run with each optional input given and left out: give "
+            f"optional input '{t.name}' in some random case",
+        )
+        for t in op.inputs
+        if t.optional and not op.random_cases_giving(t.name)
+    ]
 
 
 def _tensor_attribute_problems(op: OpDef) -> list[tuple[str, str]]:

@@ -17,7 +17,7 @@ from generator.model.names import (
 )
 from generator.model.op import TorchApi, TorchBinding
 from generator.model.tensors import Attribute, TensorParam
-from generator.model.types import DType, TypeConstraint
+from generator.model.types import TypeConstraint
 from generator.parse import read
 from generator.parse.expressions import parse_reference
 from generator.source import Node
@@ -125,10 +125,10 @@ def parse_gradients(
             if tensor.type_var
             else (tensor.dtype,)
         )
-        if dtypes is not None and DType.float64 not in dtypes:  # None: reported elsewhere
+        if dtypes is not None and not any(d is not None and d.is_floating for d in dtypes):
             raise child.error(
-                f"input '{name}' has a gradient, so float64 must be among its dtypes "
-                "(torch.autograd.gradcheck runs in float64)"
+                f"input '{name}' has a gradient, so a floating dtype must be among its dtypes "
+                "(a gradient flows through floating tensors only)"
             )
         result[name] = parse_reference(
             child, names, "inputs, attributes, outputs and outputs' incoming gradients"
