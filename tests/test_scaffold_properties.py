@@ -178,7 +178,7 @@ def test_import_writes_what_passes_the_checks_or_nothing(
 def _representable(kind: str, text: str) -> bool:
     """Whether a definition can hold the value the flag's text gives (the format's rules, said
     independently of opgen's code): a finite float32 that is not rounded to zero, an int64, a
-    bool, a string of Unicode text."""
+    bool, a string of Unicode text without NUL."""
     if kind.endswith("s"):
         return all(_representable(kind[:-1], t) for t in text.split(",")) if text else True
     try:
@@ -192,7 +192,8 @@ def _representable(kind: str, text: str) -> bool:
             return math.isfinite(single) and (value == 0 or single != 0)
     except (ValueError, OverflowError):
         return False
-    return not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+    # Unicode text without NUL (which no command-line argument holds either)
+    return "\0" not in text and not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
 
 
 @st.composite
