@@ -13,20 +13,19 @@ this module (and `python -m generator --check`) needs neither.
 from __future__ import annotations
 
 import difflib
-import functools
 import importlib
 import keyword
 import math
 import re
-import struct
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from generator.model.names import reserved_reason
-from generator.model.types import FROM_ONNX_NAME
+from generator.model.names import ONNX_DOMAINS, reserved_reason
+from generator.model.types import FROM_ONNX_NAME, float32
+from generator.yaml_text import LOADER, escaped, is_printable, quoted, value_text
 
 # An attribute default: int, float (a float32's value), str, or a tuple of one of them.
 DefaultValue = int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...]
@@ -116,14 +115,6 @@ def _attr_type(attr: Any) -> str:
     return _ATTR_TYPES[number]
 
 
-def _float32(value: float) -> float:
-    """The float32 nearest to value, as a Python float (what ONNX float attributes hold)."""
-    try:
-        return float(struct.unpack("f", struct.pack("f", value))[0])
-    except OverflowError:
-        return math.copysign(math.inf, value)
-
-
 def _decode(raw: bytes) -> str:
     try:
         return raw.decode("utf-8")
@@ -140,13 +131,13 @@ def _default_of(proto: Any, attr_type: str) -> tuple[DefaultValue | None, bool]:
     if attr_type == "int":
         return int(proto.i), True
     if attr_type == "float":
-        return _float32(proto.f), True
+        return float32(proto.f), True
     if attr_type == "string":
         return _decode(proto.s), True
     if attr_type == "ints":
         return tuple(int(v) for v in proto.ints), True
     if attr_type == "floats":
-        return tuple(_float32(v) for v in proto.floats), True
+        return tuple(float32(v) for v in proto.floats), True
     if attr_type == "strings":
         return tuple(_decode(v) for v in proto.strings), True
     return None, True
@@ -279,28 +270,38 @@ def _ort_schemas() -> Any:
     return _module("onnxruntime.capi.onnxruntime_pybind11_state").get_all_operator_schema()
 
 
-# domain -> op name -> {since_version: schema object}
-_Registry = dict[str, dict[str, dict[int, Any]]]
+# domain -> op name -> (source, {since_version: schema object})
+_Registry = dict[str, dict[str, tuple[str, dict[int, Any]]]]
 
 
-def _index(schemas: Iterable[Any]) -> _Registry:
-    registry: _Registry = {}
+def _add(registry: _Registry, schemas: Iterable[Any], source: str) -> None:
+    """Indexes `schemas` into `registry`, replacing the ops it holds already (an op's versions
+    all come from one registry)."""
+    found: _Registry = {}
     for schema in schemas:
-        versions = registry.setdefault(schema.domain, {}).setdefault(schema.name, {})
-        versions[int(schema.since_version)] = schema
-    return registry
+        ops = found.setdefault(schema.domain, {})
+        ops.setdefault(schema.name, (source, {}))[1][int(schema.since_version)] = schema
+    for domain, ops in found.items():
+        held = registry.setdefault(domain, {})
+        for name, entry in ops.items():
+            held[name] = entry
 
 
-@functools.cache
-def _onnx_registry() -> _Registry:
-    return _index(_module("onnx.defs").get_all_schemas_with_history())
-
-
-@functools.cache
-def _ort_registry() -> _Registry:
-    """ONNX Runtime's schemas of the domains ONNX's registry lacks (com.microsoft, ...)."""
-    onnx_domains = _onnx_registry().keys()
-    return _index(s for s in _ort_schemas() if s.domain not in onnx_domains)
+def _registry() -> tuple[_Registry, str]:
+    """Every schema registered in the process now (read at each call: a schema registered
+    after an earlier look-up is found), and why ONNX Runtime's are missing, if they are.
+    ONNX's domains come from ONNX's registry; in the others (com.microsoft, a user's), an op
+    ONNX Runtime defines comes from ONNX Runtime's, one only registered with onnx.defs (by a
+    generated package's register_all, say) from ONNX's."""
+    registry: _Registry = {}
+    onnx_schemas = _module("onnx.defs").get_all_schemas_with_history()
+    _add(registry, onnx_schemas, SOURCE_ONNX)
+    try:
+        ort_schemas = _ort_schemas()
+    except ImportError as exc:
+        return registry, f" (ONNX Runtime's registry is not available: {exc})"
+    _add(registry, (s for s in ort_schemas if s.domain not in ONNX_DOMAINS), SOURCE_ORT)
+    return registry, ""
 
 
 def _shown_domain(domain: str) -> str:
@@ -309,49 +310,35 @@ def _shown_domain(domain: str) -> str:
 
 def find_schema(op: str, domain: str | None = None, version: int | None = None) -> SchemaRecord:
     """The schema of `op` in `domain` ('' or 'ai.onnx' for ONNX's default domain) at
-    since_version `version` (None: the latest). ONNX's registry holds ONNX's domains, ONNX
-    Runtime's the others (com.microsoft, ...). Without a domain, the op's domain is looked
-    for: ONNX's default domain first, then ONNX's others, then ONNX Runtime's. A LookupError
-    says what exists: the ops of that name's domain that come close, or its versions."""
+    since_version `version` (None: the latest), from the schemas registered now (_registry).
+    Without a domain, the op's domain is looked for: ONNX's default domain first, then ONNX's
+    others, then the rest by name. A LookupError says what exists: the ops of that name's
+    domain that come close, or its versions."""
     if domain == "ai.onnx":
         domain = ""
-    registries: list[tuple[_Registry, str]] = [(_onnx_registry(), SOURCE_ONNX)]
-    ort_problem = ""
-    try:
-        registries.append((_ort_registry(), SOURCE_ORT))
-    except ImportError as exc:
-        ort_problem = f" (ONNX Runtime's registry is not available: {exc})"
-
+    registry, ort_problem = _registry()
     if domain is None:
-        found = [
-            (d, registry, source)
-            for registry, source in registries
-            for d in sorted(registry, key=lambda d: (d != "", d))
-            if op in registry[d]
-        ]
-        if not found:
-            names = {
-                name for registry, _ in registries for ops in registry.values() for name in ops
-            }
-            raise LookupError(f"no op {op!r} in any domain{_did_you_mean(op, names)}{ort_problem}")
-        domain, registry, source = found[0]
-    else:
-        holding = [(registry, source) for registry, source in registries if domain in registry]
+        order = sorted(registry, key=lambda d: (d not in ONNX_DOMAINS, d != "", d))
+        holding = [d for d in order if op in registry[d]]
         if not holding:
-            known = sorted(_shown_domain(d) for registry, _ in registries for d in registry)
-            raise LookupError(
-                f"no domain {domain!r}{_did_you_mean(domain, known)} (the registries hold "
-                f"{', '.join(known)}){ort_problem}"
-            )
-        registry, source = holding[0]
-        if op not in registry[domain]:
-            elsewhere = [_shown_domain(d) for r, _ in registries for d in r if op in r[d]]
-            raise LookupError(
-                f"no op {op!r} in domain {_shown_domain(domain)!r}"
-                f"{_did_you_mean(op, registry[domain])}"
-                + (f" ({op} is in {', '.join(elsewhere)})" if elsewhere else "")
-            )
-    versions = registry[domain][op]
+            names = {name for ops in registry.values() for name in ops}
+            raise LookupError(f"no op {op!r} in any domain{_did_you_mean(op, names)}{ort_problem}")
+        domain = holding[0]
+    elif domain not in registry:
+        known = sorted(_shown_domain(d) for d in registry)
+        raise LookupError(
+            f"no domain {domain!r}{_did_you_mean(domain, known)} (the registries hold "
+            f"{', '.join(known)}){ort_problem}"
+        )
+    elif op not in registry[domain]:
+        elsewhere = [_shown_domain(d) for d in registry if op in registry[d]]
+        raise LookupError(
+            f"no op {op!r} in domain {_shown_domain(domain)!r}"
+            f"{_did_you_mean(op, registry[domain])}"
+            + (f" ({op} is in {', '.join(elsewhere)})" if elsewhere else "")
+            + ort_problem
+        )
+    source, versions = registry[domain][op]
     if version is None:
         version = max(versions)
     elif version not in versions:
@@ -586,66 +573,21 @@ def stem_for(op_name: str) -> str:
 
 # --- writing a definition -------------------------------------------------------------------
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # what generator.source reads with
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.()]*")
-
-
-def _is_printable(code: int) -> bool:
-    """A character a YAML file may hold as it is, other than a tab, a BOM or a line break
-    (YAML 1.1 breaks lines at U+0085, U+2028 and U+2029 too)."""
-    if code in (0x2028, 0x2029, 0xFEFF):
-        return False
-    return (
-        0x20 <= code <= 0x7E
-        or 0xA0 <= code <= 0xD7FF
-        or 0xE000 <= code <= 0xFFFD
-        or 0x10000 <= code <= 0x10FFFF
-    )
-
-
-_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r", "\0": "\\0"}
-
-
-def _escaped(char: str) -> str:
-    if char in _ESCAPES:
-        return _ESCAPES[char]
-    code = ord(char)
-    if _is_printable(code):
-        return char
-    if code <= 0xFF:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
-
-
-def _quoted(text: str, indent: int = 0) -> str:
-    """A YAML double-quoted scalar (JSON's escapes, and YAML's for what JSON leaves raw but
-    YAML may not hold). A text of several lines continues after each `\\n` on a new line,
-    `indent` spaces in (an escaped line break adds nothing; a leading space is escaped, as the
-    continuation line's indentation is not content)."""
-    pieces = ['"']
-    for index, char in enumerate(text):
-        if indent and index and text[index - 1] == "\n":
-            pieces.append("\\\n" + " " * indent)
-            if char == " ":
-                pieces.append("\\ ")
-                continue
-        pieces.append(_escaped(char))
-    pieces.append('"')
-    return "".join(pieces)
 
 
 def _scalar(text: str) -> str:
     """A name or type string: plain where YAML reads it back as that string (in flow context
     too), else double-quoted."""
-    if _PLAIN.fullmatch(text) and yaml.load(f"[{text}]", Loader=_LOADER) == [text]:
+    if _PLAIN.fullmatch(text) and yaml.load(f"[{text}]", Loader=LOADER) == [text]:
         return text
-    return _quoted(text)
+    return quoted(text)
 
 
 def _comment(text: str) -> str:
     """Text for a YAML comment, which ends at any line break: those (and what a YAML file
     cannot hold) escaped."""
-    return "".join(c if c == "\t" or _is_printable(ord(c)) else _escaped(c) for c in text)
+    return "".join(c if c == "\t" or is_printable(ord(c)) else escaped(c) for c in text)
 
 
 def _literal(text: str, indent: int) -> str | None:
@@ -663,7 +605,7 @@ def _literal(text: str, indent: int) -> str | None:
     # Checked where it will stand: the value of a key `indent - 2` in, and another key after.
     pad = " " * (indent - 2)
     try:
-        loaded = yaml.load(f"{pad}x: {block}{pad}y: 0\n", Loader=_LOADER)
+        loaded = yaml.load(f"{pad}x: {block}{pad}y: 0\n", Loader=LOADER)
     except yaml.YAMLError:
         return None
     return block if loaded == {"x": text, "y": 0} else None
@@ -676,39 +618,7 @@ def _doc_value(text: str, indent: int) -> str:
         block = _literal(text, indent + 2)
         if block is not None:
             return block
-    return _quoted(text, indent + 2) + "\n"
-
-
-def _float_text(value: float) -> str:
-    """The shortest spelling that reads back as the same float32, in YAML 1.1's float syntax
-    (a dot in the mantissa, a signed exponent: PyYAML reads 1e-05 as a string)."""
-    if math.isnan(value):
-        return ".nan"
-    if math.isinf(value):
-        return ".inf" if value > 0 else "-.inf"
-    value = _float32(value)
-    for precision in range(1, 10):
-        text = f"{value:.{precision}g}"
-        if _float32(float(text)) == value:
-            break
-    else:
-        text = f"{value:.9g}"
-    mantissa, _, exponent = text.partition("e")
-    if "." not in mantissa:
-        mantissa += ".0"
-    return mantissa + ("e" + exponent if exponent else "")
-
-
-def _value_text(value: DefaultValue) -> str:
-    if isinstance(value, tuple):
-        return "[" + ", ".join(_value_text(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return str(int(value))
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _float_text(value)
-    return _quoted(value)
+    return quoted(text, indent + 2) + "\n"
 
 
 def _flow_list(items: Sequence[str], column: int, indent: int, width: int = 100) -> str:
@@ -830,7 +740,9 @@ def definition_text(record: SchemaRecord, *, domain: str, stem: str, provided_by
 
     if record.attributes:
         out.append("attributes:\n")
-        for attr in record.attributes:
+        # Required ones first, as definitions list them (the order of a PyTorch signature, the
+        # op's if it gets one); ONNX's attributes have no order.
+        for attr in sorted(record.attributes, key=lambda a: not _written_required(a)):
             out += _attribute_lines(attr, source)
     return "".join(out)
 
@@ -866,10 +778,16 @@ def _param_lines(param: ParamRecord, constraints: set[str]) -> list[str]:
     return lines
 
 
+def _written_required(attr: AttributeRecord) -> bool:
+    """Whether the definition declares the attribute required (no default, no `required:
+    false`)."""
+    return attr.required and not attr.has_default
+
+
 def _attribute_lines(attr: AttributeRecord, source: str) -> list[str]:
     lines = [f"  - name: {_scalar(attr.name)}\n", f"    type: {_scalar(attr.type)}\n"]
     if attr.has_default and attr.default is not None:
-        lines.append(f"    default: {_value_text(attr.default)}\n")
+        lines.append(f"    default: {value_text(attr.default, as_float32=True)}\n")
     elif attr.has_default:
         lines.append(
             f"    required: false  # TODO: the registry's default (of type {attr.type}) is not "

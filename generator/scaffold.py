@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import re
 import sys
@@ -19,8 +18,8 @@ from typing import TYPE_CHECKING, TypedDict
 from generator import config
 from generator.errors import DefinitionError, DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
-from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH, ONNX_DOMAINS
-from generator.model.op import OpDef
+from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH, ONNX_DOMAINS, default_domain
+from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import TensorParam
 from generator.model.types import (
     TENSOR_ATTRIBUTE_DTYPES,
@@ -32,9 +31,11 @@ from generator.model.types import (
 from generator.parse.op import parse_opdef
 from generator.parse.read import op_id_problem
 from generator.parse.tensors import attribute_value_problem
+from generator.parse.torch import new_op_name_problem
 from generator.project import OwnershipError, display
 from generator.target_settings import DeviceKernel
 from generator.targets.settings import DEVICE_KERNELS
+from generator.yaml_text import Value, value_text
 
 if TYPE_CHECKING:
     from generator.dest import common
@@ -125,7 +126,7 @@ def parser() -> argparse.ArgumentParser:
         "--outputs",
         default="Y",
         help="comma-separated names (default: Y); with a variadic input the last may end in * "
-        "to give one value per value of it (Each*; no PyTorch side yet)",
+        "to give one value per value of it (Each*; a Tensor[] return in PyTorch)",
     )
     parser.add_argument(
         "--attribute",
@@ -214,6 +215,8 @@ def _attribute(spec: str) -> _Attribute:
     problem = None if value is None else attribute_value_problem(value, kind)
     if problem:  # the same range checks as a definition's values (int64, finite float32)
         raise ScaffoldError(f"--attribute '{spec}': {problem}")
+    if value is not None:
+        _yaml(value, f"--attribute '{spec}'")  # a text YAML can hold (no lone surrogate)
     return {"name": name, "type": kind, "default": value, "optional": suffix == "?", "dtype": None}
 
 
@@ -325,8 +328,13 @@ def _chooser(specs: list[str], taken: set[str]) -> _Chooser | None:
     return _Chooser(name, type_var, chosen)
 
 
-def _yaml(value: object) -> str:
-    return json.dumps(value)  # JSON is YAML: quoted and escaped whatever the text
+def _yaml(value: Value, flag: str = "") -> str:
+    """The value as YAML, read back to prove it (generator.yaml_text); what YAML cannot hold is
+    refused at the flag that gave it."""
+    try:
+        return value_text(value)
+    except ValueError as exc:
+        raise ScaffoldError(f"{flag}: {exc}") from None
 
 
 def _parameters(text: str, what: str) -> tuple[list[str], str | None]:
@@ -337,6 +345,57 @@ def _parameters(text: str, what: str) -> tuple[list[str], str | None]:
         raise ScaffoldError(f"{what}: only the last name may be variadic (NAME*), in '{text}'")
     names = _names(text.rstrip().removesuffix("*"), what)
     return names, names[-1] if variadic else None
+
+
+def _torch_api(args: argparse.Namespace) -> TorchApi:
+    """How the op's kernel registers with PyTorch: the configuration's torch-api (a CUDA kernel
+    registers natively, as generator/parse/op.py says)."""
+    if any(k.device == "cuda" for k in _device_kernels(args)):
+        return TorchApi.native
+    settings: config.Config | None = getattr(args, "settings", None)
+    return settings.torch_api if settings is not None else TorchApi.native
+
+
+def _torch_name(
+    args: argparse.Namespace, op_id: str, attributes: list[_Attribute], chooser: _Chooser | None
+) -> str:
+    """The op's PyTorch name: --torch-name, or one made of the domain and the op id that the
+    checks accept (`_ops` after a namespace that is PyTorch's, `_op` after a name that is
+    taken). Refuses what the configured torch-api cannot register, naming the flag."""
+    api = _torch_api(args)
+    if api is TorchApi.legacy:
+        _refuse_defaults_for_legacy(attributes, chooser)
+    if args.torch_name:
+        return str(args.torch_name)
+    namespace = args.domain.replace(".", "_")
+    candidates = [
+        f"{space}::{name}"
+        for space in (namespace, f"{namespace}_ops")
+        for name in (op_id, f"{op_id}_op")
+    ]
+    return next((c for c in candidates if new_op_name_problem(c, api) is None), candidates[0])
+
+
+def _refuse_defaults_for_legacy(attributes: list[_Attribute], chooser: _Chooser | None) -> None:
+    """torch._custom_op (torch-api "legacy") takes no default argument: an attribute with a
+    default, an optional one (None by default) or a dtype attribute (its first dtype by
+    default) cannot be registered so."""
+    why = (
+        "the configured torch-api 'legacy' (torch._custom_op) takes no default arguments; "
+        "give --no-torch, or configure another torch-api (native, library, custom_op)"
+    )
+    for attr in attributes:
+        if attr["default"] is not None or attr["optional"]:
+            what = "a default" if attr["default"] is not None else "None by default"
+            raise ScaffoldError(
+                f"--attribute {attr['name']}: it has {what}, but {why}, or make it required "
+                f"({attr['name']}:TYPE)"
+            )
+    if chooser is not None:
+        raise ScaffoldError(
+            f"--dtype-attribute {chooser.attribute}: it defaults to "
+            f"{chooser.dtypes[0].value}, but {why}"
+        )
 
 
 @dataclass(frozen=True)
@@ -449,9 +508,7 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
     def known_output(name: str) -> str:
         return _yaml([values, values] if name == variadic_output else values)
 
-    torch_name = (
-        None if without_torch else args.torch_name or f"{args.domain.replace('.', '_')}::{op_id}"
-    )
+    torch_name = None if without_torch else _torch_name(args, op_id, attributes, chooser)
     return (
         environment()
         .get_template("scaffold/opdef.yaml.j2")
@@ -459,10 +516,10 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             op_type=args.op,
             package_dir=Path(os.path.relpath(args.output_dir.absolute())).as_posix(),
             op_id=op_id,
-            domain_literal=_yaml(args.domain),
+            domain_literal=_yaml(args.domain, "--domain"),
             torch_name=torch_name,
             pytorch_alone=pytorch_alone,
-            torch_name_literal=_yaml(torch_name) if torch_name else None,
+            torch_name_literal=_yaml(torch_name, "--torch-name") if torch_name else None,
             dtypes=[d.value for d in dtypes],
             floating_dtypes=[d.value for d in all_dtypes if d.is_floating],
             chooser=(
@@ -586,7 +643,12 @@ def _trial(args: argparse.Namespace, text: str, definition: Path, settings: conf
             (Path(scratch) / f"{definition.stem}{device_kernel.suffix}").write_text("")
         # The stub names the definition as generated files do: relative to the project root.
         root = args.opdefs_dir.resolve().parent
-        op = parse_opdef(trial, definition.as_posix(), display(definition.resolve(), root))
+        op = parse_opdef(
+            trial,
+            definition.as_posix(),
+            display(definition.resolve(), root),
+            settings.torch_api,  # as the run after writing will parse it
+        )
         project = proj.Project.of(
             args.opdefs_dir, args.output_dir, settings.generated_package(), settings.torch_api
         )
@@ -632,7 +694,7 @@ def main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
         return EXIT_BAD_INPUT
     settings, needs_config = configured
     if args.domain is None:
-        args.domain = settings.package
+        args.domain = default_domain(settings.package)
     op_id = args.name or snake_case(args.op)
     try:
         text = _definition_text(args, op_id, f"{op_id}_kernel.h")
@@ -814,7 +876,9 @@ def import_main(argv: list[str], generate: Callable[[list[str]], int]) -> int:
         return EXIT_BAD_INPUT
     settings, needs_config = configured
     if args.domain is None:
-        args.domain = settings.package if record.domain in ONNX_DOMAINS else record.domain
+        args.domain = (
+            default_domain(settings.package) if record.domain in ONNX_DOMAINS else record.domain
+        )
     args.op = record.name
     op_id = args.name or import_stem(record.name)
     try:

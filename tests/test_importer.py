@@ -118,8 +118,13 @@ def check_definition(loaded: dict[str, Any], record: SchemaRecord, *, provided_b
         assert "attributes" not in loaded
         return
     attrs = loaded["attributes"]
-    assert [a["name"] for a in attrs] == [a.name for a in record.attributes]
-    for loaded_attr, attr in zip(attrs, record.attributes, strict=True):
+    # Required attributes first (the definitions' PyTorch argument order), each part by name.
+    in_order = sorted(record.attributes, key=lambda a: not (a.required and not a.has_default))
+    assert [a["name"] for a in attrs] == [a.name for a in in_order]
+    assert [a["name"] for a in attrs if "default" in a or "required" in a] == [
+        a.name for a in record.attributes if not (a.required and not a.has_default)
+    ]
+    for loaded_attr, attr in zip(attrs, in_order, strict=True):
         assert loaded_attr["type"] == attr.type
         assert loaded_attr.get("doc", "") == attr.doc
         if attr.has_default and attr.default is not None:
@@ -710,3 +715,29 @@ def test_importing_the_module_imports_neither_onnx_nor_onnxruntime() -> None:
         cwd=Path(__file__).resolve().parent.parent,
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_schemas_are_looked_up_where_they_are_when_asked() -> None:
+    """A com.microsoft schema registered with onnx.defs (as a generated package's register_all
+    registers com.microsoft::Gelu) hides none of ONNX Runtime's com.microsoft ops, and a schema
+    registered after a first look-up is found: the registries are read at each look-up."""
+    gelu = find_schema("Gelu", "com.microsoft", None)
+    assert gelu.source == "onnxruntime"
+    probe = dataclasses.replace(gelu, name="OpgenLookupProbe", domain="opgen.lookup.probe")
+    with pytest.raises(LookupError, match="no domain 'opgen.lookup.probe'"):
+        find_schema(probe.name, probe.domain, None)
+    registered = [rebuilt(gelu), rebuilt(probe)]
+    for schema in registered:
+        onnx.defs.register_schema(schema)
+    try:
+        attention = find_schema("Attention", "com.microsoft", None)
+        assert attention.domain == "com.microsoft" and attention.source == "onnxruntime"
+        assert find_schema("Gelu", "com.microsoft", None) == gelu  # ONNX Runtime's, as before
+        found = find_schema(probe.name, None, None)
+        assert (found.domain, found.source) == (probe.domain, "onnx")
+        assert differences(probe, found) == []
+    finally:
+        for schema in registered:
+            onnx.defs.deregister_schema(schema.name, schema.since_version, schema.domain)
+    with pytest.raises(LookupError, match="no domain 'opgen.lookup.probe'"):
+        find_schema(probe.name, probe.domain, None)

@@ -42,6 +42,7 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
         "--inputs", "X,W*",
         "--outputs", "Y,Z",
         "--attribute", "alpha:float=1.0",
+        "--attribute", "eps:float=1e-6",
         "--attribute", "steps:int",
         "--attribute", "sizes:ints=1,2",
         "--attribute", "mode:string=fast",
@@ -69,6 +70,7 @@ def test_new_op_builds_and_passes_its_generated_tests(tmp_path):
     kernel = tmp_path / "opdefs" / "my_scale_kernel.h"
     assert "TODO" in definition.read_text() and "TODO" in kernel.read_text()
     assert "{name: scale, type: float, required: false, doc: TODO}" in definition.read_text()
+    assert "{name: eps, type: float, default: 1.0e-06, doc: TODO}" in definition.read_text()
     assert "{name: W, type: T, variadic: true, doc: TODO}" in definition.read_text()
     assert (tmp_path / "generated" / "my_scale" / "test_my_scale.py").is_file()
     assert "next: opgen build" in new.stdout
@@ -113,7 +115,7 @@ def test_new_ops_without_pytorch_run_in_onnxruntime_only(tmp_path):
         definition = (tmp_path / "opdefs" / f"{stem}.yaml").read_text()
         assert "torch:" not in definition and "--no-torch" in definition
         assert not (tmp_path / "generated" / stem / "torch_op.py").exists()
-    assert '"x\\u0000y"' in (tmp_path / "opdefs" / "texts.yaml").read_text()
+    assert '"x\\0y"' in (tmp_path / "opdefs" / "texts.yaml").read_text()
     assert "variadic: true, same_shape_as: X" in (tmp_path / "opdefs" / "each.yaml").read_text()
     tabled = (tmp_path / "opdefs" / "tabled.yaml").read_text()
     assert "type: tensor, dtype: float16" in tabled and "table: [0.5]" in tabled

@@ -157,6 +157,38 @@ ONNXSCRIPT_OPSET_ATTRIBUTES = frozenset({"cache", "domain", "version"})
 DOMAIN = re.compile(r"\A[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*\Z")
 
 
+def domain_problem(domain: str) -> str | None:
+    """Why a definition's domain cannot be `domain`, or None."""
+    if not DOMAIN.fullmatch(domain):
+        return f"'{domain}' is not a dotted lower-case domain name"
+    if domain in ONNX_DOMAINS:
+        return (
+            f"'{domain}' is ONNX's own domain: a custom-op library cannot serve it and a "
+            "schema there would shadow ONNX's; use a domain of your own"
+        )
+    if opset_variable(domain) == opset_variable(""):
+        return (
+            f"'{domain}' would be named in the generated Python as ONNX's standard domain "
+            "is (_ONNX); use a domain of your own"
+        )
+    if len(domain) > MAX_NAME_LENGTH:
+        return (
+            f"a domain may have at most {MAX_NAME_LENGTH} characters (file names are derived "
+            f"from it), found {len(domain)}"
+        )
+    return None
+
+
+def default_domain(package: str) -> str:
+    """The domain `opgen new` and `opgen import` give a package's ops unless told: the
+    package's name in lower case (a valid package name may hold capitals, a domain may not),
+    with `_ops` where that is no valid domain (`onnx`), cut to the longest domain."""
+    domain = package.lower()
+    if domain_problem(domain):
+        domain = domain[: MAX_NAME_LENGTH - len("_ops")].rstrip("_") + "_ops"
+    return domain
+
+
 TORCH_NAME = re.compile(r"\A([a-z_][a-z0-9_]*)::([a-z_][a-z0-9_]*)\Z")
 
 

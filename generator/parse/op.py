@@ -12,11 +12,8 @@ from generator.api.names import Local
 from generator.errors import ErrorCollector
 from generator.model.capabilities import refusals
 from generator.model.names import (
-    DOMAIN,
-    MAX_NAME_LENGTH,
-    ONNX_DOMAINS,
     ONNXSCRIPT_OPSET_ATTRIBUTES,
-    opset_variable,
+    domain_problem,
     unspellable,
 )
 from generator.model.nodes import ExportRule, Function
@@ -611,24 +608,9 @@ def _read_onnx_name(d: _Definition) -> tuple[str | None, str | None, tuple[int, 
             )
         )
     domain = d.get("domain", read.string)
-    if domain is not None and not DOMAIN.fullmatch(domain):
-        d.errors.add(d["domain"].error(f"'{domain}' is not a dotted lower-case domain name"))
-    elif domain in ONNX_DOMAINS:
-        d.errors.add(
-            d["domain"].error(
-                f"'{domain}' is ONNX's own domain: a custom-op library cannot serve it and a "
-                "schema there would shadow ONNX's; use a domain of your own"
-            )
-        )
-    elif domain is not None and opset_variable(domain) == opset_variable(""):
-        d.errors.add(
-            d["domain"].error(
-                f"'{domain}' would be named in the generated Python as ONNX's standard domain "
-                "is (_ONNX); use a domain of your own"
-            )
-        )
-    elif domain is not None and len(domain) > MAX_NAME_LENGTH:
-        d.errors.add(d["domain"].error(read.too_long("a domain", domain)))
+    problem = None if domain is None else domain_problem(domain)
+    if problem:
+        d.errors.add(d["domain"].error(problem))
     versions = d.get("version", _parse_versions) or ()
     return op_type, domain, versions
 

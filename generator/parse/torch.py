@@ -49,18 +49,6 @@ def parse_torch(
             match.group(1), match.group(2), TorchApi.library, match.group(3) or "default", True
         )
     qualified = read.string(fields["name"])
-    match = TORCH_NAME.fullmatch(qualified)
-    if not match:
-        raise fields["name"].error(
-            f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
-        )
-    if match.group(1) in TORCH_NAMESPACES:
-        raise fields["name"].error(
-            f"'{qualified}': namespace '{match.group(1)}' belongs to PyTorch, so a new op there "
-            f"would clash with its ops; did you mean 'overrides: {qualified}' (change how an "
-            "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
-            f"'my_ops::{match.group(2)}'"
-        )
     # Native by default where there is a C++ kernel to register: no Python at call time.
     api = kernel_api if has_kernel else TorchApi.library
     if "api" in fields:
@@ -75,34 +63,54 @@ def parse_torch(
                 "'native' registers the C++ kernel with PyTorch, and this definition has no "
                 "'kernel'; use 'library' (the default for ops without a kernel)"
             )
+    problem = new_op_name_problem(qualified, api)
+    if problem:
+        raise fields["name"].error(problem)
+    match = TORCH_NAME.fullmatch(qualified)
+    assert match is not None
+    return TorchBinding(match.group(1), match.group(2), api)
+
+
+def new_op_name_problem(qualified: str, api: TorchApi) -> str | None:
+    """Why a new PyTorch op, registered with `api`, cannot be named `qualified`, or None."""
+    match = TORCH_NAME.fullmatch(qualified)
+    if not match:
+        return f"'{qualified}' is not a PyTorch qualified name 'namespace::name' (lower-case identifiers)"
+    if match.group(1) in TORCH_NAMESPACES:
+        return (
+            f"'{qualified}': namespace '{match.group(1)}' belongs to PyTorch, so a new op there "
+            f"would clash with its ops; did you mean 'overrides: {qualified}' (change how an "
+            "existing PyTorch op exports)? A new op needs a namespace of your own, e.g. "
+            f"'my_ops::{match.group(2)}'"
+        )
     for part in (match.group(1), match.group(2)):
         if keyword.iskeyword(part):
-            raise fields["name"].error(
+            return (
                 f"'{qualified}': '{part}' is a Python keyword, so torch.ops.{match.group(1)}."
                 f"{match.group(2)} cannot be written in Python; choose another name"
             )
     if match.group(1) in TORCH_OPS_ATTRIBUTES:
-        raise fields["name"].error(
+        return (
             f"'{qualified}': torch.ops.{match.group(1)} is an attribute of torch.ops, not a "
             "namespace of ops; choose another namespace"
         )
     if match.group(2) in TORCH_OP_NAMESPACE_ATTRIBUTES | TORCH_OP_MODULE_NAMES:
-        raise fields["name"].error(
+        return (
             f"'{qualified}': '{match.group(2)}' is an attribute of PyTorch's op namespaces or a "
             "name the generated torch_op module defines itself; choose another name"
         )
     if api is TorchApi.legacy and match.group(2) in PYTHON_BUILTINS_CALLED:
-        raise fields["name"].error(
+        return (
             f"'{qualified}': the legacy registration defines a function of the op's name in the "
             f"generated torch_op module, which would hide Python's '{match.group(2)}' from its "
             "own code; choose another name (or another torch.api)"
         )
     if match.group(2).endswith("_"):
-        raise fields["name"].error(
+        return (
             f"'{qualified}' ends in '_', which PyTorch reads as an in-place variant (the "
             "TorchScript exporter looks the op up without it); choose a name without"
         )
-    return TorchBinding(match.group(1), match.group(2), api)
+    return None
 
 
 def parse_gradients(
