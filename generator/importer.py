@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from generator.model.names import ONNX_DOMAINS, reserved_reason
+from generator.model.onnxruntime_domains import onnxruntime_owns
 from generator.model.types import FROM_ONNX_NAME, float32
 from generator.yaml_text import LOADER, escaped, is_printable, quoted, value_text
 
@@ -690,7 +691,13 @@ def definition_text(record: SchemaRecord, *, domain: str, stem: str, provided_by
         "tests (known values, random cases)",
         "shapes (shape: or same_shape_as:): the schema's shape inference is not imported",
     ]
-    if not provided_by:
+    if not provided_by and onnxruntime_owns(domain):
+        todos.append(
+            f"an implementation: 'provided_by: onnxruntime' ({domain} is ONNX Runtime's domain: "
+            "a kernel there needs 'replaces: onnxruntime', which replaces ONNX Runtime's own op "
+            "in every session that loads the library; import with --domain for an op of your own)"
+        )
+    elif not provided_by:
         todos.append(
             f"an implementation (kernel: {{source: {stem}_kernel.h}}, function: or provided_by:)"
         )

@@ -168,6 +168,28 @@ def test_the_definition_takes_the_domain_asked_for(records: tuple[SchemaRecord, 
     assert "# TODO: M is bound by no required input" in text  # mask_index is optional
 
 
+def test_an_op_of_onnxruntimes_domain_is_pointed_at_provided_by(
+    records: tuple[SchemaRecord, ...], tmp_path: Path
+) -> None:
+    """Imported in its own domain, ONNX Runtime's op gets 'provided_by: onnxruntime' as the
+    implementation to add; a kernel added as the other ops' TODO says is refused at the field
+    (a library never takes over an op it does not own)."""
+    from generator.errors import DefinitionErrors
+    from generator.parse.op import parse_opdef
+
+    record = by_key(records, "com.microsoft", "FastGelu")
+    text = definition_text(record, domain="com.microsoft", stem="fast_gelu", provided_by=False)
+    assert "# TODO: an implementation: 'provided_by: onnxruntime' (com.microsoft is ONNX" in text
+    assert "kernel: {source:" not in text
+    (tmp_path / "fast_gelu_kernel.h").write_text("// the user's kernel\n")
+    path = tmp_path / "fast_gelu.yaml"
+    path.write_text(text + "kernel: {source: fast_gelu_kernel.h}\n")
+    with pytest.raises(DefinitionErrors) as raised:
+        parse_opdef(path, "fast_gelu.yaml")
+    kernel_errors = [e for e in raised.value.errors if e.field == "kernel"]
+    assert kernel_errors and "is ONNX Runtime's domain" in kernel_errors[0].message
+
+
 def test_a_type_variable_bound_by_no_required_input_gets_a_todo(
     records: tuple[SchemaRecord, ...],
 ) -> None:

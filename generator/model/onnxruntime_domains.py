@@ -9,7 +9,8 @@ the domains of the installed onnxruntime's schemas).
 
 from __future__ import annotations
 
-from generator.model.op import OpDef, Runtime
+from generator.model.nodes import Function
+from generator.model.op import Implementation, Kernel, OpDef, Runtime
 
 # ONNX Runtime's domains (onnxruntime/core/graph/constants.h), each with its sub-domains:
 # com.microsoft.nchwc, com.microsoft.experimental, com.microsoft.dml, com.ms.internal.nhwc, ...
@@ -33,23 +34,29 @@ def replaces_onnxruntime(op: OpDef) -> bool:
     return op.replaces is Runtime.onnxruntime
 
 
-def onnxruntime_domain_problems(op: OpDef) -> list[tuple[str, str]]:
+def onnxruntime_domain_problems(
+    domain: str | None,
+    op_type: str | None,
+    implementation: Implementation | None,
+    replaces: Runtime | None,
+) -> list[tuple[str, str]]:
     """(field path, message) for an implementation of ours in a domain ONNX Runtime owns, and
-    for a `replaces` that replaces nothing."""
-    owned = op.domain is not None and onnxruntime_owns(op.domain)
-    name = f"{op.domain}::{op.op_type}"
+    for a `replaces` that replaces nothing. Checked as soon as those fields are read, so that
+    these errors come in the same run as every other."""
+    owned = domain is not None and onnxruntime_owns(domain)
+    name = f"{domain}::{op_type}"
     instead = (
         "use a domain of your own (for example 'my.ops'), or 'provided_by: onnxruntime' to "
         "declare ONNX Runtime's own op"
     )
+    kernel = implementation if isinstance(implementation, Kernel) else None
     problems = []
-    kernel = op.kernel
-    if op.replaces is not None:
+    if replaces is not None:
         if not owned:
             problems.append(
                 (
                     "replaces",
-                    f"ONNX Runtime owns no domain '{op.domain}': there is nothing to replace; "
+                    f"ONNX Runtime owns no domain '{domain}': there is nothing to replace; "
                     "remove 'replaces'",
                 )
             )
@@ -65,17 +72,17 @@ def onnxruntime_domain_problems(op: OpDef) -> list[tuple[str, str]]:
         problems.append(
             (
                 "kernel",
-                f"'{op.domain}' is ONNX Runtime's domain: a kernel registered there would "
+                f"'{domain}' is ONNX Runtime's domain: a kernel registered there would "
                 f"silently replace ONNX Runtime's own {name} (if it has one, now or in a later "
                 f"release) in every session that loads this library; {instead}; or, to replace "
                 "it on purpose, add 'replaces: onnxruntime'",
             )
         )
-    if owned and op.function is not None:
+    if owned and isinstance(implementation, Function):
         problems.append(
             (
                 "function",
-                f"'{op.domain}' is ONNX Runtime's domain: ONNX Runtime runs its own op for a "
+                f"'{domain}' is ONNX Runtime's domain: ONNX Runtime runs its own op for a "
                 f"{name} node and ignores a model-local function of that name; {instead}",
             )
         )

@@ -240,6 +240,10 @@ def parse_opdef(
     _check_legacy_defaults(d, signature, torch_binding)
     implementation = _read_implementation(d, signature)
     replaces = d.get("replaces", _parse_runtime)
+    for field_path, message in onnxruntime_domain_problems(
+        domain, op_type, implementation, replaces
+    ):
+        errors.add(read.node_at(d.root, field_path).error(message))
     _check_function_attributes(d, signature, implementation)
     export = _read_export(d, signature, torch_binding, op_type, domain, implementation)
     tests = d.get(
@@ -286,7 +290,6 @@ def parse_opdef(
     )
     problems = refusals(op) + _variadic_problems(op) + _string_problems(op)
     problems += _tensor_attribute_problems(op) + _cuda_problems(op) + _gradient_case_problems(op)
-    problems += onnxruntime_domain_problems(op)
     for field_path, message in problems + _pytorch_alone_problems(op):
         errors.add(read.node_at(d.root, field_path).error(message))
     errors.raise_if_any()
