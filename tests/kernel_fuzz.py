@@ -777,7 +777,7 @@ def _beyond_sanitizer_allocation(torch_outcome) -> bool:
 # an input of unknown rank as one of rank 0: where an input is 0-d or of unknown rank, it
 # cannot learn the type an attribute chooses, falls back to the first kernel, and the node
 # fails saying so (README: a documented limit, never a wrong type).
-_UNKNOWN_RANK_CHOSEN_TYPE = "could not run the shape rule: give the model's inputs a known rank"
+_UNKNOWN_RANK_CHOSEN_TYPE = "give the model's inputs a known rank of at least 1"
 
 
 def _chosen_type_of_unknown_rank(case: dict, ort_outcome) -> bool:

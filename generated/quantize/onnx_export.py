@@ -21,6 +21,7 @@ _AI_OPGEN = Opset("ai.opgen", 1)
 
 def translation(X, scale, output_dtype=2):
     output_dtype = 2 if output_dtype is None else output_dtype
+    _support.refuse_zero_d("opgen::quantize", {"X": X}, "attribute 'output_dtype'")
     Y = _AI_OPGEN.Quantize(X, scale, output_dtype=output_dtype)
     return Y
 
@@ -28,6 +29,7 @@ def translation(X, scale, output_dtype=2):
 @symbolic_helper.parse_args("v", "v", "i")
 def symbolic(g, X, scale, output_dtype):
     output_dtype = _support.onnx_dtype_of_scalar_type(output_dtype, 2)
+    _support.refuse_zero_d("opgen::quantize", {"X": X}, "attribute 'output_dtype'")
     _support.refuse_torchscript_dtypes(
         "opgen::quantize",
         {},

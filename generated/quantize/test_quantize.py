@@ -456,6 +456,43 @@ def test_torchscript_export_refuses_dtypes_it_lacks(types, tmp_path):
     assert refused, "no random case has a tensor of such a dtype"
 
 
+# Inputs ONNX Runtime cannot tell from ones of unknown rank when they are 0-d: there it cannot
+# give an output the element type an attribute chooses (OpDef.zero_d_needs_a_rank).
+ZERO_D_INPUTS = ["X"]
+
+
+@pytest.mark.parametrize("exporter", TYPE_EXPORTERS[0])
+def test_zero_d_input(exporter, tmp_path):
+    """PyTorch runs the op on 0-d inputs as the reference does (unless the shape rule refuses
+    them); the exporters refuse them, naming the input, rather than write a model ONNX Runtime
+    would refuse with a type mismatch that names neither the rank nor the input."""
+    case, types = RANDOM_CASES[0], TYPES[0]
+    attributes = typed(case["attributes"], types)
+    inputs = make_inputs(case, 0, types, seed=0)
+    inputs = {
+        k: v.reshape(-1)[:1].reshape(()) if k in ZERO_D_INPUTS else v for k, v in inputs.items()
+    }
+    try:
+        got = run_torch(inputs, attributes)
+    except ValueError as refused:  # the shape rule's own refusal of a 0-d value: nothing exports
+        assert str(refused).startswith(f"{OP_TYPE}: "), refused
+        return
+    for name, g, w in zip(
+        output_names(inputs), got, expected_outputs(inputs, attributes, types), strict=True
+    ):
+        _testing.assert_close(g, w, TOLERANCES, f"PyTorch op on 0-d inputs, output {name}")
+    with pytest.raises(Exception, match=f"input '({'|'.join(ZERO_D_INPUTS)})' is 0-d"):
+        export_model(
+            Model(attributes).eval(),
+            _testing.without_trailing_none(call_args(inputs)),
+            tmp_path / "model.onnx",
+            exporter=exporter,
+            input_names=list(case["shapes"]),
+            output_names=output_names(inputs),
+            overrides=OVERRIDES,
+        )
+
+
 @pytest.mark.parametrize("index,types", RANDOM_PARAMS)
 def test_single_node_parity(index, types):
     """The ONNX op alone, straight from its schema: ONNX shape inference, then ONNX Runtime."""

@@ -425,14 +425,26 @@ def _may_be_absent(op: OpDef) -> frozenset[str]:
 
 def translation_statements(op: OpDef) -> list[str]:
     absent = _may_be_absent(op)
-    return _rules(op, lambda node: _translation_node(node, absent, op))
+    return _zero_d_checks(op) + _rules(op, lambda node: _translation_node(node, absent, op))
 
 
 def symbolic_statements(op: OpDef, set_types: list[str]) -> list[str]:
     absent = _may_be_absent(op)
-    return _torchscript_dtype_checks(op) + _rules(
-        op, lambda node: _symbolic_node(node, absent, op), set_types
+    return (
+        _zero_d_checks(op)
+        + _torchscript_dtype_checks(op)
+        + _rules(op, lambda node: _symbolic_node(node, absent, op), set_types)
     )
+
+
+def _zero_d_checks(op: OpDef) -> list[str]:
+    """Both exporters refuse a 0-d input ONNX Runtime could not type the op's outputs for."""
+    if not op.zero_d_needs_a_rank:
+        return []
+    values = "{" + ", ".join(f"{literal(name)}: {name}" for name in op.zero_d_needs_a_rank) + "}"
+    choosers = " and ".join(f"attribute '{name}'" for name in op.type_choosers)
+    label = torch_binding(op).qualified_name
+    return [f"_support.refuse_zero_d({literal(label)}, {values}, {literal(choosers)})"]
 
 
 def _torchscript_dtype_checks(op: OpDef) -> list[str]:

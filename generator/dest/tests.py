@@ -142,6 +142,7 @@ class ParityTestView:
     type_combinations: str
     tolerances: tuple[ToleranceView, ...]
     exporters: str
+    zero_d_inputs: str  # a list literal (OpDef.zero_d_needs_a_rank)
     type_exporters: str  # [[exporter, ...] for each entry of TYPES]
     torchscript_missing: str  # (torch dtype, ...)
     output_omissions: str  # [[optional output, ...], ...]
@@ -246,6 +247,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             for dtype, tolerance in sorted(tests.tolerances.items(), key=lambda i: i[0].value)
         ),
         exporters=py.literal(list(op.exporters)),
+        zero_d_inputs=py.literal(list(op.zero_d_needs_a_rank)),
         type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
         torchscript_missing=_dtype_tuple(TORCHSCRIPT_MISSING_DTYPES),
         output_omissions=py.literal(ort_library.output_omissions(op)),
@@ -423,6 +425,7 @@ PART_ORDER = (
     "test_export_and_parity",
     "test_pytorch_parity",
     "test_torchscript_export_refuses_dtypes_it_lacks",
+    "test_zero_d_input",
     "test_single_node_parity",
     "test_onnxruntime_infers_output_types_and_shapes",
     "test_onnxruntime_leaves_out_optional_outputs",

@@ -424,6 +424,25 @@ class OpDef:
         """Each attribute that chooses a type variable's dtype, and that variable's constraint."""
         return type_choosers(self.type_constraints)
 
+    @property
+    def rank_ambiguous_inputs(self) -> tuple[str, ...]:
+        """Inputs whose shape the rule reads and that need not be scalars: ONNX Runtime's
+        graph-time inference reports such an input of unknown rank as rank 0, so it cannot tell
+        a 0-d one from it, and the rule is not run there (ort_op.cc.j2)."""
+        used = self.shape_rule.shaped_inputs
+        return tuple(
+            t.name
+            for t in self.inputs
+            if t.name in used and t.name not in self.shape_rule.scalar_inputs and not t.variadic
+        )
+
+    @property
+    def zero_d_needs_a_rank(self) -> tuple[str, ...]:
+        """The inputs that may not be 0-d in an exported model: where ONNX Runtime cannot run the
+        shape rule (rank_ambiguous_inputs) it cannot give an output the element type an
+        attribute chooses, and refuses a model declaring it (`does not match expected type`)."""
+        return self.rank_ambiguous_inputs if self.type_choosers and self.has_ort_kernel else ()
+
     def attributes_at(self, version: int) -> tuple[Attribute, ...]:
         """The attributes the op has at one of its versions."""
         return tuple(a for a in self.attributes if (a.since_version or 0) <= version)

@@ -810,6 +810,33 @@ def refuse_torchscript_dtypes(
         )
 
 
+def refuse_zero_d(op: str, values: dict, choosers: str) -> None:
+    """Raises, naming the op and the input, where an exported model would give the op a 0-d
+    input whose rank ONNX Runtime cannot tell from an unknown one: there ONNX Runtime cannot give
+    the output the element type `choosers` chooses, and refuses the model with a type mismatch
+    that names neither (OpDef.zero_d_needs_a_rank). `values`: the exporter's inputs by name."""
+    for name, value in values.items():
+        if value is not None and _export_rank(value) == 0:
+            raise ValueError(
+                f"{op}: input '{name}' is 0-d, and {choosers} chooses an output's element type: "
+                "ONNX Runtime cannot tell a 0-d input from one of unknown rank, so it cannot "
+                "infer that type and would refuse the exported model ('does not match expected "
+                f"type'); give '{name}' a dimension (reshape it to [1]) before the op"
+            )
+
+
+def _export_rank(value) -> int | None:
+    """The rank of an exporter's value (onnxscript's for the dynamo exporter, TorchScript's),
+    None where it is unknown."""
+    import torch
+
+    if isinstance(value, torch._C.Value):
+        value_type = value.type()
+        return value_type.dim() if isinstance(value_type, torch.TensorType) else None
+    shape = getattr(value, "shape", None)
+    return None if shape is None else len(shape)
+
+
 def constant_strings(value, default, may_be_absent: bool = False):
     """A list-of-strings argument as the TorchScript exporter hands it to a symbolic (None:
     absent, for an attribute that may be)."""

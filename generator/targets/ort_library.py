@@ -160,9 +160,7 @@ def ort_op_view(op: OpDef, device: OrtDevice = CPU) -> OrtOpView:
         versions_text=", ".join(str(v) for v in op.versions),
         first_version=op.versions[0],
         rank_ambiguous_indices=", ".join(
-            str(i.index)
-            for i in common.shaped_inputs(op)
-            if i.name not in op.shape_rule.scalar_inputs and not i.variadic
+            str(i.index) for i in common.shaped_inputs(op) if i.name in op.rank_ambiguous_inputs
         ),
         rule_attributes=tuple(
             RuleAttribute(name, cpp.bool_literal(attrs[name].required))

@@ -243,8 +243,9 @@ void check_chosen_type(const char* op, const char* attribute, int64_t value) {
     opgen::fail(std::string(op) + ": attribute '" + attribute + "' names element type " +
                 std::to_string(value) + ", but ONNX Runtime inferred element type " +
                 std::to_string(computed) +
-                " for the node's output (it could not run the shape rule: give the model's "
-                "inputs a known rank)");
+                " for the node's output (it could not run the shape rule: it cannot on an input "
+                "of unknown rank, nor on a 0-d one, which it does not tell apart: give the "
+                "model's inputs a known rank of at least 1)");
   }
 }
 
