@@ -205,6 +205,56 @@ def test_quoted_spells_any_bytes_as_python_does(quoted_program):
         assert line == want, (value, line, want)
 
 
+_ALLOCATE = r"""
+#include <iostream>
+#include "opgen/runtime.h"
+int main() {  // each line: a shape; prints what allocate makes of it, and the allocator's calls
+  int calls = 0;
+  const std::vector<opgen::Shape> shapes = {{0, 4294967296, 4294967296}, {3, 4611686018427387904, 2},
+                                            {-1, 2}, {0, 2}, {2, 3}, {2097152, 2097152, 2097152}};
+  for (const opgen::Shape& shape : shapes) {
+    opgen::AllocatedOutput<float> out([&](const opgen::Shape&) {
+      ++calls;
+      static float one;
+      return &one;
+    });
+    try {
+      out.allocate(shape);
+      std::cout << "allocated " << out.view().numel() << "\n";
+    } catch (const opgen::Error& error) {
+      std::cout << error.what() << "\n";
+    }
+  }
+  std::cout << "calls " << calls << "\n";
+}
+"""
+
+
+def test_allocate_refuses_a_shape_whose_sizes_overflow_before_the_allocator_runs(tmp_path):
+    """A data-dependent output's shape comes from the kernel, which no shape rule checked:
+    AllocatedOutput::allocate, which every runtime's adapter goes through, refuses negative
+    dims and sizes that overflow int64 before any allocator sees them."""
+    program = tmp_path / "allocate"
+    build = subprocess.run(
+        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
+        input=_ALLOCATE,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr
+    result = subprocess.run([str(program)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "allocate: shape [0, 4294967296, 4294967296], whose size overflows int64",
+        "allocate: shape [3, 4611686018427387904, 2], whose size overflows int64",
+        "allocate: negative dimension in [-1, 2]",
+        "allocated 0",
+        "allocated 6",
+        "allocate: shape [2097152, 2097152, 2097152], whose size overflows int64",
+        "calls 2",
+    ]
+
+
 _ONNX_DTYPES = r"""
 #include <iostream>
 #include "opgen/torch_support.h"

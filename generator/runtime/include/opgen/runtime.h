@@ -623,6 +623,11 @@ class AllocatedOutput {
     for (int64_t d : shape) {
       if (d < 0) fail("allocate: negative dimension in " + shape_to_string(shape));
     }
+    // Every runtime's allocator and the kernel's view then count elements in int64: a shape
+    // whose sizes overflow it (an empty [0, 2^32, 2^32] too) is refused here, for all of them.
+    if (checked_numel(shape) < 0) {
+      fail("allocate: shape " + shape_to_string(shape) + ", whose size overflows int64");
+    }
     view_ = Output<T>{allocator_(shape), shape};
     allocated_ = true;
     return view_;
