@@ -26,7 +26,8 @@ from hypothesis import strategies as st
 from random_opdefs import NEAR_MISSES, TEXT
 
 from generator.importer import AttributeRecord, ConstraintRecord, ParamRecord, SchemaRecord
-from generator.model.names import is_reserved
+from generator.model.names import ONNXSCRIPT_OPSET_ATTRIBUTES, is_reserved
+from generator.parse.read import op_id_problem
 
 # Every element type a definition may name (docs/opdef-format.md, "type_constraints"), and how
 # ONNX's type strings name it (ONNX's float and double are float32 and float64 here).
@@ -565,7 +566,8 @@ def ops(draw, stem: str) -> Op:
     inputs = draw(params(param_names[:n_inputs], constraints))
     outputs = draw(params(param_names[n_inputs:], constraints))
     # Attributes may repeat a parameter's name.
-    attr_names = draw(names(draw(st.integers(0, 6))))
+    # A type variable's name is its own in opgen (it names the kernel's template parameter).
+    attr_names = draw(names(draw(st.integers(0, 6)), frozenset(var_names)))
     if param_names and attr_names and draw(st.booleans()):
         attr_names[0] = draw(st.sampled_from(param_names))
         attr_names = list(dict.fromkeys(attr_names))
@@ -573,7 +575,12 @@ def ops(draw, stem: str) -> Op:
         st.one_of(
             st.from_regex(r"[A-Z][A-Za-z0-9_]{0,15}", fullmatch=True),
             st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,10}", fullmatch=True),
-        ).filter(lambda name: not is_reserved(name))
+        ).filter(
+            # onnxscript's Opset would find its own attribute first (generator/parse/op.py)
+            lambda name: not is_reserved(name)
+            and name[0] != "_"
+            and name not in ONNXSCRIPT_OPSET_ATTRIBUTES
+        )
     )
     return Op(
         stem=stem,
@@ -597,7 +604,11 @@ def batches(draw, min_size: int, max_size: int) -> list[Op]:
     found: list[Op] = []
     seen: set[tuple[str, str]] = set()
     for index in range(count):
-        suffix = draw(st.from_regex(r"[a-z0-9_]{0,12}", fullmatch=True))
+        suffix = draw(
+            st.from_regex(r"[a-z0-9_]{0,12}", fullmatch=True).filter(
+                lambda s, index=index: op_id_problem(f"i{index}_{s}") is None  # no '__'
+            )
+        )
         op = draw(ops(f"i{index}_{suffix}"))
         if (op.domain, op.op) in seen:
             op.op += f"_{index}"
@@ -1000,18 +1011,18 @@ def kitchen_sink() -> list[Op]:
                 ],
                 "é",
             ),
-            _constraint("X_shape", [["tensor", "float32"], ["tensor", "float64"]], ""),
+            _constraint("T_shape", [["tensor", "float32"], ["tensor", "float64"]], ""),
         ],
         inputs=[],
         outputs=[
             _param("global", "class", "optional", differentiable=True, doc='"""'),
-            _param("X", "X_shape", differentiable=False),
+            _param("X", "T_shape", differentiable=False),
             _param("S_present", "S"),
             _param("attr_X", ["map", "string", ["seq", ["tensor", "float64"]]], doc="\\"),
             heterogeneous,
         ],
         attributes=[
-            Attr("class", "bool", True, True),
+            Attr("def", "bool", True, True),  # a type variable's name is its own: not class
             Attr("global", "int", True, -(2**63), False),
             Attr("None", "int", False, None, False),
             Attr("True", "float", True, 0.1, doc=hostile_doc),
