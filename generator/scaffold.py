@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypedDict
 from generator import config
 from generator.errors import DefinitionError, DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK
+from generator.model.capabilities import Feature
 from generator.model.names import IDENTIFIER, MAX_NAME_LENGTH, ONNX_DOMAINS, default_domain
 from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import TensorParam
@@ -340,6 +341,11 @@ def _yaml(value: Value, flag: str = "") -> str:
 def _parameters(text: str, what: str) -> tuple[list[str], str | None]:
     """--inputs or --outputs (`what`): the names, and the variadic one (the last, written
     NAME*), if any."""
+    if not text.strip() and what == "--inputs":  # the capability table's refusal, said early
+        raise ScaffoldError(
+            f"--inputs: {Feature.no_inputs.value} gets the ONNX schema alone for now "
+            "(docs/capabilities.md); name at least one input"
+        )
     variadic = text.rstrip().endswith("*")
     if "*" in text.rstrip().removesuffix("*"):
         raise ScaffoldError(f"{what}: only the last name may be variadic (NAME*), in '{text}'")

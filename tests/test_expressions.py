@@ -13,8 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from generator.api.python import tuple_display
 from generator.model.expressions import EXPRESSION_MODULES, SAMPLER_PARAMETERS
-from generator.parse.expressions import undefined_names
+from generator.parse.expressions import (
+    MAX_EXPRESSION_LENGTH,
+    pasteable_expression,
+    undefined_names,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "generated"
@@ -59,6 +64,8 @@ class _Expressions:
     modules and builtins expressions may name, names bound on the way and unknown names."""
 
     UNKNOWN = ("undefined_a", "Zq", "grad_Z", "shapes")
+    # A set of ids: hashable whatever the body (an id differs from one evaluation to the next).
+    COMPREHENSIONS = ("[{}]", "{{{}}}", "tuple({})", "len({{{}}})")
 
     def __init__(self, rng: random.Random, parameters: tuple[str, ...]) -> None:
         self.rng = rng
@@ -90,7 +97,7 @@ class _Expressions:
             return f"(lambda {p}, /, {q}, *{r}, {s}, {t}={default}, **{u}: {body})({args}, {s}=0)"
         if choice == 5:  # a comprehension of one iteration; its `if` is always true
             v, w = self._name(), self._name()
-            kind = self.rng.choice(["[{}]", "{{{}}}", "tuple({})", "len({{{}}})"])  # + dict
+            kind = self.rng.choice(self.COMPREHENSIONS)  # + dict
             body = self.expression(inner, (*bound, v, w))
             self.in_iterable += 1
             clause = f"for {v} in ({self.expression(inner, bound)},) "
@@ -201,3 +208,89 @@ def test_a_gradient_formula_naming_F_math_and_np_runs_backward(tmp_path, run_gen
         text=True,
     )
     assert "backward ok" in result.stdout, result.stderr[-3000:]
+
+
+class _Values(_Expressions):
+    """Expressions whose value compares equal from one evaluation to the next (no set of ids),
+    with the source's own forms around them: top-level tuples, conditionals, strings holding
+    `#`, `,` and line breaks."""
+
+    COMPREHENSIONS = ("[{}]", "tuple({})", "len({{{}}})")
+
+    def top(self, depth: int) -> str:
+        one = self.expression(depth, ())
+        return self.rng.choice(
+            [
+                one,
+                f"{one}, {self.expression(depth, ())}",  # a tuple without parentheses
+                f"{one},",
+                f"{one} if {self.expression(1, ())} else {self.expression(1, ())}",
+                f"({one}, '#, \\\n' + str({one}))",
+                f'"""a, # b\n\\\\""" + str({one})',
+            ]
+        )
+
+
+def _noisy(text: str, rng: random.Random) -> str:
+    """The expression as a definition may spell it: comments, line breaks and backslash
+    continuations between its tokens, leading and trailing blanks, a trailing comment or
+    backslash, inside parentheses or not (what Python cannot read must be refused)."""
+    import io
+    import tokenize
+
+    tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    pieces = []
+    for token in tokens:
+        if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER):
+            continue
+        pieces.append(token.string)
+        pieces.append(rng.choice([" ", " ", "", "  # a, comment \\\n", "\\\n", "\n"]))
+    body = "".join(pieces)
+    wrapped = rng.choice([body, f"(\n{body}\n)", f"({body})  # trailing, comment"])
+    return rng.choice(["", " ", "\n"]) + wrapped + rng.choice(["", "\n", " \\", " # c"])
+
+
+def _evaluate(statement: str, params: tuple[str, ...], namespace: dict[str, object]) -> object:
+    """Runs `def _f(params): <statement>` as a generated module would, and calls it."""
+    scope = dict(namespace)
+    exec(f"def _f({', '.join(params)}):\n    {statement}\n", scope)
+    return scope["_f"](*[1] * len(params))  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_every_accepted_expression_pastes_to_its_own_value(context):
+    """A gradient formula `grad_Y, grad_Y` (a tuple), one ending in a comment or a backslash,
+    one spanning lines: pasted as written into the tuple _backward returns, each gave a wrong
+    count of gradients or a broken module. Every expression the validator accepts, pasted as
+    the generated modules paste it (after `return`, as a tuple's item, as a call's argument),
+    has the value the expression alone has; what Python cannot read alone is refused."""
+    path, params = CONTEXTS[context]
+    namespace = _module_namespace(path)
+    namespace["_passed"] = lambda *args: args[1]
+    rng = random.Random(f"pasting-{context}")
+    names = set(params) - {"ctx"}
+    accepted = refused = 0
+    for _ in range(300):
+        generator = _Values(rng, tuple(sorted(names)))
+        generator.UNKNOWN = tuple(sorted(names))  # every name known: every one evaluates
+        text = _noisy(generator.top(3), rng)
+        try:
+            compile(text.strip(), "<alone>", "eval")
+            readable = len(text.strip()) <= MAX_EXPRESSION_LENGTH
+        except SyntaxError:
+            readable = False
+        try:
+            pasted = pasteable_expression(text.strip())
+        except SyntaxError:
+            assert not readable, text
+            refused += 1
+            continue
+        assert readable, text
+        accepted += 1
+        alone = eval(text.strip(), {**namespace, **dict.fromkeys(params, 1)})
+        assert _evaluate(f"return {pasted}", params, namespace) == alone, (text, pasted)
+        items = _evaluate(f"return {tuple_display([pasted, pasted, 'None'])}", params, namespace)
+        assert items == (alone, alone, None), (text, pasted)
+        passed = _evaluate(f"return _passed('message', {pasted}, 3)", params, namespace)
+        assert passed == alone, (text, pasted)
+    assert accepted > 100 and refused > 30, (accepted, refused)

@@ -197,6 +197,7 @@ def test_new_never_overwrites(tmp_path):
     [
         (["Bad-Name"], "is not a valid identifier"),
         (["Op", "--inputs", "X,X"], "a name appears twice"),
+        (["Op", "--inputs", ""], "--inputs: an op without inputs (as ONNX's Constant) gets"),
         (["Op", "--inputs", "X*,W"], "--inputs: only the last name may be variadic (NAME*)"),
         (["Op", "--outputs", "Y*,Z"], "--outputs: only the last name may be variadic (NAME*)"),
         (["Op", "--outputs", "Y*"], "a variadic output pairs with the variadic input"),

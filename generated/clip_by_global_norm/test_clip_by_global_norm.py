@@ -70,12 +70,9 @@ DATA_DEPENDENT_OUTPUTS = []
 
 
 def reference(*, X, max_norm=1.0):
-    return (
-        lambda norm: (
-            norm,
-            [x * torch.clamp(max_norm / (norm + 1e-6), max=1.0) for x in X],
-        )
-    )(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(x) for x in X])))
+    return (lambda norm: (norm, [x * torch.clamp(max_norm / (norm + 1e-06), max=1.0) for x in X]))(
+        torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(x) for x in X]))
+    )
 
 
 def expected_outputs(inputs: dict, attributes: dict, types: dict) -> tuple:

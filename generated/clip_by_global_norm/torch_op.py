@@ -59,18 +59,20 @@ def _backward(ctx, grad_norm, grad_Y):
         _support.value_gradients(
             "ClipByGlobalNorm: the gradient formula of input 'X'",
             (
-                lambda scale, clipping: [
-                    scale * g
-                    + (
-                        grad_norm
-                        + torch.where(clipping, -scale / (norm + 1e-6), 0.0)
-                        * sum((gj * xj).sum() for gj, xj in zip(grad_Y, X, strict=True))
-                    )
-                    * x
-                    / torch.where(norm > 0, norm, 1.0)
-                    for g, x in zip(grad_Y, X, strict=True)
-                ]
-            )(torch.clamp(max_norm / (norm + 1e-6), max=1.0), max_norm / (norm + 1e-6) < 1.0),
+                (
+                    lambda scale, clipping: [
+                        scale * g
+                        + (
+                            grad_norm
+                            + torch.where(clipping, -scale / (norm + 1e-06), 0.0)
+                            * sum(((gj * xj).sum() for gj, xj in zip(grad_Y, X, strict=True)))
+                        )
+                        * x
+                        / torch.where(norm > 0, norm, 1.0)
+                        for g, x in zip(grad_Y, X, strict=True)
+                    ]
+                )(torch.clamp(max_norm / (norm + 1e-06), max=1.0), max_norm / (norm + 1e-06) < 1.0)
+            ),
             len(X),
         ),
         None,

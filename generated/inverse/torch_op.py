@@ -52,7 +52,7 @@ def _setup_context(ctx, inputs, output) -> None:
 def _backward(ctx, grad_Y):
     """The definition's gradient formulas; None for inputs without one and for attributes."""
     X, Y = ctx.saved_tensors
-    return (-(Y.mT @ grad_Y @ Y.mT),)
+    return ((-(Y.mT @ grad_Y @ Y.mT)),)
 
 
 # The schema and the CPU kernel come from the native library of domain ai.opgen

@@ -54,7 +54,7 @@ def _backward(ctx, grad_Y):
     return (
         _support.value_gradients(
             "Sum: the gradient formula of input 'X'",
-            [grad_Y.sum_to_size(value.shape) for value in X],
+            ([grad_Y.sum_to_size(value.shape) for value in X]),
             len(X),
         ),
     )

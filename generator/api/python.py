@@ -69,6 +69,11 @@ def literal(value: object) -> str:
     return repr(value)
 
 
+def tuple_display(items: Sequence[str]) -> str:
+    """A tuple of the expressions (each pasteable: parse/expressions.py), one item or many."""
+    return "(" + "".join(f"{item}, " for item in items) + ")"
+
+
 def literal_dict(values: Mapping[str, object]) -> str:
     return "{" + ", ".join(f"{k!r}: {literal(v)}" for k, v in values.items()) + "}"
 

@@ -275,7 +275,7 @@ def _example(op: OpDef, package: str) -> str:
             dtype = py_api.TORCH_DTYPE[tensor.dtype_in(binding)]
             if name in samples:
                 lines.append(f"shape = {concrete!r}")
-                lines.append(f"{name} = ({samples[name]}).to({dtype})")
+                lines.append(f"{name} = {samples[name]}.to({dtype})")  # parenthesized
             else:
                 cast = "" if dtype == "torch.float32" else f".to({dtype})"
                 lines.append(f"{name} = torch.randn({concrete!r}){cast}")

@@ -440,7 +440,7 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
             for a in op.attributes
         ).rstrip(" "),
         output_gradient_params=", ".join(Local.incoming_gradient(t.name) for t in op.outputs),
-        returned_gradients="(" + "".join(f"{gradient}, " for gradient in gradients) + ")",
+        returned_gradients=py.tuple_display(gradients),
     )
 
 

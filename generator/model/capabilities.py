@@ -46,6 +46,7 @@ class Target(Enum):
 class Feature(Enum):
     """What a definition can ask for beyond a single dense tensor of a kernel dtype."""
 
+    no_inputs = "an op without inputs (as ONNX's Constant)"
     variadic_input = "variadic inputs"
     heterogeneous_variadic = "heterogeneous variadic parameters"
     variadic_output = "variadic outputs"
@@ -142,7 +143,27 @@ def _only_schemas(**others: Support) -> dict[Target, Support]:
 
 _TORCH_NEVER = {"torch_native": _TORCH_VALUES, "torch_python": _TORCH_VALUES}
 
+# An op without inputs: its outputs' shapes and types come from attributes alone.
+_NO_INPUTS_GLUE = NotYet("opgen's generated code assumes a first input (its device, dtype, shape)")
+_NO_INPUTS: dict[Target, Support] = dict.fromkeys(Target, _NO_INPUTS_GLUE)
+_NO_INPUTS |= {
+    Target.onnx_schema: Carried("an interface-only op's, which has no shape inference"),
+    Target.torch_native: NotYet(
+        "PyTorch's dispatcher picks a kernel by the tensor arguments, and with none finds no "
+        "CPU or CUDA kernel: the op needs a backend-independent kernel and a device argument"
+    ),
+    Target.torch_python: NotYet(
+        "torch.library.custom_op takes an op of attributes alone (opcheck and torch.export "
+        "pass in torch 2.13); the generated module and its tests take a first input"
+    ),
+    Target.parity_tests: NotYet(
+        "the generated tests draw, retype and move a first input; cases without inputs "
+        "(random cases without shapes) are not drawn yet"
+    ),
+}
+
 TABLE: dict[Feature, dict[Target, Support]] = {
+    Feature.no_inputs: _NO_INPUTS,
     Feature.variadic_input: _everywhere(
         cpp_schema="inference broadcasts every value",
         ort_library="homogeneous, with its minimum (min: 0 where a required input binds its "
@@ -445,7 +466,7 @@ def _parameter_uses(key: str, index: int, param: TensorParam, after: bool) -> li
 
 def uses_of(op: OpDef) -> tuple[Use, ...]:
     """Every use the op makes of a feature, in the order of its fields."""
-    uses: list[Use] = []
+    uses: list[Use] = [] if op.inputs else [Use(Feature.no_inputs, "inputs")]
     bound = {t.type_var for t in op.inputs if t.type_var and not t.optional and not t.variadic}
     bound |= {  # a variadic input binds its type variable when it has at least one value
         t.type_var

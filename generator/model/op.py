@@ -152,14 +152,15 @@ class OpDef:
     outputs: tuple[TensorParam, ...]
     attributes: tuple[Attribute, ...]
     shape_rule: ShapeRule
-    reference: str
+    reference: str  # as generated modules paste it (parse/expressions.py pasteable_expression)
     reference_upcast: bool
     implementation: Implementation | None
     export: tuple[ExportRule, ...]  # empty without a PyTorch side
     tests: Tests
     # Every version of the op, oldest first (`version` is the newest); one for most ops.
     versions: tuple[int, ...] = ()
-    # input -> backward formula for its gradient (register_autograd); empty: no autograd
+    # input -> backward formula for its gradient (register_autograd), pasteable as `reference`;
+    # empty: no autograd
     gradients: dict[str, str] = field(default_factory=dict)
     # `replaces: onnxruntime`: the kernel takes the place of ONNX Runtime's own op of its name
     # (model/onnxruntime_domains.py)

@@ -55,12 +55,31 @@ def undefined_names(text: str, parameters: Iterable[str]) -> set[str]:
     return free - EXPRESSION_MODULE_NAMES - EXPRESSION_BUILTINS
 
 
+def pasteable_expression(text: str) -> str:
+    """The expression as every generated module pastes it (after `return`, as a tuple's item, as
+    a call's argument): Python's own unparse of its syntax tree, parenthesized. Comments, line
+    continuations and line breaks are the source's, not the expression's, and unparse leaves them
+    out; the parentheses keep a top-level tuple, lambda or conditional one value wherever it is
+    pasted. SyntaxError for what is not one expression, or whose unparse Python would read
+    differently (checked: the unparsed text parses back to the same tree)."""
+    tree = parse_expression(text)
+    try:
+        unparsed = ast.unparse(tree)
+        same = ast.dump(ast.parse(unparsed, mode="eval")) == ast.dump(tree)
+    except (ValueError, SyntaxError, RecursionError):
+        same = False
+    if not same:
+        raise SyntaxError("Python cannot write it back as one expression; simplify it")
+    return f"({unparsed})"
+
+
 def parse_reference(node: Node, names: set[str], described: str = "inputs and attributes") -> str:
     """A Python expression over `names` (described so in the error) and what every expression
-    may name (generator/model/expressions.py)."""
+    may name (generator/model/expressions.py), as generated modules paste it
+    (pasteable_expression)."""
     text = read.string(node, "a Python expression").strip()
     try:
-        parse_expression(text)
+        pasted = pasteable_expression(text)
         unknown = undefined_names(text, names)
     except SyntaxError as exc:
         raise node.error(f"not a valid Python expression: {exc.msg}") from None
@@ -69,4 +88,4 @@ def parse_reference(node: Node, names: set[str], described: str = "inputs and at
             f"uses undefined name(s) {sorted(unknown)}; available: {described} "
             f"{sorted(names)}, {sorted(EXPRESSION_MODULE_NAMES)} and Python's builtins"
         )
-    return text
+    return pasted

@@ -656,13 +656,6 @@ def _check_signature(d: _Definition, signature: _Signature, versions: tuple[int,
     if not interface_only:  # PyTorch's argument order; ONNX's attributes have none
         _check_attribute_order(d, signature)
     _check_since_versions(d, signature, versions)
-    if "inputs" in d and not signature.inputs and not errors.errors and not interface_only:
-        errors.add(
-            d["inputs"].error(
-                "an op needs at least one input (ONNX's Constant has none: "
-                "only an interface-only op may have none)"
-            )
-        )
     if "outputs" in d and not signature.outputs and not errors.errors:
         errors.add(d["outputs"].error("an op needs at least one output"))
     _check_unique_names(d.fields, errors, interface_only)
@@ -877,8 +870,10 @@ def _read_shape_rule(
         n for n in (errors.attempt(read.identifier, i, "size symbol") for i in items) if n
     )
     inputs, outputs = signature.inputs, signature.outputs
-    if not (outputs and "outputs" in d) or not (inputs or _is_interface_only(d)):
+    if not (outputs and "outputs" in d) or "inputs" not in d:
         return None
+    if not inputs and not (d["inputs"].is_sequence and not d["inputs"].value):
+        return None  # inputs that failed to parse (reported): not an op without inputs
     if _is_interface_only(d) and _checked_fields(d):
         return None  # refused (_check_interface_only_fields): compiling would only echo it
     shape_rule = errors.attempt(
