@@ -40,32 +40,43 @@ def _inverse_of_zeros_model() -> onnx.ModelProto:
     )
 
 
-@pytest.mark.parametrize(
+# Shapes whose sizes overflow int64, though some hold no element.
+OVERFLOWING = pytest.mark.parametrize(
     "shape",
     [[0, 2**32, 2**32], [0, 2**62, 4], [2**40, 0, 2**40], [0, 2**63 - 1, 2]],
-    ids=["n*n-wraps-to-0", "product-overflows", "empty-batch", "int64-max"],
+    ids=["n*n-wraps-to-0", "product-overflows", "empty-middle", "int64-max"],
 )
-def test_empty_input_whose_sizes_overflow_is_an_error_status(shape):
-    """The kernel once divided numel by n * n, which wraps to 0 here: SIGFPE killed the process.
-    Run in a subprocess so that a crash fails this test instead of the whole run."""
-    script = textwrap.dedent(f"""
-        import numpy as np, onnx, generated
-        from generated import _testing
-        from tests.test_hostile_runtime import _inverse_of_zeros_model
-        session = _testing.session(_inverse_of_zeros_model(), "ai_opgen")
-        try:
-            session.run(None, {{"shape": np.array({shape}, dtype=np.int64)}})
-        except Exception as error:
-            print("ERROR", error)
-        else:
-            print("NO ERROR")
-    """)
+
+
+def _outcome_in_a_subprocess(statements: str) -> str:
+    """Runs `statements` (with numpy, generated, _testing and this module's models imported) in
+    a fresh interpreter and says "ERROR <message>" or "NO ERROR": a crash fails the test that
+    asked, not the whole run."""
+    script = (
+        "import numpy as np, generated\n"
+        "from generated import _testing\n"
+        "from tests.test_hostile_runtime import _codebook_model, _inverse_of_zeros_model\n"
+        "try:\n"
+        + textwrap.indent(textwrap.dedent(statements), "    ")
+        + "\nexcept Exception as error:\n    print('ERROR', error)\n"
+        "else:\n    print('NO ERROR')\n"
+    )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, f"the process died: {result.returncode}\n{result.stderr}"
+    return result.stdout
+
+
+@OVERFLOWING
+def test_empty_input_whose_sizes_overflow_is_an_error_status(shape):
+    """The kernel once divided numel by n * n, which wraps to 0 here: SIGFPE killed the process."""
+    outcome = _outcome_in_a_subprocess(f"""
+        session = _testing.session(_inverse_of_zeros_model(), "ai_opgen")
+        session.run(None, {{"shape": np.array({shape}, dtype=np.int64)}})
+    """)
     dims = ", ".join(str(d) for d in shape)
-    assert f"Inverse: input 'X' has shape [{dims}], whose size overflows int64" in result.stdout
+    assert f"Inverse: input 'X' has shape [{dims}], whose size overflows int64" in outcome
 
 
 def _codebook_model(dims: list[int]) -> onnx.ModelProto:
@@ -83,34 +94,17 @@ def _codebook_model(dims: list[int]) -> onnx.ModelProto:
     )
 
 
-@pytest.mark.parametrize(
-    "dims",
-    [[0, 2**32, 2**32], [0, 2**62, 4], [2**40, 0, 2**40], [0, 2**63 - 1, 2]],
-    ids=["n*n-wraps-to-0", "product-overflows", "empty-middle", "int64-max"],
-)
-def test_tensor_attribute_whose_sizes_overflow_is_an_error_status(dims):
+@OVERFLOWING
+def test_tensor_attribute_whose_sizes_overflow_is_an_error_status(shape):
     """A tensor attribute reaches the kernel as a view, as an input does: its sizes are checked
     where it is read (before, an empty [0, 2^32, 2^32] reached the kernel, whose size_from(1)
-    overflowed int64). In a subprocess, so that a crash fails this test, not the run."""
-    script = textwrap.dedent(f"""
-        import numpy as np, generated
-        from generated import _testing
-        from tests.test_hostile_runtime import _codebook_model
-        try:
-            session = _testing.session(_codebook_model({dims}), "ai_opgen")
-            session.run(None, {{"X": np.zeros(2, dtype=np.uint8)}})
-        except Exception as error:
-            print("ERROR", error)
-        else:
-            print("NO ERROR")
+    overflowed int64)."""
+    outcome = _outcome_in_a_subprocess(f"""
+        session = _testing.session(_codebook_model({shape}), "ai_opgen")
+        session.run(None, {{"X": np.zeros(2, dtype=np.uint8)}})
     """)
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, f"the process died: {result.returncode}\n{result.stderr}"
-    shown = ", ".join(str(d) for d in dims)
-    message = f"attribute 'codebook' has shape [{shown}], whose size overflows int64"
-    assert message in result.stdout, result.stdout
+    dims = ", ".join(str(d) for d in shape)
+    assert f"attribute 'codebook' has shape [{dims}], whose size overflows int64" in outcome
 
 
 def test_empty_input_of_representable_shape_is_still_valid():

@@ -138,6 +138,20 @@ def test_torch_headers_compile_against_older_torch_releases(header, release):
     assert result.returncode == 0, result.stderr[-4000:]
 
 
+def _compiled(source: str, program: Path) -> Path:
+    """A C++ program of the runtime headers, compiled by g++ (required: CI installs it)."""
+    if shutil.which("g++") is None:
+        _missing("g++")
+    build = subprocess.run(
+        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
+        input=source,
+        capture_output=True,
+        text=True,
+    )
+    assert build.returncode == 0, build.stderr[-4000:]
+    return program
+
+
 _QUOTED = r"""
 #include <iostream>
 #include <string>
@@ -157,17 +171,7 @@ int main() {  // each line: bytes in hex; prints opgen::quoted of them
 
 @pytest.fixture(scope="module")
 def quoted_program(tmp_path_factory) -> Path:
-    if shutil.which("g++") is None:
-        _missing("g++")
-    program = tmp_path_factory.mktemp("quoted") / "quoted"
-    build = subprocess.run(
-        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
-        input=_QUOTED,
-        capture_output=True,
-        text=True,
-    )
-    assert build.returncode == 0, build.stderr
-    return program
+    return _compiled(_QUOTED, tmp_path_factory.mktemp("quoted") / "quoted")
 
 
 # Bytes a model's string attribute may hold: well-formed UTF-8 of every length, and the ways
@@ -234,14 +238,7 @@ def test_allocate_refuses_a_shape_whose_sizes_overflow_before_the_allocator_runs
     """A data-dependent output's shape comes from the kernel, which no shape rule checked:
     AllocatedOutput::allocate, which every runtime's adapter goes through, refuses negative
     dims and sizes that overflow int64 before any allocator sees them."""
-    program = tmp_path / "allocate"
-    build = subprocess.run(
-        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
-        input=_ALLOCATE,
-        capture_output=True,
-        text=True,
-    )
-    assert build.returncode == 0, build.stderr
+    program = _compiled(_ALLOCATE, tmp_path / "allocate")
     result = subprocess.run([str(program)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
@@ -410,16 +407,7 @@ def test_float8_and_16_bit_conversions_agree_with_onnx_runtime_and_numpy(tmp_pat
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    if shutil.which("g++") is None:
-        _missing("g++")
-    program = tmp_path / "float8"
-    build = subprocess.run(
-        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
-        input=_FLOAT8,
-        capture_output=True,
-        text=True,
-    )
-    assert build.returncode == 0, build.stderr[-4000:]
+    program = _compiled(_FLOAT8, tmp_path / "float8")
     values = _float8_probe_values()
     printed = subprocess.run(
         [str(program)],
@@ -535,16 +523,7 @@ def test_4bit_packing_agrees_with_onnx_runtime_and_ml_dtypes(tmp_path):
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
-    if shutil.which("g++") is None:
-        _missing("g++")
-    program = tmp_path / "four_bit"
-    build = subprocess.run(
-        ["g++", "-std=c++17", "-O1", f"-I{INCLUDE}", "-x", "c++", "-", "-o", str(program)],
-        input=_FOUR_BIT,
-        capture_output=True,
-        text=True,
-    )
-    assert build.returncode == 0, build.stderr[-4000:]
+    program = _compiled(_FOUR_BIT, tmp_path / "four_bit")
     rng = np.random.default_rng(4)
     for count in [0, 1, 2, 3, 7, 8, 255, 256, 1001]:
         packed = rng.integers(0, 256, (count + 1) // 2, dtype=np.uint8)
