@@ -184,6 +184,20 @@ def session(model, libraries=(), threads: int = 1, device: str = "cpu") -> ort.I
     return _support.device_module(device).ort_session(data, options)
 
 
+def in_float64(types: dict) -> dict:
+    """{type variable: torch dtype} with every floating one float64 (the reference computes
+    there for a gradcheck, whatever dtypes the kernel has)."""
+    return {
+        var: torch.float64 if dtype.is_floating_point else dtype for var, dtype in types.items()
+    }
+
+
+def zero_d(tensor: torch.Tensor) -> torch.Tensor:
+    """A 0-d tensor of `tensor`'s dtype: its first value (a one where it has none)."""
+    first = tensor.reshape(-1)[:1] if tensor.numel() else torch.ones(1, dtype=tensor.dtype)
+    return first.reshape(())
+
+
 def runs_at(types: dict, dtypes: dict | None) -> bool:
     """Whether a case whose `dtypes` are {type variable: torch dtypes} (None: all) runs at the
     dtype combination `types` ({type variable: torch dtype})."""

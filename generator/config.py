@@ -221,12 +221,7 @@ def load(args: argparse.Namespace) -> Config:
         # the same output from any working directory.
         project_root = Path(os.path.abspath(definitions)).parent
         build_dir = Path(os.path.relpath(project_root / "build"))
-    build_label = "the build folder"
-    if getattr(args, "sanitize", False) and getattr(args, "build_dir", None) is None:
-        # `build --sanitize` builds beside the normal build, never mixed with it: that is the
-        # folder it writes, so that is the one checked against the others.
-        build_dir = build_dir.with_name(f"{build_dir.name}-sanitize")
-        build_label = "the sanitizer build folder"
+    build_dir, build_label = _build_dir_written(args, build_dir)
     package_dir = None
     if getattr(args, "output_dir", None) is not None:
         package_dir = Path(args.output_dir)
@@ -288,6 +283,20 @@ def load(args: argparse.Namespace) -> Config:
         target_values=tuple(
             (key.name, key.normalize(values.get(key.name, key.default))) for key in TARGET_KEYS
         ),
+    )
+
+
+def _build_dir_written(args: argparse.Namespace, build_dir: Path) -> tuple[Path, str]:
+    """The build folder the command writes, and what messages call it: `build --sanitize`
+    builds beside the normal build (never mixed with it) unless --build-dir is given, so that
+    is the folder checked against the others."""
+    if not getattr(args, "sanitize", False) or getattr(args, "build_dir", None) is not None:
+        return build_dir, "the build folder"
+    beside = Path(os.path.abspath(build_dir))  # "." and "out/.." have a name only resolved
+    if not beside.name:
+        raise ConfigError(f"the build folder {build_dir} is the root: nothing can be beside it")
+    return Path(os.path.relpath(beside.with_name(f"{beside.name}-sanitize"))), (
+        "the sanitizer build folder"
     )
 
 

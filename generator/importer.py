@@ -26,7 +26,8 @@ import yaml
 from generator.model.names import ONNX_DOMAINS, reserved_reason
 from generator.model.onnxruntime_domains import onnxruntime_owns
 from generator.model.types import FROM_ONNX_NAME, float32
-from generator.yaml_text import LOADER, escaped, is_printable, quoted, value_text
+from generator.source import LOADER
+from generator.yaml_text import escaped, is_printable, quoted, value_text
 
 # An attribute default: int, float (a float32's value), str, or a tuple of one of them.
 DefaultValue = int | float | str | tuple[int, ...] | tuple[float, ...] | tuple[str, ...]

@@ -104,12 +104,15 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("op", help="the ONNX op type, e.g. MyScale")
     parser.add_argument(
         "--domain",
-        help="the ONNX domain (default: the package's name: an ONNX Runtime process takes one "
-        "library per domain, so two packages must not share one)",
+        help="the ONNX domain (default: the package's name in lower case, with _ops where that "
+        "is no valid domain: an ONNX Runtime process takes one library per domain, so two "
+        "packages must not share one)",
     )
     torch_side = parser.add_mutually_exclusive_group()
     torch_side.add_argument(
-        "--torch-name", help="the PyTorch op, namespace::name (default: <domain>::<op_snake>)"
+        "--torch-name",
+        help="the PyTorch op, namespace::name (default: <domain with . as _>::<op_snake>, with "
+        "_ops after a namespace PyTorch has and _op after a name that is taken)",
     )
     torch_side.add_argument(
         "--no-torch",
@@ -844,7 +847,7 @@ def import_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--domain",
         help="the domain of the definition (default: the schema's; for ONNX's own domains, "
-        "the package's name)",
+        "the package's name in lower case, as for new)",
     )
     parser.add_argument("--name", help="the definition's file name stem (default: <op_snake>)")
     config.add_arguments(parser, "opdefs_dir", "output_dir", "package")

@@ -30,6 +30,11 @@ MAX_NODES = 100_000  # keys and values; the largest definition has under 400
 MAX_DEPTH = 64  # nesting of lists and mappings; definitions use under 10
 
 
+# libyaml's parser when PyYAML has it (several times faster), with the same marks: what every
+# definition is read with, and what opgen new and import read back what they write with.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @dataclass
 class Node:
     """A value from a definition file with its position and dotted field path."""
@@ -107,8 +112,7 @@ class _YamlBuilder:
     def __init__(self, text: str, file: str):
         self.file = file
         self.text = text
-        # libyaml's parser when PyYAML has it (several times faster), with the same marks.
-        self.loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        self.loader = LOADER(text)
         self.nodes = 0
 
     def location(self, mark: _Mark) -> Location:

@@ -10,9 +10,7 @@ from collections.abc import Sequence
 import yaml
 
 from generator.model.types import float32
-
-# What generator.source reads definitions with.
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from generator.source import LOADER
 
 # A value a definition spells: a bool, an int, a float, a string, or a list of them.
 Value = bool | int | float | str | Sequence["Value"]

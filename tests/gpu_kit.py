@@ -286,20 +286,23 @@ def _sync(tree: Path, work: Path) -> int:
     want = _tree_files(tree)
     have = _tree_files(work) if work.is_dir() else {}
     changed = 0
+    # What is gone first: a link the tree turned into a folder must not be written through.
+    for relative in have.keys() - want.keys():
+        (work / relative).unlink()
+        changed += 1
     for relative, source in want.items():
         target = work / relative
         if relative in have and _same_entry(source, target):
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or (source.is_symlink() and target.exists()):
+        if target.is_symlink() or target.is_file():
             target.unlink()
+        elif target.is_dir():  # a folder the tree turned into a link or a file (emptied above)
+            shutil.rmtree(target)
         if source.is_symlink():  # copied as the link it is: dangling or not, never followed
             target.symlink_to(os.readlink(source))
         else:  # unchanged files keep their times: CMake rebuilds no more
             shutil.copy2(source, target)
-        changed += 1
-    for relative in have.keys() - want.keys():
-        (work / relative).unlink()
         changed += 1
     return changed
 

@@ -267,8 +267,18 @@ def test_folders_that_overlap_and_names_that_shadow_are_refused(tmp_path, config
             ["--build-dir", "defs/b"],
             "the definitions folder defs and the build folder defs/b overlap",
         ),
+        (  # beside the repository: no overlap, and no traceback (it has a name once resolved)
+            'definitions = "defs"\npackage = "pk"\nbuild-dir = "."\n',
+            [],
+            "CMakeLists.txt not found",
+        ),
+        (
+            'definitions = "defs"\npackage = "pk"\nbuild-dir = "/"\n',
+            [],
+            "the build folder / is the root",
+        ),
     ],
-    ids=["configured-definitions", "package-holds-it", "flag"],
+    ids=["configured-definitions", "package-holds-it", "flag", "dot", "root"],
 )
 def test_the_folder_a_sanitizer_build_writes_is_kept_apart(tmp_path, config, flags, message):
     """`build --sanitize` writes <build-dir>-sanitize (or --build-dir): that folder, not the

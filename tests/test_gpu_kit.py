@@ -161,6 +161,31 @@ def test_links_and_special_files_in_the_tree_are_copied_as_they_are_or_left_out(
     (tree / "loop").unlink()
     assert gpu_kit._sync(tree, work) == 2
     assert os.readlink(work / "dangling") == "docs" and not (work / "loop").is_symlink()
+    # A link turned into a folder is never written through, and back; a folder into a file.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tree / "data").symlink_to(outside)
+    assert gpu_kit._sync(tree, work) == 1
+    (tree / "data").unlink()
+    (tree / "data").mkdir()
+    (tree / "data" / "x.txt").write_text("x\n")
+    gpu_kit._sync(tree, work)
+    assert (work / "data" / "x.txt").read_text() == "x\n" and not (work / "data").is_symlink()
+    assert list(outside.iterdir()) == []
+    shutil.rmtree(tree / "data")
+    (tree / "data").symlink_to("docs")
+    gpu_kit._sync(tree, work)
+    assert os.readlink(work / "data") == "docs"
+    (tree / "data").unlink()
+    (tree / "data").write_text("a file now\n")
+    gpu_kit._sync(tree, work)
+    assert (work / "data").read_text() == "a file now\n"
+    (tree / "data").unlink()
+    (tree / "data").mkdir()
+    (tree / "data" / "y.txt").write_text("y\n")
+    gpu_kit._sync(tree, work)
+    assert (work / "data" / "y.txt").read_text() == "y\n"
+    assert gpu_kit._sync(tree, work) == 0
 
 
 def test_a_stage_folder_inside_the_tree_is_refused(tmp_path):

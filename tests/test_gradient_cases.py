@@ -14,9 +14,11 @@ from generator.errors import DefinitionErrors
 from generator.parse.op import parse_opdef
 
 
-def definition(optional: list[str], order: list[str], cases: list[set[str]]) -> str:
-    """Y = X + each optional input (all [3]); gradient formulas for every input; one random case
-    per entry of `cases`, giving those optional inputs."""
+def definition(
+    optional: list[str], order: list[str], cases: list[set[str]], x_formula: bool = True
+) -> str:
+    """Y = X + each optional input (all [3]); gradient formulas for every optional input, and X
+    (`x_formula`); one random case per entry of `cases`, giving those optional inputs."""
     inputs = "".join(
         (
             f"  - {{name: {name}, type: T, optional: true, shape: [3]}}\n"
@@ -26,7 +28,8 @@ def definition(optional: list[str], order: list[str], cases: list[set[str]]) -> 
         for name in order
     )
     reference = " + ".join(["X"] + [f"({n} if {n} is not None else 0)" for n in optional])
-    gradients = "".join(f"  {n}: grad_Y.sum(0)\n" for n in optional) + "  X: grad_Y\n"
+    gradients = "".join(f"  {n}: grad_Y.sum(0)\n" for n in optional)
+    gradients += "  X: grad_Y\n" if x_formula else ""
     random_cases = "".join(
         "    - shapes: {X: [rows, 3]"
         + "".join(f", {n}: [3]" for n in optional if n in given)
@@ -68,15 +71,19 @@ def draw(rng: random.Random) -> tuple[list[str], list[str], list[set[str]]]:
 @pytest.mark.parametrize("seed", range(40))
 def test_gradient_cases_give_and_leave_out_each_optional_input(tmp_path, seed):
     optional, order, cases = draw(random.Random(seed))
-    op = parse(tmp_path, definition(optional, order, cases))
+    x_formula = seed % 4 != 3  # now and then only the optional inputs have formulas
+    op = parse(tmp_path, definition(optional, order, cases, x_formula))
     chosen = op.gradient_cases
-    assert chosen[0] == (0, ()), chosen  # the first case, as every other test runs
-    assert len(set(chosen)) == len(chosen), chosen
-    for name in optional:
-        given = [name in cases[index] and name not in out for index, out in chosen]
-        assert any(given) and not all(given), (name, cases, chosen)
+    assert chosen and len(set(chosen)) == len(chosen), chosen
     for index, left_out in chosen:
         assert set(left_out) <= cases[index], (cases, chosen)  # leaves out only what it gives
+        # something to differentiate: gradcheck refuses a call where nothing requires grad
+        assert x_formula or cases[index] - set(left_out), (cases, chosen)
+    for name in optional:
+        given = [name in cases[index] and name not in out for index, out in chosen]
+        assert any(given), (name, cases, chosen)
+        if x_formula:  # absent beside X, whose gradient still flows
+            assert chosen[0] == (0, ()) and not all(given), (name, cases, chosen)
     # The wrong-dtype test: every input, each in a case that gives it.
     wrong = tests_dest._wrong_dtypes(op)
     assert [name for name, _, _ in wrong] == order
@@ -87,7 +94,7 @@ def test_gradient_cases_give_and_leave_out_each_optional_input(tmp_path, seed):
 def test_a_gradient_formula_of_an_absent_input_gives_none(tmp_path):
     op = parse(tmp_path, definition(["B"], ["B", "X"], [set(), {"B"}]))
     returned = python_dest._gradient_formulas(op).returned_gradients
-    assert returned == "(None if B is None else (grad_Y.sum(0)), grad_Y, )", returned
+    assert returned == "(None if B is None else (grad_Y.sum(0)), (grad_Y), )", returned
 
 
 def test_gradients_need_a_case_giving_each_optional_input(tmp_path):

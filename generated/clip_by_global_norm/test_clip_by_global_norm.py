@@ -693,8 +693,9 @@ GRADIENT_PARAMS = [
 # The entries of TYPES where the op's backward is compared with the reference's: the one with
 # the gradient inputs in float64 (where the op is gradcheck-ed too).
 GRADIENT_TYPES = [TYPES[index] for index in [1]]
-# The dtypes the formulas' gradcheck over the reference gives the other inputs.
-FORMULA_TYPES = TYPES[1]
+# The dtypes the formulas' gradcheck over the reference runs at: every floating type variable
+# in float64 (an output type an attribute chooses too), the others as in one entry of TYPES.
+FORMULA_TYPES = _testing.in_float64(TYPES[1])
 
 
 def gradient_inputs(index: int, left_out: list, types: dict, seed: int) -> dict:
@@ -751,7 +752,8 @@ class FormulasOverReference(torch.autograd.Function):
 @pytest.mark.parametrize("index, left_out", GRADIENT_PARAMS)
 def test_gradient_formulas_pass_gradcheck_over_the_reference(index, left_out):
     """torch.autograd.gradcheck of the formulas against finite differences of the reference
-    expression, in float64 (the gradient inputs cast to it, whatever dtypes the kernel has)."""
+    expression, in float64 (the gradient inputs and the floating type variables, whatever
+    dtypes the kernel has)."""
     case, types = RANDOM_CASES[index], FORMULA_TYPES
     inputs = gradient_inputs(index, left_out, types, seed=5)
     values = gradient_values(inputs)

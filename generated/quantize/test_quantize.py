@@ -456,9 +456,10 @@ def test_torchscript_export_refuses_dtypes_it_lacks(types, tmp_path):
     assert refused, "no random case has a tensor of such a dtype"
 
 
-# Inputs ONNX Runtime cannot tell from ones of unknown rank when they are 0-d: there it cannot
-# give an output the element type an attribute chooses (OpDef.zero_d_needs_a_rank).
-ZERO_D_INPUTS = ["X"]
+# A random case and the inputs it gives that ONNX Runtime cannot tell from ones of unknown rank
+# when they are 0-d: there it cannot give an output the element type an attribute chooses
+# (OpDef.zero_d_case).
+ZERO_D_CASE, ZERO_D_INPUTS = [0, ["X"]]
 
 
 @pytest.mark.parametrize("exporter", TYPE_EXPORTERS[0])
@@ -466,12 +467,10 @@ def test_zero_d_input(exporter, tmp_path):
     """PyTorch runs the op on 0-d inputs as the reference does (unless the shape rule refuses
     them); the exporters refuse them, naming the input, rather than write a model ONNX Runtime
     would refuse with a type mismatch that names neither the rank nor the input."""
-    case, types = RANDOM_CASES[0], TYPES[0]
+    case, types = RANDOM_CASES[ZERO_D_CASE], TYPES[0]
     attributes = typed(case["attributes"], types)
     inputs = make_inputs(case, 0, types, seed=0)
-    inputs = {
-        k: v.reshape(-1)[:1].reshape(()) if k in ZERO_D_INPUTS else v for k, v in inputs.items()
-    }
+    inputs = {k: _testing.zero_d(v) if k in ZERO_D_INPUTS else v for k, v in inputs.items()}
     try:
         got = run_torch(inputs, attributes)
     except ValueError as refused:  # the shape rule's own refusal of a 0-d value: nothing exports

@@ -410,8 +410,9 @@ def _gradient_formulas(op: OpDef) -> GradientFormulasView:
     def gradient(t: TensorParam) -> str:
         formula = op.gradients.get(t.name, "None")
         if t.optional and t.name in op.gradients:
-            # Autograd takes None for an input given as None, and the formula may read it.
-            return f"None if {t.name} is None else ({formula})"
+            # Autograd takes None for an input given as None, and the formula may read it (the
+            # parser parenthesized the formula: parse/expressions.pasteable_expression).
+            return f"None if {t.name} is None else {formula}"
         if not t.variadic:
             return formula
         # One gradient per value, as PyTorch takes a list argument's.

@@ -142,7 +142,7 @@ class ParityTestView:
     type_combinations: str
     tolerances: tuple[ToleranceView, ...]
     exporters: str
-    zero_d_inputs: str  # a list literal (OpDef.zero_d_needs_a_rank)
+    zero_d_case: str  # (case index, (inputs, ...)) literal (OpDef.zero_d_case)
     type_exporters: str  # [[exporter, ...] for each entry of TYPES]
     torchscript_missing: str  # (torch dtype, ...)
     output_omissions: str  # [[optional output, ...], ...]
@@ -247,7 +247,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
             for dtype, tolerance in sorted(tests.tolerances.items(), key=lambda i: i[0].value)
         ),
         exporters=py.literal(list(op.exporters)),
-        zero_d_inputs=py.literal(list(op.zero_d_needs_a_rank)),
+        zero_d_case=py.literal(op.zero_d_case),
         type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
         torchscript_missing=_dtype_tuple(TORCHSCRIPT_MISSING_DTYPES),
         output_omissions=py.literal(ort_library.output_omissions(op)),
@@ -672,6 +672,8 @@ def _gradient_bindings(op: OpDef) -> tuple[list[int], bool]:
         for index, binding in enumerate(op.instantiations)
         if all(t.dtype_in(binding).is_floating for t in op.inputs if t.name in op.gradients)
     ]
+    # gradcheck of the op itself wants float64 throughout: the gradient inputs, and every
+    # floating output (one an attribute chooses too: a float16 one makes finite differences noise)
     float64 = [
         index
         for index in floating
@@ -680,14 +682,19 @@ def _gradient_bindings(op: OpDef) -> tuple[list[int], bool]:
             for t in op.inputs
             if t.name in op.gradients
         )
+        and all(
+            t.dtype_in(op.instantiations[index]) is DType.float64
+            for t in op.outputs
+            if t.dtype_in(op.instantiations[index]).is_floating
+        )
     ]
     return (float64[:1], True) if float64 else (floating, False)
 
 
 def _formula_binding(op: OpDef) -> int:
-    """The instantiation the formulas' gradcheck over the reference takes the dtypes of the
-    inputs without a gradient and of attribute-chosen outputs from (the gradient inputs are
-    float64 there): the one with the most float64 tensors."""
+    """The instantiation the formulas' gradcheck over the reference takes its non-floating
+    dtypes from (the test binds every floating type variable to float64: _testing.in_float64):
+    the one with the most float64 tensors."""
     floating, _ = _gradient_bindings(op)
     if not floating:
         return 0

@@ -41,7 +41,8 @@ def onnxruntime_domain_problems(
     replaces: Runtime | None,
 ) -> list[tuple[str, str]]:
     """(field path, message) for an implementation of ours in a domain ONNX Runtime owns, and
-    for a `replaces` that replaces nothing. Checked as soon as those fields are read, so that
+    for a `replaces` outside such a domain or without a kernel ONNX Runtime runs (whether
+    ONNX Runtime has the op is its generated test's question: the generator needs no runtime). Checked as soon as those fields are read, so that
     these errors come in the same run as every other."""
     owned = domain is not None and onnxruntime_owns(domain)
     name = f"{domain}::{op_type}"
@@ -68,6 +69,15 @@ def onnxruntime_domain_problems(
                     "Runtime's own op; give a 'kernel' (with 'onnxruntime' left true)",
                 )
             )
+    elif owned and kernel is not None and not kernel.in_onnxruntime:
+        problems.append(
+            (
+                "kernel",
+                f"'{domain}' is ONNX Runtime's domain: the op's exported nodes would run ONNX "
+                f"Runtime's own {name} (if it has one, now or in a later release), not this "
+                f"kernel for PyTorch alone; {instead}",
+            )
+        )
     elif owned and kernel is not None:
         problems.append(
             (

@@ -444,6 +444,21 @@ class OpDef:
         attribute chooses, and refuses a model declaring it (`does not match expected type`)."""
         return self.rank_ambiguous_inputs if self.type_choosers and self.has_ort_kernel else ()
 
+    @property
+    def zero_d_case(self) -> tuple[int, tuple[str, ...]] | None:
+        """The random case the 0-d test makes zero_d_needs_a_rank's inputs 0-d in (the first
+        giving the most of them), and those it gives; None where there is none to try."""
+        names = self.zero_d_needs_a_rank
+        if not names or not self.tests.random:
+            return None
+        giving = {name: self.random_cases_giving(name) for name in names}
+        index = max(
+            range(len(self.tests.random)),
+            key=lambda i: (sum(i in cases for cases in giving.values()), -i),
+        )
+        given = tuple(name for name in names if index in giving[name])
+        return (index, given) if given else None
+
     def attributes_at(self, version: int) -> tuple[Attribute, ...]:
         """The attributes the op has at one of its versions."""
         return tuple(a for a in self.attributes if (a.since_version or 0) <= version)
@@ -493,7 +508,16 @@ class OpDef:
             elif all(given):
                 lacking = [i for i in range(len(self.tests.random)) if i not in giving]
                 chosen.append((lacking[0], ()) if lacking else (giving[0], (tensor.name,)))
-        return tuple(chosen)
+        # A case without any input that has a formula has nothing to differentiate (gradcheck
+        # refuses it): where those inputs are all optional, their absence is no gradient case.
+        return tuple(
+            (index, left_out)
+            for index, left_out in chosen
+            if any(
+                index in self.random_cases_giving(name) and name not in left_out
+                for name in self.gradients
+            )
+        )
 
     @property
     def outputs_read_by_gradients(self) -> tuple[TensorParam, ...]:

@@ -239,11 +239,7 @@ def parse_opdef(
     gradients = _read_gradients(d, signature, torch_binding)
     _check_legacy_defaults(d, signature, torch_binding)
     implementation = _read_implementation(d, signature)
-    replaces = d.get("replaces", _parse_runtime)
-    for field_path, message in onnxruntime_domain_problems(
-        domain, op_type, implementation, replaces
-    ):
-        errors.add(read.node_at(d.root, field_path).error(message))
+    replaces = _read_replaces(d, domain, op_type, implementation)
     _check_function_attributes(d, signature, implementation)
     export = _read_export(d, signature, torch_binding, op_type, domain, implementation)
     tests = d.get(
@@ -1043,6 +1039,18 @@ def _read_implementation(d: _Definition, signature: _Signature) -> Implementatio
     )
     provided = d.get("provided_by", _parse_provided_by)
     return kernel or function or provided
+
+
+def _read_replaces(
+    d: _Definition, domain: str | None, op_type: str | None, implementation: Implementation | None
+) -> Runtime | None:
+    """`replaces`, checked with the implementation against the domains ONNX Runtime owns."""
+    replaces = d.get("replaces", _parse_runtime)
+    for field_path, message in onnxruntime_domain_problems(
+        domain, op_type, implementation, replaces
+    ):
+        d.errors.add(read.node_at(d.root, field_path).error(message))
+    return replaces
 
 
 def _parse_provided_by(node: Node) -> ProvidedBy:
