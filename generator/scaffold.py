@@ -87,7 +87,12 @@ def _known_values(dtypes: list[DType]) -> list[list[float]] | list[list[int]] | 
 
 
 class ScaffoldError(Exception):
-    pass
+    """A flag or folder `new` or `import` refuses. The message may quote a flag as given: a
+    lone surrogate there (a byte of argv that is not UTF-8) is shown escaped, so printing it
+    never fails, whatever the stream's error handler."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def parser() -> argparse.ArgumentParser:

@@ -256,3 +256,19 @@ def test_new_accepts_every_value_a_definition_holds_in_every_configuration(
         ) == sorted([root / ".git", root / "opgen.toml"])
     else:
         assert cli.main(["--check", "-q"]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("spec", ["b:string=\udcff", "b:strings=a,\udcff", "\udcff:int=1"])
+def test_a_flag_that_is_no_utf8_is_refused_in_words_any_stream_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], spec: str
+) -> None:
+    """A byte of argv that is not UTF-8 reaches Python as a lone surrogate: the refusal quotes
+    the flag escaped (hypothesis found the message itself failing to print under capture)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "opgen.toml").write_text('package = "generated"\n')
+    capsys.readouterr()
+    assert cli.main(["new", "MyOp", "--attribute", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --attribute ") and "\\udcff" in err, err
+    assert _written(tmp_path) == {tmp_path / "opgen.toml"}
