@@ -6,6 +6,7 @@ repository per example."""
 from __future__ import annotations
 
 import math
+import os
 import struct
 from pathlib import Path
 
@@ -126,6 +127,7 @@ def _run_in(root: Path, config: str, argv: list[str], capsys: pytest.CaptureFixt
 
 
 @settings(
+    derandomize=not os.environ.get("OPGEN_EXPLORE"),  # CI replays the same examples
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -153,6 +155,7 @@ IMPORTED = [
 
 
 @settings(
+    derandomize=not os.environ.get("OPGEN_EXPLORE"),  # CI replays the same examples
     max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
@@ -212,6 +215,7 @@ def _valued_attribute(draw: st.DrawFn, name: str) -> tuple[str, bool, bool]:
 
 
 @settings(
+    derandomize=not os.environ.get("OPGEN_EXPLORE"),  # CI replays the same examples
     max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
