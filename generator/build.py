@@ -194,16 +194,22 @@ def _member(archive: tarfile.TarFile, name: str) -> bytes:
         return extracted.read()
 
 
-def _ops_in(line: str, ops: Iterable[OpDef], output_dir: Path) -> set[str]:
+def _ops_in(line: str, ops: Iterable[OpDef], output_dir: Path, build_dir: Path) -> set[str]:
     """The ops whose files a compiler's message names: its generated folder (which the kernels
-    are included from, as <output>/<op>/../../<definitions>/<kernel>) or a kernel file, as
-    absolute paths (CMake hands the compilers absolute paths)."""
+    are included from, as <output>/<op>/../../<definitions>/<kernel>) or a kernel file. CMake
+    hands the compilers absolute paths; a compiler cache told to (ccache's base_dir) makes them
+    relative to the build folder, where the compilers run."""
     found = set()
     for op in ops:
-        places = [f"{output_dir}/{op.op_id}/"]
-        if op.kernel is not None:
-            places += [str(file.resolve()) for file in op.kernel.files]
-        if any(place in line for place in places):
+        files = [file.resolve() for file in op.kernel.files] if op.kernel is not None else []
+        absolute = [f"{output_dir}/{op.op_id}/", *map(str, files)]
+        relative = [
+            os.path.relpath(Path(output_dir, op.op_id), build_dir) + "/",
+            *(os.path.relpath(file, build_dir) for file in files),
+        ]
+        if any(place in line for place in absolute) or any(
+            re.search(rf"(?:^|[\s'\"(]){re.escape(place)}", line) for place in relative
+        ):
             found.add(f"{op.op_id} ({op.definition_path})")
     return found
 
@@ -359,7 +365,7 @@ def build(args: argparse.Namespace) -> int:
                 op
                 for line in lines
                 if re.search(r"\b(error|fatal)\b", line)
-                for op in _ops_in(line, ops, source)
+                for op in _ops_in(line, ops, source, build_dir)
             }
         )
         where = ", ".join(failed) if failed else "see the compiler output above"

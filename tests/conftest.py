@@ -1,9 +1,13 @@
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from compiler_cache import share_compiled_objects
+from run_once import exclusive
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -11,10 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def pytest_configure(config):
     """torch.compile's on-disk cache (torch 2.13) does not key on a custom op's schema: code
     compiled for an op of the same name in an earlier run (another signature) would be reused.
-    Every test, and every process it starts, compiles into a cache of this run's own."""
+    Every test, and every process it starts, compiles into a cache of this run's own. (C++
+    objects, on the contrary, are shared: see tests/compiler_cache.py.)"""
+    share_compiled_objects()
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
-        import tempfile
-
         config.opgen_inductor_cache = tempfile.mkdtemp(prefix="opgen-inductor-")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = config.opgen_inductor_cache
 
@@ -22,8 +26,6 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     cache = getattr(config, "opgen_inductor_cache", None)
     if cache is not None:
-        import shutil
-
         shutil.rmtree(cache, ignore_errors=True)
 
 
@@ -47,7 +49,7 @@ SANITIZE_BUILD_DIR = ROOT / "build-sanitize"
 
 
 @pytest.fixture(scope="session")
-def sanitizer_env() -> dict[str, str]:
+def sanitizer_env(tmp_path_factory) -> dict[str, str]:
     """The environment that runs Python on the ASan + UBSan build of generated/ (built here,
     incrementally, by `python -m generator build --sanitize`): OPGEN_BUILD_DIR, LD_PRELOAD,
     ASAN_OPTIONS, UBSAN_OPTIONS. Without the sanitizer runtimes the tests that use it skip,
@@ -60,25 +62,26 @@ def sanitizer_env() -> dict[str, str]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"no sanitizer runtime under CI: {error}")
         pytest.skip(f"no sanitizer runtime: {error}")
-    build = subprocess.run(
-        # (the CUDA kernels only compile here: nothing would run them under the sanitizers)
-        [
-            sys.executable,
-            "-m",
-            "generator",
-            "build",
-            "--sanitize",
-            "-q",
-            "--jobs",
-            "2",
-            "--cuda",
-            "off",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
+    with exclusive(tmp_path_factory, "build-sanitize"):  # one build; the other workers wait
+        build = subprocess.run(
+            # (the CUDA kernels only compile here: nothing would run them under the sanitizers)
+            [
+                sys.executable,
+                "-m",
+                "generator",
+                "build",
+                "--sanitize",
+                "-q",
+                "--jobs",
+                "2",
+                "--cuda",
+                "off",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
     env["PYTHONPATH"] = str(ROOT)
     return env

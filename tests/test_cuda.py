@@ -495,7 +495,8 @@ def test_building_with_and_without_cuda(tmp_path):
 
 
 def test_a_compile_error_names_the_op_whose_files_it_is_in(tmp_path):
-    """By the op's generated folder or its kernel files, as absolute paths: a kernel file whose
+    """By the op's generated folder or its kernel files, as absolute paths or relative to the
+    build folder: a kernel file whose
     name ends another's (kernel.cuh, layer_norm_kernel.cuh), an op id that is a folder of the
     path (home), spaces in the path, nvcc's `file(line)` form."""
     from types import SimpleNamespace
@@ -505,6 +506,7 @@ def test_a_compile_error_names_the_op_whose_files_it_is_in(tmp_path):
 
     out = tmp_path / "my ops" / "generated"
     definitions = tmp_path / "my ops" / "opdefs"
+    build = tmp_path / "my ops" / "build"
 
     def op(op_id: str, cuda: str) -> SimpleNamespace:
         kernel = Kernel(source_file=None, body="", cuda_file=definitions / cuda)
@@ -512,10 +514,18 @@ def test_a_compile_error_names_the_op_whose_files_it_is_in(tmp_path):
 
     ops = [op("home", "kernel.cuh"), op("layer_norm", "layer_norm_kernel.cuh")]
     line = f"{out}/layer_norm/../../opdefs/layer_norm_kernel.cuh(61): error: no member"
-    assert _ops_in(line, ops, out) == {"layer_norm (opdefs/layer_norm.yaml)"}
+    assert _ops_in(line, ops, out, build) == {"layer_norm (opdefs/layer_norm.yaml)"}
     line = f"{definitions}/kernel.cuh:3:1: error: expected ';'"
-    assert _ops_in(line, ops, out) == {"home (opdefs/home.yaml)"}
-    assert _ops_in("/home/user/x.cc:1:1: error: y", ops, out) == set()
+    assert _ops_in(line, ops, out, build) == {"home (opdefs/home.yaml)"}
+    assert _ops_in("/home/user/x.cc:1:1: error: y", ops, out, build) == set()
+    # Relative to the build folder, as a compiler cache's base_dir makes them (ccache), and only
+    # as a whole path: never the tail of another, or a folder whose name the op id begins.
+    line = "../opdefs/layer_norm_kernel.cuh(61): error: no member"
+    assert _ops_in(line, ops, out, build) == {"layer_norm (opdefs/layer_norm.yaml)"}
+    line = "In file included from ../generated/home/home_ort.cc:3: error: x"
+    assert _ops_in(line, ops, out, build) == {"home (opdefs/home.yaml)"}
+    assert _ops_in("../other/../opdefs/kernel.cuh:3:1: error: x", ops, out, build) == set()
+    assert _ops_in("../generated/homely/x.cc:1:1: error: y", ops, out, build) == set()
 
 
 def test_the_wheel_carries_the_cuda_libraries(tmp_path):

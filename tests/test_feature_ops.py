@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from run_once import made_once
 
 ROOT = Path(__file__).resolve().parent.parent
 FEATURE_OPS = sorted((ROOT / "tests" / "opdefs").glob("*.yaml"))
@@ -21,10 +22,7 @@ def _run(project: Path, *command: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=project, env=env, capture_output=True, text=True)
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    """Every feature definition, generated and built together (one CMake build)."""
-    root = tmp_path_factory.mktemp("feature_ops")
+def _generate_and_build(root: Path) -> None:
     (root / "opdefs").mkdir()
     for definition in (ROOT / "tests" / "opdefs").iterdir():
         shutil.copy(definition, root / "opdefs")
@@ -32,7 +30,13 @@ def project(tmp_path_factory) -> Path:
     assert generate.returncode == 0, generate.stdout + generate.stderr
     build = _run(root, sys.executable, "-m", "generator", "build", "-q")
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
-    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    """Every feature definition, generated and built together (one CMake build, once per run:
+    the test processes share it, and the pipelines below run side by side)."""
+    return made_once(tmp_path_factory, "feature_ops", _generate_and_build)
 
 
 @pytest.mark.parametrize("definition", FEATURE_OPS, ids=[p.stem for p in FEATURE_OPS])

@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# One test process runs the whole module (pytest-xdist's loadgroup): its tests read one
+# generation of every hostile file.
+pytestmark = pytest.mark.xdist_group("test_hostile_files")
+
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = (ROOT / "opdefs" / "inverse.yaml").read_text()
 TIMEOUT = 120  # seconds for one generator run: a hang fails instead of blocking the suite

@@ -47,6 +47,10 @@ import numpy as np, onnx, onnxruntime as ort, torch
 from onnx import TensorProto, helper
 import generated
 
+# One test process runs the whole module (pytest-xdist's loadgroup): its tests edit one project
+# in turn, each after the one before.
+pytestmark = pytest.mark.xdist_group("test_incremental_build")
+
 x, y = torch.tensor([1.0, 2.0]), torch.tensor([10.0, 20.0])
 options = ort.SessionOptions()
 options.register_custom_ops_library(str(generated.get_library_path("inc.ops")))

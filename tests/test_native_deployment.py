@@ -17,6 +17,10 @@ import torch
 import generated  # noqa: F401 (registers the ops, with their fake kernels for export)
 from generated import _support
 
+# One test process runs the whole module (pytest-xdist's loadgroup): its tests share one compiled
+# runner (a minute of g++ against libtorch).
+pytestmark = pytest.mark.xdist_group("test_native_deployment")
+
 ROOT = Path(__file__).resolve().parent.parent
 TORCH_DIR = Path(importlib.util.find_spec("torch").submodule_search_locations[0])
 DOMAINS = ("mydomain", "ai_opgen", "test_customop")

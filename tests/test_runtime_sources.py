@@ -12,6 +12,10 @@ from typing import NoReturn
 import pytest
 from older_torch_headers import RELEASES, fetched, include_dir
 
+# One test process runs the whole module (pytest-xdist's loadgroup): its tests share compiled
+# programs.
+pytestmark = pytest.mark.xdist_group("test_runtime_sources")
+
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "generator" / "runtime" / "include"
 HEADERS = sorted(path.name for path in (INCLUDE / "opgen").glob("*.h"))
