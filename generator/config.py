@@ -34,7 +34,7 @@ DEFAULT_VERSION = "0.1.0"
 TARGET_KEYS = tuple(key for target in SETTINGS for key in target.keys)
 BUILD_CHOICES = tuple(choice for target in SETTINGS for choice in target.choices)
 
-# Each key and what it sets (the README's table says the same in prose).
+# Each key and what it sets (docs/configuration.md's table says the same in prose).
 KEYS = {
     "definitions": "the folder of op definitions and kernels (default: opdefs)",
     "package": f"the generated package's import name (default: {DEFAULT_PACKAGE})",

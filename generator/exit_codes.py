@@ -1,5 +1,5 @@
 """The exit statuses of every `python -m generator` command, defined once here (each command's
---help epilog and the README list them)."""
+--help epilog and docs/cli.md list them)."""
 
 from __future__ import annotations
 

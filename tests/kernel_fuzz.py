@@ -776,7 +776,7 @@ def _beyond_sanitizer_allocation(torch_outcome) -> bool:
 # ONNX Runtime's custom-op inference types an output only together with a shape, and reports
 # an input of unknown rank as one of rank 0: where an input is 0-d or of unknown rank, it
 # cannot learn the type an attribute chooses, falls back to the first kernel, and the node
-# fails saying so (README: a documented limit, never a wrong type).
+# fails saying so (docs/limitations.md: a documented limit, never a wrong type).
 _UNKNOWN_RANK_CHOSEN_TYPE = "give the model's inputs a known rank of at least 1"
 
 

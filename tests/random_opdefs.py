@@ -195,7 +195,7 @@ def _attr_value(kind: AttrType):
     }
     if kind.is_list:
         base = {AttrType.ints: INT64, AttrType.floats: FLOAT32, AttrType.strings: TEXT}[kind]
-        # Not empty: the dynamo export types an empty list attribute as ints (README).
+        # Not empty: the dynamo export types an empty list attribute as ints (docs/limitations.md).
         return st.lists(base, min_size=1, max_size=3)
     return scalar[kind]
 

@@ -1,6 +1,6 @@
 """Hostile definition files: YAML tags, aliases, merge keys, deep nesting, huge files, files
 that are not files. Each gets one located error line and exit code 2, in bounded time and
-memory, never a traceback, and nothing is written (README: "A bad definition")."""
+memory, never a traceback, and nothing is written (docs/cli.md: "A bad definition")."""
 
 from __future__ import annotations
 

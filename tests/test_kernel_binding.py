@@ -263,7 +263,7 @@ STALE = """
         path = Path(_support.kernels("ai_opgen").__file__)
     else:
         path = lib / "libopgen_ai_opgen_torch.so"
-        torch.ops.load_library(str(path))  # the README's route without Python, then the package
+        torch.ops.load_library(str(path))  # docs/native.md's route without Python, then the package
     # A rebuild: a new file at the path (the old one deleted, or moved aside).
     shutil.copyfile(path, lib / "new.tmp")
     if what == "moved":
@@ -388,7 +388,7 @@ BARE = """
 
 
 def test_native_libraries_alone_never_give_a_silent_zero_gradient():
-    """The README's route without the generated package: the native library loaded alone. A
+    """docs/native.md's route without the generated package: the native library loaded alone. A
     gradient through the op used to come out as zeros (torch.func.grad, forward-mode AD) or None
     (backward), with a warning at most; now the call is an error naming the op (the library's
     own Autograd kernel). Calls no gradient can flow through still work, through the dispatcher

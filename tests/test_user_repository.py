@@ -2,7 +2,8 @@
 environment, a new repository made with `opgen new`, generated, built and tested, the ops' wheel
 built and installed into another fresh environment, and the op run from there (PyTorch, the
 ONNX export, ONNX Runtime) with no source tree in sight. Every command after building opgen's
-wheel is one the README's walkthrough shows; nothing but that wheel comes from this checkout."""
+wheel is one that docs/own-repository.md and docs/wheel.md show (the README's five-minute path
+is their start); nothing but that wheel comes from this checkout."""
 
 import os
 import shutil
