@@ -17,8 +17,16 @@ COMPILER_CACHE = {
     "CCACHE_NOHASHDIR": "1",
     "CCACHE_SLOPPINESS": "pch_defines,time_macros,include_file_mtime,include_file_ctime",
 }
-# The one environment variable that turns the cache off, for the build that must stay cold.
-WITHOUT_COMPILER_CACHE = {"CCACHE_DISABLE": "1"}
+
+
+def without_compiler_cache(env: dict[str, str]) -> dict[str, str]:
+    """env for a build that must not use the cache: the suite's cold build, and the builds of
+    the checkout's own build/, which `./dev test` configured without a launcher (one set at a
+    later configure would enter CMake's cache and recompile everything)."""
+    return {
+        **{name: value for name, value in env.items() if name not in COMPILER_CACHE},
+        "CCACHE_DISABLE": "1",
+    }
 
 
 def share_compiled_objects() -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from compiler_cache import WITHOUT_COMPILER_CACHE
+from compiler_cache import without_compiler_cache
 
 from generator.build import ort_include_dir
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_plain_cmake_builds_and_ctest_passes(tmp_path):
     """The suite's one truly cold build: the compiler cache the other tests share is off."""
-    env = {**os.environ, **WITHOUT_COMPILER_CACHE}
+    env = without_compiler_cache(dict(os.environ))
     include = ort_include_dir(lambda message: None)
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     configure = subprocess.run(
@@ -72,7 +72,11 @@ def test_a_bad_unity_batch_size_is_refused_by_name(tmp_path, size):
 def test_rebuild_after_noop_regeneration_does_no_work():
     def build() -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "generator", "build"], cwd=ROOT, capture_output=True, text=True
+            [sys.executable, "-m", "generator", "build"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env=without_compiler_cache(dict(os.environ)),
         )
 
     first = build()  # brings the build up to date, whatever ran before
