@@ -256,25 +256,12 @@ def build(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    sanitize = args.sanitize
-    for choice in BUILD_CHOICES:
-        chosen = getattr(args, choice.dest)
-        if sanitize and choice.refused_with_sanitize and chosen == choice.refused_with_sanitize:
-            print(f"error: {choice.sanitize_conflict}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+    conflict = _sanitize_conflict(args)
+    if conflict:
+        print(f"error: {conflict}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     build_dir = args.build_dir.resolve()  # with --sanitize, <build-dir>-sanitize (config.load)
     settings = args.settings
-    # The runtime targets' choices and configured keys (generator/target_settings.py)
-    target_variables = [
-        *(
-            f"-D{choice.cmake_variable}={getattr(args, choice.dest).upper()}"
-            for choice in BUILD_CHOICES
-        ),
-        *(
-            f"-D{key.cmake_variable}={dict(settings.target_values)[key.name]}"
-            for key in TARGET_KEYS
-        ),
-    ]
     project = proj.Project.of(
         args.opdefs_dir, args.output_dir, settings.generated_package(), settings.torch_api
     )
@@ -305,81 +292,121 @@ def build(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
+    # The sanitizer and the runtime targets' choices and configured keys, as CMake variables
+    cache_variables = [
+        f"-DORT_INCLUDE_DIR={include}",
+        f"-DOPGEN_SANITIZE={'ON' if args.sanitize else 'OFF'}",
+        *_target_variables(args),
+    ]
     if configured_for is None:
-        import pybind11
-
-        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
         log(f"configuring {build_dir}")
-        code, lines = _run(
-            [
-                "cmake",
-                "-S",
-                str(source),
-                "-B",
-                str(build_dir),
-                *generator,
-                f"-DORT_INCLUDE_DIR={include}",
-                f"-DPython_EXECUTABLE={sys.executable}",
-                f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
-                # RelWithDebInfo: pybind11 strips modules in Release, losing the sanitizer
-                # reports' line numbers (the template's -O1 overrides -O2).
-                f"-DCMAKE_BUILD_TYPE={'RelWithDebInfo' if sanitize else 'Release'}",
-                f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
-                *target_variables,
-            ],
-            args.quiet,
-        )
-        if args.quiet and code == 0:  # CMake's warnings (a target left out, and why) still show
-            for warning in _cmake_warnings(lines):
-                print(warning, file=sys.stderr)
-        if code != 0:
-            print("\n".join(lines[-30:]), file=sys.stderr)
-            print("error: CMake configuration failed", file=sys.stderr)
+        if not _configure(source, build_dir, cache_variables, args.sanitize, args.quiet):
             return EXIT_FAILED
     else:
-        # Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and
-        # at the sanitizer and target choices of this command and the configured keys.
-        reconfigured = subprocess.run(
-            [
-                "cmake",
-                str(build_dir),
-                f"-DORT_INCLUDE_DIR={include}",
-                f"-DOPGEN_SANITIZE={'ON' if sanitize else 'OFF'}",
-                *target_variables,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        # CMake's warnings and errors (a target left out, and why): the build step reruns a
-        # failed configuration and shows its errors again.
-        if reconfigured.stderr.strip():
-            print(reconfigured.stderr.rstrip(), file=sys.stderr)
+        _reconfigure(build_dir, cache_variables)
     log(f"building with {args.jobs} job(s)")
-    code, lines = _run(
-        ["cmake", "--build", str(build_dir), "--parallel", str(args.jobs)], args.quiet
-    )
-    if code != 0:
-        failed = sorted(
-            {
-                op
-                for line in lines
-                if re.search(r"\b(error|fatal)\b", line)
-                for op in _ops_in(line, ops, source, build_dir)
-            }
-        )
-        where = ", ".join(failed) if failed else "see the compiler output above"
-        print(f"error: build failed in op(s): {where}", file=sys.stderr)
+    if not _compile(build_dir, args.jobs, args.quiet, ops, source):
         return EXIT_FAILED
-    lib = build_dir / "lib"
     log(f"built in {time.monotonic() - started:.1f} s")
-    for artifact in sorted(lib.glob("*.so")):
+    for artifact in sorted((build_dir / "lib").glob("*.so")):
         print(f"  {artifact}")
     for test in sorted((build_dir / "bin").glob(schema_tests_name("*"))):
         print(f"  {test}")
-    if sanitize:
+    if args.sanitize:
         log(
             "run Python on it with OPGEN_BUILD_DIR, LD_PRELOAD, ASAN_OPTIONS and UBSAN_OPTIONS "
             "as generator.build.sanitizer_env() sets them"
         )
     return EXIT_OK
+
+
+def _sanitize_conflict(args: argparse.Namespace) -> str | None:
+    """Why a runtime target's choice cannot be built with --sanitize (None: it can)."""
+    for choice in BUILD_CHOICES:
+        chosen = getattr(args, choice.dest)
+        if (
+            args.sanitize
+            and choice.refused_with_sanitize
+            and chosen == choice.refused_with_sanitize
+        ):
+            return choice.sanitize_conflict
+    return None
+
+
+def _target_variables(args: argparse.Namespace) -> list[str]:
+    """The runtime targets' choices and configured keys (generator/target_settings.py)."""
+    values = dict(args.settings.target_values)
+    return [
+        *(
+            f"-D{choice.cmake_variable}={getattr(args, choice.dest).upper()}"
+            for choice in BUILD_CHOICES
+        ),
+        *(f"-D{key.cmake_variable}={values[key.name]}" for key in TARGET_KEYS),
+    ]
+
+
+def _configure(
+    source: Path, build_dir: Path, cache_variables: list[str], sanitize: bool, quiet: bool
+) -> bool:
+    """A new build folder configured (False: CMake failed, and said why)."""
+    import pybind11
+
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    code, lines = _run(
+        [
+            "cmake",
+            "-S",
+            str(source),
+            "-B",
+            str(build_dir),
+            *generator,
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+            # RelWithDebInfo: pybind11 strips modules in Release, losing the sanitizer
+            # reports' line numbers (the template's -O1 overrides -O2).
+            f"-DCMAKE_BUILD_TYPE={'RelWithDebInfo' if sanitize else 'Release'}",
+            *cache_variables,
+        ],
+        quiet,
+    )
+    if quiet and code == 0:  # CMake's warnings (a target left out, and why) still show
+        for warning in _cmake_warnings(lines):
+            print(warning, file=sys.stderr)
+    if code != 0:
+        print("\n".join(lines[-30:]), file=sys.stderr)
+        print("error: CMake configuration failed", file=sys.stderr)
+        return False
+    return True
+
+
+def _reconfigure(build_dir: Path, cache_variables: list[str]) -> None:
+    """Keep the cache pointing at the headers in use (ORT_INCLUDE_DIR may have changed) and at
+    the sanitizer and target choices of this command and the configured keys."""
+    reconfigured = subprocess.run(
+        ["cmake", str(build_dir), *cache_variables],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # CMake's warnings and errors (a target left out, and why): the build step reruns a
+    # failed configuration and shows its errors again.
+    if reconfigured.stderr.strip():
+        print(reconfigured.stderr.rstrip(), file=sys.stderr)
+
+
+def _compile(build_dir: Path, jobs: int, quiet: bool, ops: list[OpDef], source: Path) -> bool:
+    """The build run (False: it failed, and the ops whose files the errors name are said)."""
+    code, lines = _run(["cmake", "--build", str(build_dir), "--parallel", str(jobs)], quiet)
+    if code == 0:
+        return True
+    failed = sorted(
+        {
+            op
+            for line in lines
+            if re.search(r"\b(error|fatal)\b", line)
+            for op in _ops_in(line, ops, source, build_dir)
+        }
+    )
+    where = ", ".join(failed) if failed else "see the compiler output above"
+    print(f"error: build failed in op(s): {where}", file=sys.stderr)
+    return False

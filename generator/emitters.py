@@ -35,6 +35,25 @@ def op_page(op: OpDef, emission: Emission) -> list[GeneratedFile]:
     return docs.emit_op(op, emission, [fact for facts in OP_PAGE_FACTS for fact in facts(op)])
 
 
+# The targets' pieces of an op's parity tests: their parts of the test module (which
+# dest/tests.py's PART_ORDER places) and the view those parts read.
+PARITY_TEST_PIECES: tuple[Callable[[OpDef], tests.ParityTestPieces], ...] = (
+    exporters.parity_test_pieces,
+    ort_library.parity_test_pieces,
+    torch_native.parity_test_pieces,
+    cpp_schema.parity_test_pieces,
+    cuda.parity_test_pieces,
+)
+
+
+def parity_test_pieces(op: OpDef) -> list[tests.ParityTestPieces]:
+    return [pieces(op) for pieces in PARITY_TEST_PIECES]
+
+
+def parity_tests(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+    return tests.emit(op, emission, parity_test_pieces(op))
+
+
 OP_EMITTERS: tuple[OpEmitter, ...] = (
     python.emit,  # the op's package, the PyTorch op
     onnx_schema.emit,  # the Python ONNX schema
@@ -45,7 +64,7 @@ OP_EMITTERS: tuple[OpEmitter, ...] = (
     torch_native.emit,  # the native PyTorch registration
     cuda.emit,  # the CUDA kernel and its ONNX Runtime and PyTorch registrations
     cpp_schema.emit,  # the ONNX C++ schema and its test
-    tests.emit,  # the parity tests
+    parity_tests,  # the parity tests
     op_page,  # the op's page
 )
 # The targets' parts of the files all targets share (CMakeLists.txt, build_info.json, the

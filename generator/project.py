@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,6 +235,8 @@ def _describe(op: OpDef) -> str:
 
 
 def _failure(what: str, exc: Exception) -> Failure:
+    import traceback  # here: only a bug in opgen needs it (a run imports it for nothing else)
+
     # The notes say where it arose: render() names the file, the template and its line.
     notes = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))
     return Failure(what, f"{type(exc).__name__}: {exc}{notes}", traceback.format_exc())

@@ -428,10 +428,70 @@ class _InputLine:
     fields: str  # after name and type
 
 
-def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> str:
-    """The definition's text (the kernel files named: the C++ one, and the devices' asked for)."""
-    from generator.render import environment
+@dataclass(frozen=True)
+class _Interface:
+    """The op's inputs, outputs, attributes and dtypes as the flags give them, checked."""
 
+    inputs: list[str]
+    variadic: str | None  # the variadic input
+    outputs: list[str]
+    variadic_output: str | None
+    attributes: list[_Attribute]  # required ones first
+    dtypes: list[DType]  # --dtypes: type variable T's
+    chooser: _Chooser | None
+    all_dtypes: list[DType]  # T's and the chooser's
+    strings: bool  # a string op
+    without_torch: bool  # no PyTorch side
+    pytorch_alone: bool  # complex tensors: a PyTorch kernel alone, no ONNX Runtime
+
+    @property
+    def first(self) -> str:
+        return self.inputs[0]
+
+    def input_fields(self, name: str) -> str:
+        """An input's fields after its name and type."""
+        if name == self.variadic:
+            return ", variadic: true"
+        return ", shape: [...]" if name == self.first else ""
+
+    def output_fields(self, name: str) -> str:
+        """An output's fields after its name and type."""
+        if name == self.variadic_output:
+            return f"variadic: true, same_shape_as: {self.variadic}"
+        if self.first == self.variadic:
+            return f'shape: "broadcast({self.first})"'
+        return f"same_shape_as: {self.first}"
+
+    def known_values(self, name: str, variadic: str | None) -> str:
+        """A parameter's values in the known case (a variadic one has two)."""
+        values = _known_values(self.all_dtypes)
+        return _yaml([values, values] if name == variadic else values)
+
+    def random_shape(self, name: str) -> str:
+        return "[[batch, 3], [batch, 3]]" if name == self.variadic else "[batch, 3]"
+
+    def reference(self) -> str:
+        """The identity: every output a copy of the first input (its first value, where it is
+        the variadic one; a string tensor is a numpy array in the tests). A variadic output
+        copies the variadic input's values, one for one; a chosen type's output converts."""
+        source = f"{self.first}[0]" if self.first == self.variadic else self.first
+        copies = [f"{source}.copy()" if self.strings else f"{source}.clone()"] * len(self.outputs)
+        if self.variadic_output:
+            copies[-1] = f"[value.clone() for value in {self.variadic}]"
+        if self.chooser is not None:  # the last output: the copy in the type the attribute names
+            copies[-1] = f"{source}.to({self.chooser.type_var})"
+        return copies[0] if len(copies) == 1 else f"({', '.join(copies)})"
+
+    def output_types(self) -> list[str]:
+        types = ["T"] * len(self.outputs)
+        if self.chooser is not None:
+            types[-1] = self.chooser.type_var
+        return types
+
+
+def _interface(args: argparse.Namespace) -> _Interface:
+    """The flags' interface, refused (ScaffoldError, naming the flag) where it cannot be
+    scaffolded."""
     inputs, variadic = _parameters(args.inputs, "--inputs")
     outputs, variadic_output = _parameters(args.outputs, "--outputs")
     if set(inputs) & set(outputs):
@@ -472,40 +532,13 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             f"--outputs {variadic_output}*: a variadic output of strings or 4-bit integers is not "
             f"carried yet; leave out --dtypes {(not_in_torch or ['string'])[0]}"
         )
-    first = inputs[0]
-    # The identity copies the first input (its first value, where it is the variadic one); a
-    # string tensor is a numpy array in the tests. A variadic output copies the variadic
-    # input's values, one for one.
-    source = f"{first}[0]" if first == variadic else first
-    copies = [f"{source}.copy()" if strings else f"{source}.clone()"] * len(outputs)
-    if variadic_output:
-        copies[-1] = f"[value.clone() for value in {variadic}]"
-    output_types = ["T"] * len(outputs)
-    all_dtypes = dtypes
-    if chooser is not None:  # the last output: the copy in the type the attribute names
-        copies[-1] = f"{source}.to({chooser.type_var})"
-        output_types[-1] = chooser.type_var
-        all_dtypes = dtypes + [d for d in chooser.dtypes if d not in dtypes]
-    values = _known_values(all_dtypes)
-
-    def known(name: str) -> str:
-        return _yaml([values, values] if name == variadic else values)
-
-    def shape(name: str) -> str:
-        return "[[batch, 3], [batch, 3]]" if name == variadic else "[batch, 3]"
-
-    def input_fields(name: str) -> str:
-        if name == variadic:
-            return ", variadic: true"
-        return ", shape: [...]" if name == first else ""
-
+    all_dtypes = dtypes + [d for d in chosen if d not in dtypes]
     tensor_attribute = next((a["name"] for a in attributes if a["dtype"] is not None), None)
     if tensor_attribute and args.torch_name:
         raise ScaffoldError(
             f"--attribute {tensor_attribute}: a tensor attribute runs in ONNX Runtime alone for "
             "now (no PyTorch side yet); leave out --torch-name"
         )
-    required = {a["name"]: _sample(a) for a in attributes if _required(a)}
     without_torch = args.no_torch or bool(not_in_torch) or bool(tensor_attribute)
     pytorch_alone = any(d.is_complex for d in all_dtypes)
     if without_torch and pytorch_alone:
@@ -513,16 +546,29 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             "--dtypes complex64/complex128: ONNX Runtime has no complex tensors, so such an op "
             "runs in PyTorch alone; leave out --no-torch (and strings, int4, uint4)"
         )
+    return _Interface(
+        inputs,
+        variadic,
+        outputs,
+        variadic_output,
+        attributes,
+        dtypes,
+        chooser,
+        all_dtypes,
+        strings,
+        without_torch,
+        pytorch_alone,
+    )
 
-    def output_fields(name: str) -> str:
-        if name == variadic_output:
-            return f"variadic: true, same_shape_as: {variadic}"
-        return f'shape: "broadcast({first})"' if first == variadic else f"same_shape_as: {first}"
 
-    def known_output(name: str) -> str:
-        return _yaml([values, values] if name == variadic_output else values)
+def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> str:
+    """The definition's text (the kernel files named: the C++ one, and the devices' asked for)."""
+    from generator.render import environment
 
-    torch_name = None if without_torch else _torch_name(args, op_id, attributes, chooser)
+    op = _interface(args)
+    chooser = op.chooser
+    required = {a["name"]: _sample(a) for a in op.attributes if _required(a)}
+    torch_name = None if op.without_torch else _torch_name(args, op_id, op.attributes, chooser)
     return (
         environment()
         .get_template("scaffold/opdef.yaml.j2")
@@ -532,10 +578,10 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
             op_id=op_id,
             domain_literal=_yaml(args.domain, "--domain"),
             torch_name=torch_name,
-            pytorch_alone=pytorch_alone,
+            pytorch_alone=op.pytorch_alone,
             torch_name_literal=_yaml(torch_name, "--torch-name") if torch_name else None,
-            dtypes=[d.value for d in dtypes],
-            floating_dtypes=[d.value for d in all_dtypes if d.is_floating],
+            dtypes=[d.value for d in op.dtypes],
+            floating_dtypes=[d.value for d in op.all_dtypes if d.is_floating],
             chooser=(
                 _ChooserLines(
                     chooser.type_var,
@@ -546,29 +592,33 @@ def _definition_text(args: argparse.Namespace, op_id: str, kernel_file: str) -> 
                 if chooser
                 else None
             ),
-            inputs=[_InputLine(name, input_fields(name)) for name in inputs],
+            inputs=[_InputLine(name, op.input_fields(name)) for name in op.inputs],
             outputs=[
-                (name, type_var, output_fields(name))
-                for name, type_var in zip(outputs, output_types, strict=True)
+                (name, type_var, op.output_fields(name))
+                for name, type_var in zip(op.outputs, op.output_types(), strict=True)
             ],
-            first_input=first,
-            variadic_output=variadic_output,
-            variadic_input=variadic,
+            first_input=op.first,
+            variadic_output=op.variadic_output,
+            variadic_input=op.variadic,
             attributes=[
                 _AttributeLine(
                     a["name"],
                     a["type"].value + (f", dtype: {a['dtype'].value}" if a["dtype"] else ""),
                     _requirement(a),
                 )
-                for a in attributes
+                for a in op.attributes
             ],
-            reference_literal=_yaml(copies[0] if len(copies) == 1 else f"({', '.join(copies)})"),
+            reference_literal=_yaml(op.reference()),
             kernel_file=kernel_file,
             device_kernels=[(k.field, f"{op_id}{k.suffix}") for k in _device_kernels(args)],
-            known_inputs=", ".join(f"{name}: {known(name)}" for name in inputs),
-            known_outputs=", ".join(f"{name}: {known_output(name)}" for name in outputs),
+            known_inputs=", ".join(
+                f"{name}: {op.known_values(name, op.variadic)}" for name in op.inputs
+            ),
+            known_outputs=", ".join(
+                f"{name}: {op.known_values(name, op.variadic_output)}" for name in op.outputs
+            ),
             required_values=", ".join(f"{k}: {_yaml(v)}" for k, v in required.items()),
-            random_shapes=", ".join(f"{name}: {shape(name)}" for name in inputs),
+            random_shapes=", ".join(f"{name}: {op.random_shape(name)}" for name in op.inputs),
         )
     )
 

@@ -14,12 +14,10 @@ Everything else in the folder is the user's and is left alone (listed with -v).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import fcntl
 import os
 import re
-import secrets
 import stat
 import sys
 from collections.abc import Iterator
@@ -197,6 +195,8 @@ def _folder_problem(folder: str) -> str | None:
 
 
 def _diff(old: str, new: str, target: Path) -> str:
+    import difflib  # here: a --check with nothing stale never needs it
+
     return "".join(
         difflib.unified_diff(
             old.splitlines(keepends=True),
@@ -399,6 +399,8 @@ _token_pid = 0
 def _temporary_name(name: str) -> str:
     global _token, _token_pid
     if _token_pid != os.getpid():
+        import secrets  # here: a --check writes nothing, and the import takes 20 ms
+
         _token, _token_pid = secrets.token_hex(8), os.getpid()
     return f".{name}.opgen-{_token_pid}-{_token}.tmp"
 

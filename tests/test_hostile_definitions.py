@@ -384,6 +384,7 @@ def test_an_exception_in_an_included_part_names_the_part_and_its_line():
     the line is), not the include."""
     import dataclasses
 
+    from generator import emitters
     from generator import project as proj
     from generator.dest import tests as tests_dest
     from generator.parse.project import onnx_op_index
@@ -391,7 +392,9 @@ def test_an_exception_in_an_included_part_names_the_part_and_its_line():
 
     project = proj.Project(ROOT, ROOT / "opdefs", ROOT / "generated")
     ops = proj.load(project, [ROOT / "opdefs" / "inverse.yaml"])
-    view = tests_dest.parity_test_view(ops[0], onnx_op_index(ops))
+    view = tests_dest.parity_test_view(
+        ops[0], onnx_op_index(ops), emitters.parity_test_pieces(ops[0])
+    )
     # forward_params: read by one part only, the export helpers
     hidden = "forward_params"
     context = {f.name: getattr(view, f.name) for f in dataclasses.fields(view) if f.name != hidden}

@@ -263,6 +263,8 @@ def emit(
         ),
         copy_runtime("_names.py"),
         copy_runtime("_support.py"),
+        copy_runtime("_shapes.py"),
+        copy_runtime("_exporters.py"),
         copy_runtime("_testing.py"),
     ]
     for domain, sources in domains:

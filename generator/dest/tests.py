@@ -1,5 +1,7 @@
 """The generated parity tests of an op: generator/templates/python/test_parity.py.j2 and the
-parts it includes (generator/templates/python/test_parity/), all reading one ParityTestView."""
+parts it includes (generator/templates/python/test_parity/), all reading one ParityTestView.
+The runtime targets' own parts come as data, a ParityTestPieces from each (emitters.py
+collects them), so that this module names no target."""
 
 from __future__ import annotations
 
@@ -23,8 +25,6 @@ from generator.model.types import TORCHSCRIPT_MISSING_DTYPES, DType
 from generator.parse.project import export_targets
 from generator.render import GeneratedFile, render
 from generator.shapes.evaluate import evaluate_output_shapes
-from generator.targets import cpp_schema, cuda, exporters, ort_library, torch_native
-from generator.targets.cpp_schema import test_types_not_in_every_onnx
 from generator.view import view
 
 # Every value below that ends in a Python literal (a list, dict or tuple the test module
@@ -108,6 +108,17 @@ class BuiltinEquivalentView:
 
 
 @view
+class ParityTestPieces:
+    """A runtime target's pieces of an op's parity tests: whether the op's test module has each
+    of the target's parts of generator/templates/python/test_parity/ (PART_ORDER places them),
+    and the view those parts read, as `targets.<target's name>` (None: the op has none)."""
+
+    target: Target
+    parts: Mapping[str, bool]
+    view: object | None = None
+
+
+@view
 class ParityTestView:
     """generated/<op>/test_<op>.py."""
 
@@ -131,9 +142,6 @@ class ParityTestView:
     new_torch_op: bool
     has_cpp_schema: bool
     schema_tests: str  # the domain's schema test executable (when has_cpp_schema)
-    # The C++ schema test may find its models' types unknown to the linked ONNX (int4 in 1.12)
-    # and check the registration alone (cpp_schema.test_types_not_in_every_onnx).
-    cpp_models_may_not_run: bool
     # The standard opset of the one-node models where the default (18) is too old: a function
     # op's body opset (None: the default).
     standard_opset: int | None
@@ -145,7 +153,6 @@ class ParityTestView:
     zero_d_case: str  # (case index, (inputs, ...)) literal (OpDef.zero_d_case)
     type_exporters: str  # [[exporter, ...] for each entry of TYPES]
     torchscript_missing: str  # (torch dtype, ...)
-    output_omissions: str  # [[optional output, ...], ...]
     input_names: str
     variadic_input: str | None  # its values are named as value_name does in the tests
     variadic_output: str | None  # likewise; one value per value of the variadic input
@@ -174,8 +181,8 @@ class ParityTestView:
     known_cases: tuple[KnownCaseView, ...]
     samplers: tuple[SamplerView, ...]
     random_cases: tuple[RandomCaseView, ...]
-    native: torch_native.NativeTestsView | None
-    cuda: cuda.CudaTestsView | None
+    # Each runtime target's view of its parts, by its name in Target (ParityTestPieces.view)
+    targets: Mapping[str, object]
     error_cases: tuple[ErrorCaseView, ...]
     value_error_cases: tuple[ValueErrorCaseView, ...]
     bad_values_test_name: str
@@ -195,7 +202,6 @@ class ParityTestView:
     torch_op_checks_dtype: bool
     required_attributes: str
     missing_attribute_also_fails: str  # who else rejects a missing attribute, after the checker
-    bool_attribute_names: str
     tensor_attribute_dtypes: str  # {name: (its dtype, another)} of the tensor attributes
     builtin_equivalents: tuple[BuiltinEquivalentView, ...]
 
@@ -210,12 +216,15 @@ def _attributes_literal(op: OpDef, attributes: Mapping[str, Any]) -> str:
     )
 
 
-def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> ParityTestView:
+def parity_test_view(
+    op: OpDef, index: Mapping[tuple[str, str], OpDef], pieces: Sequence[ParityTestPieces]
+) -> ParityTestView:
+    """`pieces`: every runtime target's (emitters.py's parity_test_pieces)."""
     tests = op.tests
     has_kernel = op.has_ort_kernel
     random_cases = [_random_case(op, i, case) for i, case in enumerate(tests.random)]
     return ParityTestView(
-        parts=_parts(op),
+        parts=_parts(op, pieces),
         title_and_torch_op=title_and_torch_op(op),
         what_is_compared=_what_is_compared(op),
         imports=_imports(op),
@@ -234,7 +243,6 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         new_torch_op=op.new_torch_op,
         has_cpp_schema=op.has_cpp_schema,
         schema_tests=common.schema_tests_name(op.domain_ident) if op.has_cpp_schema else "",
-        cpp_models_may_not_run=op.has_cpp_schema and bool(test_types_not_in_every_onnx(op)),
         standard_opset=(
             op.function.opset if op.function is not None and op.function.opset > 18 else None
         ),
@@ -250,7 +258,6 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         zero_d_case=py.literal(op.zero_d_case),
         type_exporters=py.literal([list(op.exporters_at(b)) for b in op.instantiations]),
         torchscript_missing=_dtype_tuple(TORCHSCRIPT_MISSING_DTYPES),
-        output_omissions=py.literal(ort_library.output_omissions(op)),
         input_names=py.literal([t.name for t in op.inputs]),
         variadic_input=next((t.name for t in op.inputs if t.variadic), None),
         variadic_output=next((t.name for t in op.outputs if t.variadic), None),
@@ -277,8 +284,7 @@ def parity_test_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> Parit
         ),
         samplers=tuple(sampler for _, samplers in random_cases for sampler in samplers),
         random_cases=tuple(case for case, _ in random_cases),
-        native=torch_native.native_tests_view(op),
-        cuda=cuda.cuda_tests_view(op),
+        targets={piece.target.name: piece.view for piece in pieces},
         **_error_case_fields(op),
         **_single_test_fields(op),
         builtin_equivalents=tuple(
@@ -403,7 +409,6 @@ def _single_test_fields(op: OpDef) -> dict[str, Any]:
             (" and ONNX Runtime's session" if op.has_ort_kernel else "")
             + ("; the PyTorch op cannot be called without it" if op.new_torch_op else "")
         ),
-        bool_attribute_names=py.literal(ort_library.bool_attributes(op)),
         tensor_attribute_dtypes=py.literal(
             {
                 a.name: (a.dtype.value, "float32" if a.dtype is not DType.float32 else "int64")
@@ -461,7 +466,7 @@ PART_ORDER = (
 )
 
 
-def _parts(op: OpDef) -> tuple[str, ...]:
+def _parts(op: OpDef, pieces: Sequence[ParityTestPieces]) -> tuple[str, ...]:
     """The parts of generator/templates/python/test_parity/ that the op's test module has, in file order:
     each is a test (or the data and helpers of some) that an op has or lacks as a whole."""
     shape_errors = any(case.values is None for case in op.error_cases)
@@ -493,10 +498,9 @@ def _parts(op: OpDef) -> tuple[str, ...]:
         "test_matches_builtin": bool(op.tests.builtin_equivalents) and op.runs_in_onnxruntime,
     }
     # The targets' own parts: each module of generator/targets/ that has some says which.
-    for target in (exporters, ort_library, torch_native, cpp_schema, cuda):
-        theirs = target.test_parts(op)
-        assert not wanted.keys() & theirs.keys(), wanted.keys() & theirs.keys()
-        wanted |= theirs
+    for piece in pieces:
+        assert not wanted.keys() & piece.parts.keys(), wanted.keys() & piece.parts.keys()
+        wanted |= piece.parts
     assert wanted.keys() == set(PART_ORDER), wanted.keys() ^ set(PART_ORDER)
     return tuple(f"python/test_parity/{name}.py.j2" for name in PART_ORDER if wanted[name])
 
@@ -603,11 +607,11 @@ def _random_case(
     return view, samplers
 
 
-def emit(op: OpDef, emission: Emission) -> list[GeneratedFile]:
+def emit(op: OpDef, emission: Emission, pieces: Sequence[ParityTestPieces]) -> list[GeneratedFile]:
     if Target.parity_tests not in targets_of(op):
         return []
     path = f"{op.op_id}/test_{op.op_id}.py"
-    view = parity_test_view(op, emission.onnx_ops)
+    view = parity_test_view(op, emission.onnx_ops, pieces)
     return [render("python/test_parity.py.j2", path, common.sources(op), view)]
 
 

@@ -69,6 +69,7 @@ WRAPPER_MEMBER_NAMES = frozenset(
 SHARED_OUTPUT_NAMES = frozenset(
     {"CMakeLists", "__init__", "_support", "_testing", "docs", "domains", "include", "index"}
     | {"_names"}  # generated/_names.py, the artifact names' one owner
+    | {"_shapes", "_exporters"}  # generated/_shapes.py and _exporters.py, which _support re-exports
     | {"_cuda"}  # generated/_cuda.py, the way to the CUDA libraries
     | {"_package", "pyproject", "_lib"}  # the package's name and version; its wheel's files
 )

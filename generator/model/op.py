@@ -6,6 +6,7 @@ import ast
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -294,7 +295,7 @@ class OpDef:
         nodes = [n for rule in self.export for n in rule.nodes]
         return tuple(nodes + list(self.function.nodes if self.function else ()))
 
-    @property
+    @cached_property  # the emitters read it a thousand times a run
     def instantiations(self) -> tuple[Instantiation, ...]:
         names = [tc.name for tc in self.type_constraints]
         combos = product(*(tc.dtypes for tc in self.type_constraints))

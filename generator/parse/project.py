@@ -59,65 +59,84 @@ def check_project(ops: list[OpDef]) -> None:
     """Cross-definition rules: unique op ids, ONNX names and PyTorch names; every custom op a
     node calls is defined in the project."""
     errors = ErrorCollector()
-    seen: dict[_Key, OpDef] = {}
-    # What a key is beside its name, where the definition does not spell it.
-    notes: dict[tuple[_Key, str], str] = {}
-    by_domain_ident: dict[str, OpDef] = {}
-    by_target: dict[str, OpDef] = {}
+    _check_defined_once(ops, errors)
+    _check_domain_idents(ops, errors)
+    _check_nodes_called(ops, errors)
+    errors.raise_if_any()
+
+
+def _keys(op: OpDef) -> list[tuple[_Key, str, str]]:
+    """What the op defines, each with the field that names it and what it is beside its name
+    where the definition does not spell it ("" if it does)."""
+    # The op id names output files; some file systems ignore case, so compare without it.
+    keys: list[tuple[_Key, str, str]] = [
+        (("file name (ignoring case)", op.op_id.lower()), "<file name>", "")
+    ]
+    if op.defines_onnx_op:
+        # Every version in one definition (`version: [1, 2]`): one schema registration,
+        # one kernel per name in ONNX Runtime.
+        keys.append((("ONNX op (domain, type)", op.domain, op.op_type), "op", ""))
+    if op.torch is not None:
+        field_path = "torch.overrides" if op.torch.is_override else "torch.name"
+        keys.append((("PyTorch overload", op.torch.overload_name), field_path, ""))
+        if op.torch.api is TorchApi.native:  # the library defines the op below Autograd too
+            below = f"{op.torch.namespace}::{below_autograd_op(op.torch.name)}.default"
+            note = f" (the op below Autograd that native op {op.torch.qualified_name} defines)"
+            keys.append((("PyTorch overload", below), field_path, note))
+    return keys
+
+
+def _check_defined_once(ops: list[OpDef], errors: ErrorCollector) -> None:
+    """No two definitions define one file name, ONNX op or PyTorch overload."""
+    seen: dict[_Key, tuple[OpDef, str]] = {}
     for op in ops:
-        # The op id names output files; some file systems ignore case, so compare without it.
-        keys: list[tuple[_Key, str]] = [
-            (("file name (ignoring case)", op.op_id.lower()), "<file name>")
-        ]
-        if op.defines_onnx_op:
-            # Every version in one definition (`version: [1, 2]`): one schema registration,
-            # one kernel per name in ONNX Runtime.
-            keys.append((("ONNX op (domain, type)", op.domain, op.op_type), "op"))
-        if op.torch is not None:
-            field_path = "torch.overrides" if op.torch.is_override else "torch.name"
-            keys.append((("PyTorch overload", op.torch.overload_name), field_path))
-            if op.torch.api is TorchApi.native:  # the library defines the op below Autograd too
-                below = f"{op.torch.namespace}::{below_autograd_op(op.torch.name)}.default"
-                keys.append((("PyTorch overload", below), field_path))
-                notes[(keys[-1][0], op.op_id)] = (
-                    f" (the op below Autograd that native op {op.torch.qualified_name} defines)"
-                )
-        for key, field_path in keys:
+        for key, field_path, here in _keys(op):
             if key in seen:
+                first, there = seen[key]
                 what = f"{key[0]} {', '.join(str(part) for part in key[1:])}"
-                here = notes.get((key, op.op_id), "")
-                there = notes.get((key, seen[key].op_id), "")
                 errors.add(
                     op.located(
                         field_path,
-                        f"{what}{here} is also defined by {seen[key].display_path}{there}",
+                        f"{what}{here} is also defined by {first.display_path}{there}",
                     )
                 )
-            seen.setdefault(key, op)
-        if op.domain is not None:
-            # generated/domains/<ident>/ and libopgen_<ident>.so: two domains must not meet.
-            other = by_domain_ident.setdefault(op.domain_ident, op)
+            seen.setdefault(key, (op, here))
+
+
+def _check_domain_idents(ops: list[OpDef], errors: ErrorCollector) -> None:
+    """generated/domains/<ident>/ and libopgen_<ident>.so: two domains must not meet in an
+    identifier, nor in a CMake target's name."""
+    by_domain_ident: dict[str, OpDef] = {}
+    by_target: dict[str, OpDef] = {}
+    for op in ops:
+        if op.domain is None:
+            continue
+        other = by_domain_ident.setdefault(op.domain_ident, op)
+        if other.domain != op.domain:
+            errors.add(
+                op.located(
+                    "domain",
+                    f"'{op.domain}' and '{other.domain}' ({other.display_path}) both "
+                    f"become '{op.domain_ident}' in file and library names; rename one",
+                )
+            )
+            continue
+        # Each domain's CMake targets (`a` has opgen_a_kernels, and so would `a.kernels`).
+        for target_name in target_names(op.domain_ident):
+            other = by_target.setdefault(target_name, op)
             if other.domain != op.domain:
                 errors.add(
                     op.located(
                         "domain",
                         f"'{op.domain}' and '{other.domain}' ({other.display_path}) both "
-                        f"become '{op.domain_ident}' in file and library names; rename one",
+                        f"name the build target '{target_name}'; rename one",
                     )
                 )
-                continue
-            # Each domain's CMake targets (`a` has opgen_a_kernels, and so would `a.kernels`).
-            for target_name in target_names(op.domain_ident):
-                other = by_target.setdefault(target_name, op)
-                if other.domain != op.domain:
-                    errors.add(
-                        op.located(
-                            "domain",
-                            f"'{op.domain}' and '{other.domain}' ({other.display_path}) both "
-                            f"name the build target '{target_name}'; rename one",
-                        )
-                    )
-                    break
+                break
+
+
+def _check_nodes_called(ops: list[OpDef], errors: ErrorCollector) -> None:
+    """Every custom op a function or export node calls is an op of the project that runs."""
     index = onnx_op_index(ops)
     for op in ops:
         for node in op.nodes_used:
@@ -163,4 +182,3 @@ def check_project(ops: list[OpDef]) -> None:
                             f"PyTorch op, or one of {sorted(EAGER_STANDARD_OPS)}",
                         )
                     )
-    errors.raise_if_any()

@@ -1,4 +1,7 @@
-"""Where the built artifacts are, and small helpers shared by the generated modules.
+"""Where the built artifacts are, and small helpers shared by the generated modules: binding and
+calling the kernels, and PyTorch's autograd. The shape rule's helpers (_shapes.py) and the
+exporters' (_exporters.py) live in modules of their own and are re-exported here, where the
+generated code calls them.
 
 Artifacts are looked up in _lib/ beside this file (where a wheel installs them), else in
 $OPGEN_BUILD_DIR/lib, else in the build folder `opgen build` uses (_package.BUILD_DIR).
@@ -13,7 +16,40 @@ import types
 from pathlib import Path
 
 from . import _package
+from ._exporters import (  # noqa: F401 (re-exported: generated code calls _support.<name>)
+    DTYPE_NUMBERS,
+    constant_strings,
+    given,
+    node_with_values,
+    onnx_dtype,
+    onnx_dtype_of_scalar_type,
+    onnx_list_attribute,
+    refuse_torchscript_dtypes,
+    refuse_zero_d,
+    symbolic_node_with_values,
+    torch_dtype,
+)
 from ._names import below_autograd_op, library_file, module_name, torch_library_file
+from ._shapes import (  # noqa: F401 (re-exported: generated code calls _support.<name>)
+    Unknown,
+    attribute,
+    broadcast_dims,
+    broadcast_sizes,
+    computed_dim,
+    dim_text,
+    fixed_dim,
+    float32,
+    float32_value,
+    infer_through_function,
+    known_equal,
+    known_true,
+    paired_output_types,
+    quoted,
+    reduced_sizes,
+    shape_text,
+    value,
+    variadic_types,
+)
 
 # Not resolved: a package folder reached through a symbolic link finds the build folder where
 # the configuration puts it beside the link (the generator computed BUILD_DIR so).
@@ -386,21 +422,21 @@ def check_dtypes(op: str, tensors: dict, bindings: tuple, supported: str) -> Non
     gives each present input its dtype (every value of a list), as the kernels check them.
     The fake kernel calls it, so that tracing refuses what eager refuses, in its words."""
 
-    def matches(value, dtype) -> bool:
-        if value is None:
+    def matches(argument, dtype) -> bool:
+        if argument is None:
             return True
-        if isinstance(value, list | tuple):
-            return all(v.dtype == dtype for v in value)
-        return value.dtype == dtype
+        if isinstance(argument, list | tuple):
+            return all(v.dtype == dtype for v in argument)
+        return argument.dtype == dtype
 
     values = list(tensors.values())
     if any(all(map(matches, values, binding)) for binding in bindings):
         return
 
-    def name(value) -> str:
-        if isinstance(value, list | tuple):
-            return "[" + ", ".join(name(v) for v in value) + "]"
-        return str(value.dtype).removeprefix("torch.")
+    def name(argument) -> str:
+        if isinstance(argument, list | tuple):
+            return "[" + ", ".join(name(v) for v in argument) + "]"
+        return str(argument.dtype).removeprefix("torch.")
 
     present = ", ".join(name(v) for v in values if v is not None)
     raise ValueError(f"{op}: unsupported input dtypes ({present}); supported: {supported}")
@@ -430,11 +466,11 @@ def kernels(domain_ident: str):
 
 def _each_tensor(inputs: dict):
     """(name, tensor) of each input, a variadic one's values as X[0], X[1], ..."""
-    for name, value in inputs.items():
-        if isinstance(value, list | tuple):
-            yield from ((f"{name}[{i}]", tensor) for i, tensor in enumerate(value))
+    for name, argument in inputs.items():
+        if isinstance(argument, list | tuple):
+            yield from ((f"{name}[{i}]", tensor) for i, tensor in enumerate(argument))
         else:
-            yield name, value
+            yield name, argument
 
 
 def name_the_op(op: str, error: ValueError, inputs: dict) -> None:
@@ -503,55 +539,6 @@ def from_numpy(array):
         return torch.from_numpy(array.view(np.dtype(array.dtype.name)))
 
 
-def fixed_dim(value: int):
-    import onnx
-
-    dim = onnx.TensorShapeProto.Dimension()
-    dim.dim_value = value
-    return dim
-
-
-class Unknown(Exception):
-    """A dim whose value ONNX inference does not know."""
-
-
-def value(dim) -> int:
-    """The value of a TensorShapeProto.Dimension; raises Unknown for a symbolic dim."""
-    if not dim.HasField("dim_value"):
-        raise Unknown()
-    return dim.dim_value
-
-
-def dim_text(dim) -> str:
-    """A TensorShapeProto.Dimension as the kernels' messages spell it: its value, else its name,
-    else "?"."""
-    if dim.HasField("dim_value"):
-        return str(dim.dim_value)
-    return dim.dim_param or "?"
-
-
-def shape_text(dims) -> str:
-    return "[" + ", ".join(dim_text(d) for d in dims) + "]"
-
-
-def computed_dim(compute):
-    """A dim computed from other dims: known if every dim it reads is known."""
-    import onnx
-
-    try:
-        return fixed_dim(compute())
-    except Unknown:
-        return onnx.TensorShapeProto.Dimension()
-
-
-def known_true(condition) -> bool:
-    """False only when the condition can be evaluated (every dim known) and is false."""
-    try:
-        return bool(condition())
-    except Unknown:
-        return True
-
-
 def has_tangent(*tensors) -> bool:
     """Whether an input carries a forward-mode tangent (torch.func.jvp, torch.autograd.forward_ad).
     Outside those (no dual level, no torch.func transform) it costs one attribute read."""
@@ -591,306 +578,6 @@ def below_autograd(op, *args):
                 return op(*args)
     with torch._C._AutoDispatchBelowAutograd():
         return op(*args)
-
-
-def float32(value: float) -> float:
-    """The float32 nearest to value: every runtime holds a float attribute so."""
-    import math
-    import struct
-
-    try:
-        return struct.unpack("f", struct.pack("f", value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
-
-
-def float32_value(value):
-    """A float or floats attribute as the kernel holds it (None: absent)."""
-    if value is None:
-        return None
-    if isinstance(value, list | tuple):
-        return [float32(v) for v in value]
-    return float32(value)
-
-
-def quoted(value) -> str:
-    """An attribute value as every runtime's error messages spell it (ints plain, strings as
-    JSON, floats as the shortest %.<p>g that reads back as the same float32); the C++
-    opgen::quoted is the same."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if not isinstance(value, float):
-        return str(value)
-    value = float32(value)
-    if value != value:
-        return "nan"
-    for precision in range(1, 10):
-        text = f"{value:.{precision}g}"
-        if float32(float(text)) == value:
-            return text
-    return text
-
-
-def attribute(
-    ctx, name: str, default, proto_type: int, wrong_type_message: str, missing_message: str = ""
-):
-    """An attribute's value in ONNX shape inference (strings decoded); the default when absent.
-    One of another type than `proto_type` fails it (as ONNX Runtime's session does: never read
-    as a number it is not)."""
-    import onnx
-
-    proto = ctx.get_attribute(name)
-    if proto is None:
-        if default is None:
-            raise onnx.shape_inference.InferenceError(missing_message)
-        return default
-    if proto.type != proto_type:
-        found = onnx.AttributeProto.AttributeType.Name(proto.type)
-        raise onnx.shape_inference.InferenceError(wrong_type_message + found)
-    result = onnx.helper.get_attribute_value(proto)
-    # Bytes that are not UTF-8 (a model may hold any) as \xNN, as the C++ opgen::quoted
-    # spells them: the value then matches no allowed string, and the message says so.
-    return result.decode("utf-8", "backslashreplace") if isinstance(result, bytes) else result
-
-
-def broadcast_sizes(message: str, *shapes) -> list:
-    """numpy broadcasting of torch sizes (symbolic sizes stay symbolic), with our message;
-    None stands for an absent optional input."""
-    import torch
-
-    shapes = [shape for shape in shapes if shape is not None]
-    rank = max(len(shape) for shape in shapes)
-    result = [1] * rank
-    for shape in shapes:
-        for i, size in enumerate(shape, start=rank - len(shape)):
-            current = result[i]
-            torch._check(
-                size == 1 or current == 1 or size == current,
-                lambda: message + " and ".join(str(list(s)) for s in shapes),
-            )
-            if current == 1:
-                result[i] = size
-    return result
-
-
-def broadcast_dims(message: str, *shapes) -> list:
-    """ONNX's multidirectional broadcasting of TensorShapeProto dims (as ONNX's C++ helper
-    does): a known dim other than 1 wins; a single named dim among ones is kept. None stands
-    for an absent optional input."""
-    import onnx
-
-    shapes = [shape for shape in shapes if shape is not None]
-    rank = max(len(shape) for shape in shapes)
-    result = []
-    for i in range(rank):
-        column = [shape[i - rank + len(shape)] for shape in shapes if i >= rank - len(shape)]
-        known = {d.dim_value for d in column if d.HasField("dim_value") and d.dim_value != 1}
-        if len(known) > 1:  # the shapes reported as the kernels report them
-            got = " and ".join(shape_text(shape) for shape in shapes)
-            raise onnx.shape_inference.InferenceError(message + got)
-        symbolic = [d for d in column if not d.HasField("dim_value")]
-        if known or not symbolic:
-            result.append(fixed_dim(known.pop() if known else 1))
-        elif len({d.dim_param for d in symbolic}) == 1 and symbolic[0].dim_param:
-            result.append(symbolic[0])
-        else:
-            result.append(onnx.TensorShapeProto.Dimension())
-    return result
-
-
-def reduced_sizes(sizes: list, axis: int, keepdims, one) -> list:
-    """`sizes` without `axis`, or with a `one` there when keepdims."""
-    axis = axis % len(sizes)
-    return sizes[:axis] + ([one] if keepdims else []) + sizes[axis + 1 :]
-
-
-def known_equal(a, b) -> bool:
-    """False only when both dims are known numbers that differ."""
-    if a.HasField("dim_value") and b.HasField("dim_value"):
-        return a.dim_value == b.dim_value
-    return True
-
-
-def onnx_list_attribute(name: str, kind: str, values):
-    """A list attribute for an onnxscript call, with its ONNX type: onnxscript types an empty
-    list INTS, whatever the schema says (None stays None: absent)."""
-    if values is None:
-        return None
-    import onnx_ir as ir
-
-    make = {"INTS": ir.AttrInt64s, "FLOATS": ir.AttrFloat32s, "STRINGS": ir.AttrStrings}[kind]
-    return make(name, list(values))
-
-
-def node_with_values(title: str, op, singles: int, values: int, *args, **kwargs) -> tuple:
-    """The dynamo translation's node of an op whose last output is variadic (`title`: how its
-    messages name it): `singles` outputs, then `values` values, given back as the exporter
-    reads the PyTorch op's: a Tensor[] output alone as a tuple of its values, after others as
-    one ONNX sequence (torch 2.13 reads neither a flat nor a nested tuple there). onnxscript
-    0.7's call gives a node as many outputs as the schema has parameters, so the node is built
-    through the exporter's recorder, which takes the count: torch 2.13's private
-    OpRecorder._call_op (torch is pinned; another version that lacks it fails naming it)."""
-    import torch
-
-    if not values:  # ONNX has no sequence of no tensors without its element type
-        raise RuntimeError(
-            f"{title}: the dynamo exporter exports its variadic output with one value or more, "
-            "got none"
-        )
-    try:
-        from onnxscript import ir
-        from onnxscript._internal import evaluator
-        from torch.onnx._internal.exporter import _building
-
-        recorder = evaluator.default()
-        if not isinstance(recorder, _building.OpRecorder):
-            raise RuntimeError(
-                f"{title}: its dynamo translation runs inside torch.onnx.export only (its "
-                "recorder builds the node)"
-            )
-        signature = ir.schemas.OpSignature.from_op_schema(op.op_schema)
-        named = _building._construct_named_inputs_and_attrs(signature, args, kwargs)
-        outputs = recorder._call_op(signature, *named, singles + values)
-    except (AttributeError, ImportError) as error:
-        raise RuntimeError(
-            f"{title}: the dynamo translation of a variadic output builds its node through "
-            f"torch 2.13's exporter internals, which torch {torch.__version__} changed: {error}"
-        ) from error
-    if not singles:  # the exporter reads a translation's tuple as a Tensor[] output's values
-        return tuple(outputs)
-    return (*outputs[:singles], recorder.opset.SequenceConstruct(*outputs[singles:]))
-
-
-def symbolic_node_with_values(
-    g, title: str, name: str, singles: int, values: int, *args, **kwargs
-) -> tuple:
-    """The TorchScript symbolic's node of an op whose last output is variadic (see
-    node_with_values): the values as one list value."""
-    if not values:  # a list of no values has no type the exporter can give the graph
-        raise RuntimeError(
-            f"{title}: the TorchScript exporter exports its variadic output with one value or "
-            "more, got none"
-        )
-    count = singles + values
-    outputs = g.op(name, *args, outputs=count, **kwargs)
-    outputs = list(outputs) if count > 1 else [outputs]
-    value_list = g.op("prim::ListConstruct", *outputs[singles:])
-    return (*outputs[:singles], value_list) if singles else value_list
-
-
-def given(**attributes) -> dict:
-    """The attributes that have a value: an export node leaves out one that is absent (None)."""
-    return {name: value for name, value in attributes.items() if value is not None}
-
-
-def refuse_torchscript_dtypes(
-    op: str, values: dict, missing: tuple, fixed: tuple = (), chosen: dict | None = None
-) -> None:
-    """Raises, naming the op and the tensor, where the TorchScript exporter would fail on a
-    dtype it lacks with a message naming neither. `values`: the symbolic's inputs by name;
-    `fixed`: (tensor, dtype name) pairs whose dtype is always one it lacks; `chosen`: outputs
-    by name, whose dtype an attribute names (ONNX's number)."""
-    import torch
-
-    found = []
-    for name, value in values.items():
-        value_type = None if value is None else value.type()
-        if isinstance(value_type, torch.TensorType) and value_type.dtype() in missing:
-            found.append((name, str(value_type.dtype()).removeprefix("torch.")))
-    found += fixed
-    for name, number in (chosen or {}).items():
-        dtype = _BY_ONNX_NUMBER.get(number)
-        if dtype is not None and getattr(torch, dtype) in missing:
-            found.append((name, dtype))
-    if found:
-        name, dtype = found[0]
-        raise ValueError(
-            f"{op}: the TorchScript exporter cannot export {dtype} tensors ('{name}' is "
-            f'{dtype}); export with exporter="dynamo"'
-        )
-
-
-def refuse_zero_d(op: str, values: dict, choosers: str) -> None:
-    """Raises, naming the op and the input, where an exported model would give the op a 0-d
-    input whose rank ONNX Runtime cannot tell from an unknown one: there ONNX Runtime cannot give
-    the output the element type `choosers` chooses, and refuses the model with a type mismatch
-    that names neither (OpDef.zero_d_needs_a_rank). `values`: the exporter's inputs by name."""
-    for name, value in values.items():
-        if value is not None and _export_rank(value) == 0:
-            raise ValueError(
-                f"{op}: input '{name}' is 0-d, and {choosers} chooses an output's element type: "
-                "ONNX Runtime cannot tell a 0-d input from one of unknown rank, so it cannot "
-                "infer that type and would refuse the exported model ('does not match expected "
-                f"type'); give '{name}' a dimension (reshape it to [1]) before the op"
-            )
-
-
-def _export_rank(value) -> int | None:
-    """The rank of an exporter's value (onnxscript's for the dynamo exporter, TorchScript's),
-    None where it is unknown."""
-    import torch
-
-    if isinstance(value, torch._C.Value):
-        value_type = value.type()
-        return value_type.dim() if isinstance(value_type, torch.TensorType) else None
-    shape = getattr(value, "shape", None)
-    return None if shape is None else len(shape)
-
-
-def constant_strings(value, default, may_be_absent: bool = False):
-    """A list-of-strings argument as the TorchScript exporter hands it to a symbolic (None:
-    absent, for an attribute that may be)."""
-    if value is None or value.node().mustBeNone():
-        if may_be_absent:
-            return None
-        if default is None:
-            raise ValueError("a required list-of-strings attribute was not given")
-        return list(default)
-    node = value.node()
-    if node.kind() == "prim::ListConstruct":
-        return [item.toIValue() for item in node.inputs()]
-    constant = value.toIValue()
-    if constant is None:
-        raise ValueError(f"list-of-strings attribute must be a constant, got {node.kind()}")
-    return list(constant)
-
-
-def infer_through_function(ctx, function, input_names: list[str], output_names: list[str]) -> None:
-    """ONNX shape inference for a node of a function op: the node's input types and
-    attributes, the function inlined (standard ops only), inferred, outputs copied back. A
-    registered schema takes precedence over a model's local function in ONNX's inference, so
-    the schema has to do this itself to keep the body's shapes (a broadcast, for instance)."""
-    import onnx
-    import onnx.inliner
-    from onnx import helper
-
-    attributes = [ctx.get_attribute(name) for name in function.attribute]
-    # Defaults spelled out: the inliner does not apply them to @references (onnx 1.23).
-    attributes += [ctx.get_attribute(d.name) or d for d in function.attribute_proto]
-    attributes = [a for a in attributes if a is not None]
-    node = helper.make_node(function.name, input_names, output_names, domain=function.domain)
-    node.attribute.extend(attributes)
-    graph = helper.make_graph(
-        [node],
-        "infer_through_function",
-        [
-            helper.make_value_info(name, ctx.get_input_type(index))
-            for index, name in enumerate(input_names)
-        ],
-        [helper.make_value_info(name, onnx.TypeProto()) for name in output_names],
-    )
-    model = helper.make_model(
-        graph,
-        opset_imports=list(function.opset_import) + [helper.make_opsetid(function.domain, 1)],
-        functions=[function],
-        ir_version=10,
-    )
-    inferred = onnx.shape_inference.infer_shapes(onnx.inliner.inline_local_functions(model))
-    types = {value.name: value.type for value in inferred.graph.output}
-    types.update({value.name: value.type for value in inferred.graph.value_info})
-    for index, name in enumerate(output_names):
-        if name in types and types[name].tensor_type.elem_type:
-            ctx.set_output_type(index, types[name])
 
 
 def register_loop_vmap(qualified_name: str, lib=None) -> None:
@@ -968,89 +655,3 @@ def value_gradients(what: str, gradients, count: int) -> list:
             f"{what} must give a list of {count} gradients (one per value), got {got}"
         )
     return list(gradients)
-
-
-def variadic_types(ctx, first: int, minimum: int, too_few: str, absent: str) -> list:
-    """ONNX inference: a variadic input's TypeProtos, from node input `first` on. ONNX's checker
-    passes a node with too few values, or an absent ("") one, to inference."""
-    import onnx
-
-    count = max(ctx.get_num_inputs() - first, 0)
-    if count < minimum:
-        raise onnx.shape_inference.InferenceError(too_few + str(count))
-    types = []
-    for index in range(first, first + count):
-        if not ctx.has_input(index):
-            raise onnx.shape_inference.InferenceError(absent + str(index))
-        types.append(ctx.get_input_type(index))
-    return types
-
-
-def paired_output_types(ctx, first: int, paired_first: int, message: str) -> list:
-    """ONNX inference: new TypeProtos for a variadic output's values (node output `first` on),
-    one per value of the variadic input it pairs with (node input `paired_first` on)."""
-    import onnx
-
-    outputs = max(ctx.get_num_outputs() - first, 0)
-    inputs = max(ctx.get_num_inputs() - paired_first, 0)
-    if outputs != inputs:
-        raise onnx.shape_inference.InferenceError(f"{message}{outputs} for {inputs}")
-    return [onnx.TypeProto() for _ in range(outputs)]
-
-
-# An attribute that picks an output's element type holds ONNX's number for it (TensorProto's
-# DataType; Cast's `to`); the PyTorch op takes a torch.dtype there (a ScalarType argument).
-# Each dtype PyTorch and ONNX share, by its torch name: ONNX's number and c10's ScalarType
-# index (what the TorchScript exporter hands a symbolic for a ScalarType argument).
-DTYPE_NUMBERS = {
-    "float32": (1, 6),
-    "uint8": (2, 0),
-    "int8": (3, 1),
-    "uint16": (4, 27),
-    "int16": (5, 2),
-    "int32": (6, 3),
-    "int64": (7, 4),
-    "bool": (9, 11),
-    "float16": (10, 5),
-    "float64": (11, 7),
-    "uint32": (12, 28),
-    "uint64": (13, 29),
-    "complex64": (14, 9),
-    "complex128": (15, 10),
-    "bfloat16": (16, 15),
-    "float8_e4m3fn": (17, 24),
-    "float8_e4m3fnuz": (18, 26),
-    "float8_e5m2": (19, 23),
-    "float8_e5m2fnuz": (20, 25),
-    "float8_e8m0fnu": (24, 44),
-}
-_BY_ONNX_NUMBER = {onnx: name for name, (onnx, _) in DTYPE_NUMBERS.items()}
-_BY_SCALAR_TYPE = {index: name for name, (_, index) in DTYPE_NUMBERS.items()}
-
-
-def onnx_dtype(dtype, default: int = 0) -> int:
-    """A dtype argument as ONNX's number of it (None: `default`); 0 (UNDEFINED, which no op
-    allows: the op's check of the attribute names it) for a torch.dtype ONNX lacks and for
-    anything else."""
-    import torch
-
-    if dtype is None:
-        return default
-    name = str(dtype).removeprefix("torch.") if isinstance(dtype, torch.dtype) else ""
-    return DTYPE_NUMBERS.get(name, (0, -1))[0]
-
-
-def onnx_dtype_of_scalar_type(index, default: int = 0) -> int:
-    """A ScalarType argument as the TorchScript exporter gives it (c10's index; None:
-    `default`), as ONNX's number."""
-    if index is None:
-        return default
-    name = _BY_SCALAR_TYPE.get(index)
-    return DTYPE_NUMBERS[name][0] if name is not None else 0
-
-
-def torch_dtype(number: int):
-    """ONNX's number of a dtype (one the op allows: checked before) as a torch.dtype."""
-    import torch
-
-    return getattr(torch, _BY_ONNX_NUMBER[int(number)])

@@ -23,6 +23,7 @@ from generator.dest.project import (
     ProjectParts,
     domain_views,
 )
+from generator.dest.tests import ParityTestPieces
 from generator.generated_file import GeneratedFile
 from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
@@ -193,17 +194,18 @@ def cuda_tests_view(op: OpDef) -> CudaTestsView | None:
     )
 
 
-def test_parts(op: OpDef) -> dict[str, bool]:
-    """This target's parts of the generated tests (generator/templates/python/test_parity/),
-    and whether the op's test module has each."""
+def parity_test_pieces(op: OpDef) -> ParityTestPieces:
+    """This target's parts of the generated tests (generator/templates/python/test_parity/):
+    whether the op's test module has each, and what they read."""
     view = cuda_tests_view(op)
     value_errors = any(case.values is not None for case in op.error_cases)
-    return {
+    parts = {
         "test_cuda": view is not None,
         "test_cuda_leaves_out_outputs_in_onnxruntime": view is not None
         and (view.leaves_out_optional_outputs or view.drops_variadic_output_values),
         "test_cuda_bad_values_raise": view is not None and value_errors,
     }
+    return ParityTestPieces(Target.cuda, parts, view)
 
 
 def page_facts(op: OpDef) -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ from typing import assert_never
 from generator.api import python as py
 from generator.dest import common
 from generator.dest.emission import Emission
+from generator.dest.tests import ParityTestPieces
 from generator.model.capabilities import Target, targets_of
 from generator.model.names import opset_variable
 from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
@@ -176,13 +177,14 @@ def torchscript_refuses_dtypes(op: OpDef) -> bool:
     )
 
 
-def test_parts(op: OpDef) -> dict[str, bool]:
+def parity_test_pieces(op: OpDef) -> ParityTestPieces:
     """This target's parts of the generated tests (generator/templates/python/test_parity/),
     and whether the op's test module has each."""
     ours = Target.exporters in targets_of(op)
-    return {
+    parts = {
         "export_helpers": ours,
         "test_export_and_parity": ours,
         "test_torchscript_export_refuses_dtypes_it_lacks": torchscript_refuses_dtypes(op),
         "test_zero_d_input": ours and op.zero_d_case is not None,
     }
+    return ParityTestPieces(Target.exporters, parts)

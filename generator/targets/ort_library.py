@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import assert_never
 
 from generator.api import cpp
+from generator.api import python as py
 from generator.api.names import Local
 from generator.dest import common
 from generator.dest.cpp_kernel import (
@@ -17,6 +18,7 @@ from generator.dest.cpp_kernel import (
     one_value,
 )
 from generator.dest.emission import Emission
+from generator.dest.tests import ParityTestPieces
 from generator.generated_file import GeneratedFile
 from generator.model.capabilities import Target, targets_of
 from generator.model.onnxruntime_domains import replaces_onnxruntime
@@ -220,12 +222,21 @@ def bool_attributes(op: OpDef) -> list[str]:
     return [a.name for a in op.attributes if a.type is AttrType.bool]
 
 
-def test_parts(op: OpDef) -> dict[str, bool]:
-    """This target's parts of the generated tests (generator/templates/python/test_parity/),
-    and whether the op's test module has each."""
+@view
+class OrtTestsView:
+    """What this target's parts of the generated tests read."""
+
+    output_omissions: str  # [[optional output, ...], ...]
+    bool_attribute_names: str
+
+
+def parity_test_pieces(op: OpDef) -> ParityTestPieces:
+    """This target's parts of the generated tests (generator/templates/python/test_parity/):
+    whether the op's test module has each, and what they read."""
     ours = Target.ort_library in targets_of(op)
     shape_errors = any(case.values is None for case in op.error_cases)
-    return {
+    view = OrtTestsView(py.literal(output_omissions(op)), py.literal(bool_attributes(op)))
+    parts = {
         "test_onnxruntime_infers_output_types_and_shapes": ours,
         "test_onnxruntime_leaves_out_optional_outputs": ours and output_omissions(op) != [],
         "test_onnxruntime_pairs_variadic_output_values": ours
@@ -239,3 +250,4 @@ def test_parts(op: OpDef) -> dict[str, bool]:
         "test_session_without_library_fails_clearly": ours and not replaces_onnxruntime(op),
         "test_session_without_library_runs_onnxruntimes_own_op": ours and replaces_onnxruntime(op),
     }
+    return ParityTestPieces(Target.ort_library, parts, view)

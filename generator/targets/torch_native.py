@@ -18,6 +18,7 @@ from generator.dest.cpp_kernel import (
     one_value,
 )
 from generator.dest.emission import Emission
+from generator.dest.tests import ParityTestPieces
 from generator.generated_file import GeneratedFile
 from generator.model.capabilities import Target, targets_of
 from generator.model.op import OpDef
@@ -270,7 +271,10 @@ def native_tests_view(op: OpDef) -> NativeTestsView | None:
     )
 
 
-def test_parts(op: OpDef) -> dict[str, bool]:
-    """This target's parts of the generated tests (generator/templates/python/test_parity/),
-    and whether the op's test module has each."""
-    return {"test_native_registration": native_tests_view(op) is not None}
+def parity_test_pieces(op: OpDef) -> ParityTestPieces:
+    """This target's parts of the generated tests (generator/templates/python/test_parity/):
+    whether the op's test module has each, and what they read."""
+    view = native_tests_view(op)
+    return ParityTestPieces(
+        Target.torch_native, {"test_native_registration": view is not None}, view
+    )
