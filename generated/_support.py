@@ -20,8 +20,11 @@ from pathlib import Path
 from . import _package
 from ._exporters import (  # noqa: F401 (re-exported: generated code calls _support.<name>)
     DTYPE_NUMBERS,
+    broadcast_symbolic_sizes,
+    computed_size,
     constant_strings,
     given,
+    known,
     node_with_values,
     onnx_dtype,
     onnx_dtype_of_scalar_type,
@@ -29,7 +32,10 @@ from ._exporters import (  # noqa: F401 (re-exported: generated code calls _supp
     refuse_torchscript_dtypes,
     refuse_zero_d,
     symbolic_node_with_values,
+    symbolic_sizes,
+    symbolic_type,
     torch_dtype,
+    type_values,
 )
 from ._names import below_autograd_op, library_file, module_name, torch_library_file
 from ._shapes import (  # noqa: F401 (re-exported: generated code calls _support.<name>)

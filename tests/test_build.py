@@ -53,20 +53,31 @@ def test_plain_cmake_builds_and_ctest_passes(tmp_path):
     assert "100% tests passed" in ctest.stdout
 
 
-@pytest.mark.parametrize("size", ["abc", "-1", "2.5", ""])
-def test_a_bad_unity_batch_size_is_refused_by_name(tmp_path, size):
+@pytest.mark.parametrize(
+    "variable,value,message",
+    [
+        *(
+            ("OPGEN_UNITY_BATCH_SIZE", size, f"OPGEN_UNITY_BATCH_SIZE='{size}' is no number")
+            for size in ["abc", "-1", "2.5", ""]
+        ),
+        # Checked up front, CUDA off too (CMake's own 'native' would not get through the check
+        # of nvcc's architectures either).
+        ("OPGEN_CUDA_ARCHITECTURES", "80;native", "'native' is no CUDA architecture"),
+    ],
+)
+def test_a_bad_cache_variable_is_refused_by_name(tmp_path, variable, value, message):
     configure = subprocess.run(
         [
             "cmake", "-S", ROOT / "generated", "-B", tmp_path,
             f"-DORT_INCLUDE_DIR={ort_include_dir(lambda message: None)}",
             "-DOPGEN_BUILD_PYTHON=OFF", "-DOPGEN_BUILD_SCHEMA_TESTS=OFF", "-DOPGEN_BUILD_TORCH=OFF",
-            f"-DOPGEN_UNITY_BATCH_SIZE={size}",
+            "-DOPGEN_CUDA=OFF", f"-D{variable}={value}",
         ],
         capture_output=True,
         text=True,
     )  # fmt: skip
     assert configure.returncode != 0
-    assert f"OPGEN_UNITY_BATCH_SIZE='{size}' is no number" in configure.stderr, configure.stderr
+    assert message in configure.stderr, configure.stderr
 
 
 def test_rebuild_after_noop_regeneration_does_no_work():

@@ -28,5 +28,5 @@ def translation(X, Y, alpha=1.0):
 @symbolic_helper.parse_args("v", "v", "f")
 def symbolic(g, X, Y, alpha):
     Z = g.op("custom.aten::AtenAdd", X, Y, alpha_f=alpha)
-    Z.setType(X.type().with_sizes(None))
+    Z.setType(_support.symbolic_type(g, 0, X.type().dtype()))
     return Z

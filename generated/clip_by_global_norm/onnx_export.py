@@ -37,4 +37,8 @@ def symbolic(g, X, max_norm):
         *symbolic_helper._unpack_list(X),
         max_norm_f=max_norm,
     )
+    norm.setType(
+        _support.symbolic_type(g, 0, symbolic_helper._unpack_list(X)[0].type().dtype(), lambda: [])
+    )
+    _support.type_values(Y, X)
     return norm, Y

@@ -28,4 +28,10 @@ def translation(X, Scale, B=None, epsilon=1e-05):
 def symbolic(g, X, Scale, B, epsilon):
     Y, Mean, InvStdDev = g.op("ai.opgen::LayerNorm", X, Scale, B, epsilon_f=epsilon, outputs=3)
     Y.setType(X.type())
+    Mean.setType(
+        _support.symbolic_type(g, 1, torch.float32, lambda: [*_support.symbolic_sizes(X)[:-1], 1])
+    )
+    InvStdDev.setType(
+        _support.symbolic_type(g, 2, torch.float32, lambda: [*_support.symbolic_sizes(X)[:-1], 1])
+    )
     return Y, Mean, InvStdDev

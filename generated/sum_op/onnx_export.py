@@ -27,4 +27,16 @@ def translation(X):
 @symbolic_helper.parse_args("v")
 def symbolic(g, X):
     Y = g.op("ai.opgen::Sum", *symbolic_helper._unpack_list(X))
+    Y.setType(
+        _support.symbolic_type(
+            g,
+            0,
+            symbolic_helper._unpack_list(X)[0].type().dtype(),
+            lambda: [
+                *_support.broadcast_symbolic_sizes(
+                    *map(_support.symbolic_sizes, symbolic_helper._unpack_list(X))
+                )
+            ],
+        )
+    )
     return Y

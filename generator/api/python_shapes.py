@@ -1,6 +1,7 @@
 """The shape rule in Python: on torch tensors (the fake kernel and the eager checks, with
-torch._check-friendly expressions so symbolic sizes stay symbolic) and on ONNX
-TensorShapeProto dims (the Python OpSchema's inference function)."""
+torch._check-friendly expressions so symbolic sizes stay symbolic), on ONNX
+TensorShapeProto dims (the Python OpSchema's inference function) and on the TorchScript
+exporter's values (the output types of the symbolic, its parts only)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ from generator.model.shapes import (
     DimPart,
     DimRef,
     ExprCheck,
+    OutputShape,
     RangeCheck,
     RankCheck,
     ReducePart,
     ShapeEqualCheck,
     SlicePart,
+    dims_read,
 )
 from generator.shapes.spell import (
     SpelledCheck,
@@ -339,3 +342,57 @@ def onnx_output_shapes(op: OpDef) -> list[ShapeExpression]:
         )
         for out in op.shape_rule.outputs
     ]
+
+
+@dataclass(frozen=True)
+class TorchScriptShapes(_PythonSyntax):
+    """On the TorchScript symbolic's input values: an output's sizes as a list of ints and None
+    (unknown), for its type (`_support.symbolic_type`). `_support.symbolic_sizes` is None for an
+    absent optional input and raises _support.Unknown where a rank is unknown, as
+    `_support.known` does for an unknown size; `computed_size` and `symbolic_type` catch it.
+    Attributes are the symbolic's arguments, named as themselves. Only parts: the checks ran in
+    PyTorch when the model was traced."""
+
+    def _sizes(self, input: str) -> str:
+        return f"_support.symbolic_sizes({input})"
+
+    def input_dim(self, ref: DimRef) -> str:
+        return f"_support.known({self._sizes(ref.input)}[{ref.axis}])"
+
+    def attribute(self, name: str) -> str:
+        return name
+
+    def slice_part(self, part: SlicePart) -> str:
+        return f"*{self._sizes(part.input)}[{_slice(part)}]"
+
+    def dim_part(self, part: DimPart) -> str:
+        if isinstance(part.expr, DimRef):  # copied: an unknown size stays unknown
+            return f"{self._sizes(part.expr.input)}[{part.expr.axis}]"
+        if not dims_read(part.expr):  # integers and attributes: always known
+            return fold(part.expr, self)
+        return f"_support.computed_size(lambda: {fold(part.expr, self)})"
+
+    def data_dependent_part(self, part: DataDependentPart) -> str:
+        return "None"  # only the kernel knows it
+
+    def broadcast_part(self, part: BroadcastPart) -> str:
+        def sizes_of(name: str) -> str:
+            if name in part.variadic:  # every value's
+                return f"*map(_support.symbolic_sizes, symbolic_helper._unpack_list({name}))"
+            return self._sizes(name)
+
+        sizes = ", ".join(sizes_of(name) for name in part.operands)
+        return f"*_support.broadcast_symbolic_sizes({sizes})"
+
+    def reduce_part(self, part: ReducePart) -> str:
+        return (
+            f"*_support.reduced_sizes({self._sizes(part.input)}, {fold(part.axis, self)}, "
+            f"{fold(part.keepdims, self)}, 1)"
+        )
+
+
+def torchscript_output_sizes(shape: OutputShape) -> str:
+    """An output's sizes (not a variadic one's) in the TorchScript symbolic, as a Python list
+    expression over its input values (see TorchScriptShapes)."""
+    assert shape.values_of is None, "a variadic output's values take its paired input's types"
+    return "[" + ", ".join(spell_parts(shape, TorchScriptShapes())) + "]"

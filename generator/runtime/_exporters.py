@@ -3,6 +3,8 @@ symbolic's nodes, attributes and refusals), and ONNX's numbers of PyTorch's dtyp
 dtype-choosing attribute holds in every runtime. The generated modules call them through
 _support, which re-exports them."""
 
+from ._shapes import Unknown
+
 
 def onnx_list_attribute(name: str, kind: str, values):
     """A list attribute for an onnxscript call, with its ONNX type: onnxscript types an empty
@@ -69,6 +71,87 @@ def symbolic_node_with_values(
     outputs = list(outputs) if count > 1 else [outputs]
     value_list = g.op("prim::ListConstruct", *outputs[singles:])
     return (*outputs[:singles], value_list) if singles else value_list
+
+
+# The TorchScript symbolic's output types. g.op leaves a custom op's outputs untyped, and the
+# exporter then warns for each ("The shape inference of <domain>::<op> type is missing"); a type
+# with a dtype but no sizes is no better: the exporter then takes the sizes traced at export,
+# which makes a dynamic dim a fixed one in the graph (and ONNX Runtime warns, run at another
+# size, that the model's shape is not the output's). So each output gets its dtype and the
+# sizes its shape rule gives (generator/api/python_shapes.py: TorchScriptShapes), None where
+# unknown.
+
+
+def symbolic_sizes(value) -> list | None:
+    """A symbolic's input's sizes (ints; None for a dynamic or unknown one); None for an absent
+    optional input. Raises Unknown where its rank is unknown."""
+    import torch
+
+    if value.node().mustBeNone():
+        return None
+    value_type = value.type()
+    sizes = value_type.varyingSizes() if isinstance(value_type, torch.TensorType) else None
+    if sizes is None:
+        raise Unknown()
+    return list(sizes)
+
+
+def known(size) -> int:
+    """A size from symbolic_sizes; raises Unknown for an unknown one."""
+    if size is None:
+        raise Unknown()
+    return size
+
+
+def computed_size(compute) -> int | None:
+    """A size computed from other sizes: known if every size it reads is known."""
+    try:
+        return compute()
+    except Unknown:
+        return None
+
+
+def broadcast_symbolic_sizes(*shapes) -> list:
+    """numpy broadcasting of symbolic_sizes (None: unknown; an absent optional input's None is
+    left out). The op ran on these inputs while the model was traced, so they do broadcast: a
+    known size other than 1 is the result; else an unknown one, if any, stays unknown."""
+    shapes = [shape for shape in shapes if shape is not None]
+    rank = max(len(shape) for shape in shapes)
+    result = []
+    for i in range(rank):
+        column = [shape[i - rank + len(shape)] for shape in shapes if i >= rank - len(shape)]
+        known_sizes = [size for size in column if size is not None and size != 1]
+        result.append(known_sizes[0] if known_sizes else None if None in column else 1)
+    return result
+
+
+def symbolic_type(g, index: int, dtype, sizes=None):
+    """The TorchScript type of the symbolic's output `index`: `dtype`, and the sizes `sizes()`
+    computes; without `sizes`, or where the rank of an input it reads is unknown, as many unknown
+    sizes as the output had when the model was traced (g.original_node is the op's node)."""
+    import torch
+
+    try:
+        computed = None if sizes is None else sizes()
+    except Unknown:
+        computed = None
+    if computed is None:
+        traced = list(g.original_node.outputs())[index].type()
+        rank = traced.dim() if isinstance(traced, torch.TensorType) else None
+        computed = None if rank is None else [None] * rank
+    return torch.TensorType.get().with_dtype(dtype).with_sizes(computed)
+
+
+def type_values(values, paired, dtype=None) -> None:
+    """Types each value of a symbolic's variadic output (a list value, from
+    symbolic_node_with_values) as the paired input's value (its shape), with `dtype` if given."""
+    from torch.onnx import symbolic_helper
+
+    for value, like in zip(
+        symbolic_helper._unpack_list(values), symbolic_helper._unpack_list(paired), strict=True
+    ):
+        like_type = like.type()
+        value.setType(like_type if dtype is None else like_type.with_dtype(dtype))
 
 
 def given(**attributes) -> dict:

@@ -31,7 +31,7 @@ from generator.model.tensors import TensorParam
 from generator.render import copy_runtime, environment, render, render_part
 from generator.runtime import _names
 from generator.targets import ort_library, torch_native
-from generator.targets.cuda_settings import ARCHITECTURES
+from generator.targets.cuda_settings import ARCHITECTURE_PATTERN, ARCHITECTURES
 from generator.view import view
 
 CONTEXT_PARAM = "const opgen::cuda::Context& ctx"
@@ -290,6 +290,9 @@ class CudaSetupView:
     """CUDA's set-up, once for the project (cmake/targets/cuda_setup.cmake.j2)."""
 
     cuda_architectures: str  # the default of OPGEN_CUDA_ARCHITECTURES
+    architecture_pattern: str  # what each of its entries must match (a CMake regex)
+    # Some op has a CUDA kernel; without, the set-up only reads and checks the variables
+    has_kernels: bool
 
 
 def _domains(ops: Sequence[OpDef]) -> list[tuple[CudaDomainView, list[str]]]:
@@ -320,14 +323,16 @@ def project_parts(ops: Sequence[OpDef], emission: Emission) -> ProjectParts:
     domains = [view for view, _ in _domains(ops)]
     built = bool(domains)
     return ProjectParts(
-        cmake_setup=(
-            render_part(
-                "cmake/targets/cuda_setup.cmake.j2",
-                "CMakeLists.txt",
-                CudaSetupView(emission.package.setting(ARCHITECTURES.name, ARCHITECTURES.default)),
-            )
-            if built
-            else ""
+        # Always: `opgen build` passes OPGEN_CUDA and OPGEN_CUDA_ARCHITECTURES to every project,
+        # and CMake warns of a variable given that the project does not read.
+        cmake_setup=render_part(
+            "cmake/targets/cuda_setup.cmake.j2",
+            "CMakeLists.txt",
+            CudaSetupView(
+                emission.package.setting(ARCHITECTURES.name, ARCHITECTURES.default),
+                ARCHITECTURE_PATTERN,
+                built,
+            ),
         ),
         cmake_domains=tuple(
             (view.domain.ident, render_part("cmake/targets/cuda.cmake.j2", "CMakeLists.txt", view))

@@ -9,7 +9,10 @@ from generator.target_settings import BuildChoice, ConfigKey, DeviceKernel, Targ
 
 DEFAULT_ARCHITECTURES = "80;90"
 # One entry of CMake's CUDA_ARCHITECTURES: a compute capability, with a suffix (90a) and a kind.
-_ARCHITECTURE = re.compile(r"[1-9][0-9]{1,2}[a-z]?(-real|-virtual)?")
+# In the syntax of CMake's regular expressions too (no {m,n}): the generated CMakeLists.txt
+# checks OPGEN_CUDA_ARCHITECTURES with it.
+ARCHITECTURE_PATTERN = "[1-9][0-9][0-9]?[a-z]?(-real|-virtual)?"
+_ARCHITECTURE = re.compile(ARCHITECTURE_PATTERN)
 
 
 def architectures(text: str) -> str:

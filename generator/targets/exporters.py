@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from typing import assert_never
 
 from generator.api import python as py
+from generator.api import python_shapes
 from generator.dest import common
 from generator.dest.emission import Emission
 from generator.dest.tests import ParityTestPieces
 from generator.model.capabilities import Target, targets_of
 from generator.model.names import opset_variable
-from generator.model.op import FixedDType, FromAttribute, FromInput, OpDef
+from generator.model.op import DTypeSource, FixedDType, FromAttribute, FromInput, OpDef
 from generator.model.shapes import OutputShape, SlicePart
 from generator.model.tensors import TensorParam
 from generator.model.types import AttrType
@@ -115,40 +116,57 @@ def onnx_export_view(op: OpDef, index: Mapping[tuple[str, str], OpDef]) -> OnnxE
 
 
 def _set_types(op: OpDef) -> list[str]:
-    """TorchScript values carry no type from g.op: outputs that provably have an input's shape
-    get that input's type (with their own dtype)."""
+    """TorchScript values carry no type from g.op, and the exporter warns for each untyped output
+    of a custom op. Every output gets its dtype (`op.dtype_source`) and its sizes: an output that
+    provably has an input's shape takes that input's type (which keeps its dims' names), a
+    variadic output's values the paired input's values', any other the sizes its shape rule
+    gives (python_shapes.TorchScriptShapes; None where unknown), and one without a shape rule
+    (ONNX infers it through the function body) its traced rank (see _support.symbolic_type)."""
     statements = []
     rules = {shape.output: shape for shape in op.shape_rule.outputs}
-    for output in op.outputs:
-        if output.variadic:  # a list value: its values stay untyped, to ONNX inference
-            continue
-        match op.dtype_source(output):
-            case FromInput(name):
-                typed_like, dtype = name, ""
-                own_dtype = f".with_dtype({name}.type().dtype())"  # on another input's type
-            case FixedDType(fixed):
-                typed_like, dtype = op.inputs[0].name, f".with_dtype({py.TORCH_DTYPE[fixed]})"
-                own_dtype = dtype
-            case FromAttribute(name):  # by then ONNX's number (symbolic_dtype_conversions)
-                dtype = f".with_dtype(_support.torch_dtype({name}))"
-                typed_like, own_dtype = op.inputs[0].name, dtype
-            case source:
-                assert_never(source)
+    for index, output in enumerate(op.outputs):
+        source = op.dtype_source(output)
+        dtype = _torchscript_dtype(op, source)
         shape = rules.get(output.name)
-        if shape is None:  # no shape rule: the dtype, and sizes left to ONNX inference
-            statements.append(f"{output.name}.setType({typed_like}.type(){dtype}.with_sizes(None))")
+        if shape is not None and shape.values_of is not None:  # a variadic output
+            own_dtype = "" if source == FromInput(shape.values_of) else f", {dtype}"
+            statements.append(f"_support.type_values({output.name}, {shape.values_of}{own_dtype})")
+            continue
+        if shape is None:
+            statements.append(f"{output.name}.setType(_support.symbolic_type(g, {index}, {dtype}))")
             continue
         same_shape = next((t.name for t in op.inputs if _same_shape(shape, t, op)), None)
-        if same_shape is None:
+        if same_shape is not None:
+            own_dtype = "" if source == FromInput(same_shape) else f".with_dtype({dtype})"
+            statements.append(f"{output.name}.setType({same_shape}.type(){own_dtype})")
             continue
-        if same_shape != typed_like:
-            dtype = own_dtype
-        statements.append(f"{output.name}.setType({same_shape}.type(){dtype})")
+        sizes = python_shapes.torchscript_output_sizes(shape)
+        statements.append(
+            f"{output.name}.setType(_support.symbolic_type(g, {index}, {dtype}, lambda: {sizes}))"
+        )
     return statements
 
 
+def _torchscript_dtype(op: OpDef, source: DTypeSource) -> str:
+    """An output's dtype in the TorchScript symbolic (a torch.dtype)."""
+    match source:
+        case FromInput(name) if name in op.variadic_inputs:  # its first value's
+            return f"symbolic_helper._unpack_list({name})[0].type().dtype()"
+        case FromInput(name):
+            return f"{name}.type().dtype()"
+        case FixedDType(fixed):
+            return py.TORCH_DTYPE[fixed]
+        case FromAttribute(name):  # by then ONNX's number (symbolic_dtype_conversions)
+            return f"_support.torch_dtype({name})"
+        case _:
+            assert_never(source)
+
+
 def _same_shape(shape: OutputShape, tensor: TensorParam, op: OpDef) -> bool:
-    """True when the output provably has this input's shape (for the TorchScript type)."""
+    """True when the output provably has this input's shape (for the TorchScript type), and the
+    input is one tensor that is always given."""
+    if tensor.may_be_absent or tensor.variadic:
+        return False
     match shape.parts:
         case (SlicePart(start=None) as whole,):
             return whole.input == tensor.name and whole.stop is None
