@@ -111,7 +111,10 @@ def main() -> None:
         for count in args.sizes:
             opdefs = work / f"opdefs-{count}"
             synthetic_opdefs(opdefs, count)
-            output = work / f"out-{count}"
+            # (named as the package, "generated", in a folder of its own: Python imports a package
+            # by its folder's name, and the generator refuses another)
+            output = work / f"out-{count}" / "generated"
+            output.parent.mkdir()
             # Each size gets its own cache: its first run is the cold one and fills it.
             env = dict(os.environ, XDG_CACHE_HOME=str(work / f"cache-{count}"))
 

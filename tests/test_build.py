@@ -1,5 +1,5 @@
 """The build: plain CMake works outside our tool, and rebuilding after a regeneration that
-changed nothing does no work."""
+changed nothing does no work; neither warns (CMake, the compilers, the generator)."""
 
 import os
 import shutil
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from compiler_cache import without_compiler_cache
+from output_warnings import warning_lines
 
 from generator.build import ort_include_dir
 
@@ -44,6 +45,10 @@ def test_plain_cmake_builds_and_ctest_passes(tmp_path):
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     assert (tmp_path / "lib" / "libopgen_ai_opgen.so").is_file()
+    # The whole configuration and compilation (every compiler's messages: nvcc's too where it is
+    # found) warns of nothing (what counts: output_warnings.py).
+    found = warning_lines(configure.stdout, configure.stderr, build.stdout, build.stderr)
+    assert not found, "\n".join(found[:20])
     ctest = subprocess.run(
         ["ctest", "--test-dir", str(tmp_path), "--output-on-failure"],
         capture_output=True,
@@ -81,22 +86,26 @@ def test_a_bad_cache_variable_is_refused_by_name(tmp_path, variable, value, mess
 
 
 def test_rebuild_after_noop_regeneration_does_no_work():
-    def build() -> subprocess.CompletedProcess:
+    """`./dev run`'s generation and build, as it runs them: neither warns."""
+
+    def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "generator", "build"],
+            [sys.executable, "-m", "generator", *args],
             cwd=ROOT,
             capture_output=True,
             text=True,
             env=without_compiler_cache(dict(os.environ)),
         )
 
-    first = build()  # brings the build up to date, whatever ran before
+    first = run("build")  # brings the build up to date, whatever ran before
     assert first.returncode == 0, first.stdout + first.stderr
-    generate = subprocess.run([sys.executable, "-m", "generator", "-q"], cwd=ROOT)
-    assert generate.returncode == 0
-    second = build()
+    generate = run()
+    assert generate.returncode == 0, generate.stdout + generate.stderr
+    second = run("build")
     assert second.returncode == 0, second.stdout + second.stderr
     assert "no work to do" in second.stdout, second.stdout
+    found = warning_lines(*(r.stdout + r.stderr for r in (first, generate, second)))
+    assert not found, "\n".join(found[:20])
 
 
 def test_compiler_errors_name_the_op(tmp_path):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from output_warnings import warning_lines
 from run_once import made_once
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,13 +24,19 @@ def _run(project: Path, *command: str) -> subprocess.CompletedProcess:
 
 
 def _generate_and_build(root: Path) -> None:
+    """No definition has a CUDA kernel: a CPU-only project, whose generation and build (CMake's
+    configuration with the variables `opgen build` passes, and every compiler message, shown
+    without -q) warn of nothing (what counts: output_warnings.py)."""
     (root / "opdefs").mkdir()
     for definition in (ROOT / "tests" / "opdefs").iterdir():
         shutil.copy(definition, root / "opdefs")
     generate = _run(root, sys.executable, "-m", "generator")
     assert generate.returncode == 0, generate.stdout + generate.stderr
-    build = _run(root, sys.executable, "-m", "generator", "build", "-q")
+    build = _run(root, sys.executable, "-m", "generator", "build")
     assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+    assert not list((root / "build" / "lib").glob("*cuda*")), "no CUDA library: CPU only"
+    found = warning_lines(generate.stdout, generate.stderr, build.stdout, build.stderr)
+    assert not found, "\n".join(found[:20])
 
 
 @pytest.fixture(scope="module")
