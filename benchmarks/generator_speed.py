@@ -27,6 +27,9 @@ TEMPLATE_DEF = ROOT / "opdefs" / "custom_op_one.yaml"
 def synthetic_opdefs(directory: Path, count: int) -> None:
     text = TEMPLATE_DEF.read_text(encoding="utf-8")
     directory.mkdir(parents=True)
+    # The kernel files the definition names (its CUDA kernel), which every copy shares
+    for kernel in TEMPLATE_DEF.parent.glob(f"{TEMPLATE_DEF.stem}_kernel.*"):
+        shutil.copy(kernel, directory / kernel.name)
     for index in range(count):
         op_text = (
             text.replace("op: CustomOpOne", f"op: Synth{index:04d}")
