@@ -18,6 +18,11 @@ def pytest_configure(config):
     Every test, and every process it starts, compiles into a cache of this run's own. (C++
     objects, on the contrary, are shared: see tests/compiler_cache.py.)"""
     share_compiled_objects()
+    # A pytest the tests start (a generated package's tests, in a project of their own) is a
+    # session of its own, not a worker of this run: inheriting xdist's variables, it took itself
+    # for one (pytest-benchmark, where installed, then warned that it was off: an error here).
+    for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
+        del os.environ[name]
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         config.opgen_inductor_cache = tempfile.mkdtemp(prefix="opgen-inductor-")
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = config.opgen_inductor_cache

@@ -11,12 +11,16 @@ from pathlib import Path
 
 import pytest
 
+# Read when conftest.py imports this module, before pytest_configure takes xdist's variables out
+# of the environment (the pytest sessions the tests start are sessions of their own).
+IN_A_WORKER = "PYTEST_XDIST_WORKER" in os.environ
+
 
 def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The temporary folder every process of this run sees (xdist's workers each get a
     subfolder of it as their own base)."""
     base = tmp_path_factory.getbasetemp()
-    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+    return base.parent if IN_A_WORKER else base
 
 
 @contextmanager
