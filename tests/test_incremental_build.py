@@ -23,6 +23,10 @@ import pytest
 
 from generator.build import ort_include_dir
 
+# One test process runs the whole module (pytest-xdist's loadgroup): its tests edit one project
+# in turn, each after the one before.
+pytestmark = pytest.mark.xdist_group("test_incremental_build")
+
 ROOT = Path(__file__).resolve().parent.parent
 OPS = ("inc_a", "inc_b", "inc_c")
 SUM = "Z.data[i] = X.data[i] + Y.data[i];"
@@ -46,10 +50,6 @@ import json, sys
 import numpy as np, onnx, onnxruntime as ort, torch
 from onnx import TensorProto, helper
 import generated
-
-# One test process runs the whole module (pytest-xdist's loadgroup): its tests edit one project
-# in turn, each after the one before.
-pytestmark = pytest.mark.xdist_group("test_incremental_build")
 
 x, y = torch.tensor([1.0, 2.0]), torch.tensor([10.0, 20.0])
 options = ort.SessionOptions()

@@ -34,7 +34,7 @@ CPP_RESERVED = frozenset(
 # names (tests/test_names.py finds them in the generated modules).
 PYTHON_BUILTINS_CALLED = frozenset(
     """AttributeError NotImplementedError RuntimeError ValueError all any bool enumerate float
-    int len list staticmethod str sum tuple zip""".split()
+    int len list map staticmethod str sum tuple zip""".split()
 )
 
 # Names the generated Python/C++ uses next to user names.
