@@ -5,8 +5,10 @@ at the field; and the shape rule applied to each random case."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 from generator.model.capabilities import refusals
+from generator.model.nodes import OnnxNode
 from generator.model.op import OpDef, TorchApi
 from generator.model.tensors import VariadicArity, value_name
 from generator.model.tests import RandomCase
@@ -155,27 +157,25 @@ def _variadic_input_problems(op: OpDef) -> list[tuple[str, str]]:
             )
         problems += _value_name_clashes(op, tensor.name, "input")
         own_inputs = tuple(t.name for t in op.inputs)
-        for rule_index, rule in enumerate(op.export):
-            for node_index, node in enumerate(rule.nodes):
-                calls_the_op = (node.domain, node.op_type) == (op.domain, op.op_type)
-                if calls_the_op and tuple(node.inputs) != own_inputs:
-                    problems.append(
-                        (
-                            f"export[{rule_index}].nodes[{node_index}]",
-                            "a node of the op itself takes the op's own inputs in order "
-                            f"({', '.join(own_inputs)}): its variadic input '{tensor.name}' "
-                            "spreads into the node's last inputs (not yet: other arguments)",
-                        )
+        for field, node, calls_the_op in _export_nodes(op):
+            if calls_the_op and tuple(node.inputs) != own_inputs:
+                problems.append(
+                    (
+                        field,
+                        "a node of the op itself takes the op's own inputs in order "
+                        f"({', '.join(own_inputs)}): its variadic input '{tensor.name}' "
+                        "spreads into the node's last inputs (not yet: other arguments)",
                     )
-                elif tensor.name in node.inputs and not calls_the_op:
-                    problems.append(
-                        (
-                            f"export[{rule_index}].nodes[{node_index}]",
-                            f"variadic input '{tensor.name}' may only be passed to the op "
-                            "itself, as its variadic input (not yet: an export node that "
-                            "spreads its values into another op)",
-                        )
+                )
+            elif tensor.name in node.inputs and not calls_the_op:
+                problems.append(
+                    (
+                        field,
+                        f"variadic input '{tensor.name}' may only be passed to the op "
+                        "itself, as its variadic input (not yet: an export node that "
+                        "spreads its values into another op)",
                     )
+                )
     return problems
 
 
@@ -202,24 +202,31 @@ def _variadic_output_problems(op: OpDef) -> list[tuple[str, str]]:
             )
         problems += _value_name_clashes(op, tensor.name, "output")
         own_outputs = tuple(t.name for t in op.outputs)
-        for rule_index, rule in enumerate(op.export):
-            for node_index, node in enumerate(rule.nodes):
-                calls_the_op = (node.domain, node.op_type) == (op.domain, op.op_type)
-                gives = tensor.name in node.outputs
-                if tensor.name in node.inputs or (
-                    gives and (not calls_the_op or tuple(node.outputs) != own_outputs)
-                ):
-                    problems.append(
-                        (
-                            f"export[{rule_index}].nodes[{node_index}]",
-                            f"variadic output '{tensor.name}' may only come from a node of the "
-                            f"op itself, giving the op's own outputs in order "
-                            f"({', '.join(own_outputs)}), and go to no other node (not yet: "
-                            "another op's outputs gathered into it, or its values spread into "
-                            "another op)",
-                        )
+        for field, node, calls_the_op in _export_nodes(op):
+            gives = tensor.name in node.outputs
+            if tensor.name in node.inputs or (
+                gives and (not calls_the_op or tuple(node.outputs) != own_outputs)
+            ):
+                problems.append(
+                    (
+                        field,
+                        f"variadic output '{tensor.name}' may only come from a node of the "
+                        f"op itself, giving the op's own outputs in order "
+                        f"({', '.join(own_outputs)}), and go to no other node (not yet: "
+                        "another op's outputs gathered into it, or its values spread into "
+                        "another op)",
                     )
+                )
     return problems
+
+
+def _export_nodes(op: OpDef) -> Iterator[tuple[str, OnnxNode, bool]]:
+    """Each node of the op's export rules: its field path, the node, and whether it is a node
+    of the op itself."""
+    for rule_index, rule in enumerate(op.export):
+        for node_index, node in enumerate(rule.nodes):
+            calls_the_op = (node.domain, node.op_type) == (op.domain, op.op_type)
+            yield f"export[{rule_index}].nodes[{node_index}]", node, calls_the_op
 
 
 def _value_name_clashes(op: OpDef, variadic: str, kind: str) -> list[tuple[str, str]]:
