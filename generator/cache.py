@@ -1,6 +1,7 @@
 """The user's opgen cache ($XDG_CACHE_HOME/opgen or ~/.cache/opgen): ONNX Runtime headers, compiled
 templates and formatted Python. Everything in it is keyed by content, so a stale entry is never
-used; OPGEN_NO_CACHE=1 bypasses the template and formatting caches."""
+used; OPGEN_NO_CACHE=1 bypasses the template and formatting caches and the records of passed checks
+(generator/check_record.py)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from generator import config
+from generator import check_record, config
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
 
@@ -68,18 +68,20 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, record_checks: bool = False) -> int:
     """Every command; an operating-system error that no check foresaw (a disk filling up, a
-    file changing under the run) is one error line naming the file, never a traceback."""
+    file changing under the run) is one error line naming the file, never a traceback. With
+    record_checks (the command line's entry, not a caller in-process), a plain --check that
+    passes is recorded (generator/check_record.py)."""
     try:
-        return _command(sys.argv[1:] if argv is None else argv)
+        return _command(sys.argv[1:] if argv is None else argv, record_checks)
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 
-def _command(argv: list[str]) -> int:
+def _command(argv: list[str], record_checks: bool) -> int:
     try:
         os.getcwd()
     except FileNotFoundError:
@@ -139,7 +141,7 @@ def _command(argv: list[str]) -> int:
     # what black leaves behind. Forked workers inherit the frozen state.
     gc.freeze()
     try:
-        return _generate(args)
+        return _generate(args, argv if record_checks else None)
     finally:
         gc.unfreeze()
 
@@ -184,11 +186,18 @@ def _report_internal(failed: GenerationError, args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT
 
 
-def _generate(args: argparse.Namespace) -> int:
-    from generator.writer import project_lock
+def _generate(args: argparse.Namespace, recorded_argv: list[str] | None) -> int:
+    from generator.project_lock import project_lock
 
     with project_lock(args.opdefs_dir, exclusive=not (args.check or args.dry_run)):
-        return _generate_locked(args)
+        if recorded_argv is None:
+            return _generate_locked(args)
+        pending = check_record.start(recorded_argv, args.opdefs_dir, args.output_dir)
+        args.files_checked = None
+        result = _generate_locked(args)
+        if pending is not None and result == EXIT_OK and args.files_checked is not None:
+            check_record.save(pending, args.files_checked)
+        return result
 
 
 def _generate_locked(args: argparse.Namespace) -> int:
@@ -278,6 +287,7 @@ def _report_differences(args: argparse.Namespace, generated: Output, leftovers: 
         return EXIT_STALE
     if not args.quiet:
         print(f"{len(generated.paths)} generated files up to date")
+    args.files_checked = len(generated.paths)  # what a record of this check repeats
     return EXIT_OK
 
 

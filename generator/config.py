@@ -18,6 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from generator.config_files import CANDIDATES, OPGEN_TOML, PYPROJECT_TOML, search_folders
 from generator.errors import DefinitionError, DefinitionErrors, ErrorCollector
 from generator.model.names import unspellable
 from generator.model.op import TorchApi
@@ -26,8 +27,6 @@ from generator.parse import read
 from generator.source import Node, file_kind, load_definition_file, read_bounded
 from generator.targets.settings import SETTINGS
 
-OPGEN_TOML = "opgen.toml"
-PYPROJECT_TOML = "pyproject.toml"
 DEFAULT_PACKAGE = "generated"
 DEFAULT_VERSION = "0.1.0"
 
@@ -95,11 +94,11 @@ def find(start: Path | None = None) -> Path | None:
     [tool.opgen] table, in `start` or the nearest parent, stopping at the repository's root
     (a folder holding .git). Two in one folder is an error: which one applies is not obvious."""
     try:
-        folder = (start or Path.cwd()).absolute()
+        start_folder = (start or Path.cwd()).absolute()
     except FileNotFoundError:
         raise ConfigError("the working directory no longer exists") from None
-    while True:
-        for candidate in (folder / OPGEN_TOML, folder / PYPROJECT_TOML):
+    for folder in search_folders(start_folder):
+        for candidate in (folder / name for name in CANDIDATES):
             problem = _not_a_file(candidate)
             if problem:
                 raise ConfigError(
@@ -108,7 +107,7 @@ def find(start: Path | None = None) -> Path | None:
                 )
         found = [
             path
-            for path in (folder / OPGEN_TOML, folder / PYPROJECT_TOML)
+            for path in (folder / name for name in CANDIDATES)
             if path.is_file() and (path.name == OPGEN_TOML or _has_opgen_table(path))
         ]
         if len(found) == 2:
@@ -118,9 +117,7 @@ def find(start: Path | None = None) -> Path | None:
             )
         if found:
             return found[0]
-        if (folder / ".git").exists() or folder.parent == folder:
-            return None
-        folder = folder.parent
+    return None
 
 
 def _not_a_file(path: Path) -> str | None:

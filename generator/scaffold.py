@@ -799,7 +799,7 @@ class _Scaffold:
 
 
 def _locked(plan: _Scaffold, generate: Callable[[list[str]], int]) -> int:
-    from generator.writer import project_lock
+    from generator.project_lock import project_lock
 
     # One run at a time in the project: another's generation would take this op's files for
     # orphans, or write the shared files without it.
