@@ -25,7 +25,6 @@ import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from generator import cache
@@ -46,14 +45,17 @@ class Unrecordable(Exception):
     """Something the digest cannot vouch for: the full check runs, and records nothing."""
 
 
-@dataclass(frozen=True)
 class Pending:
-    """A check under way that may be recorded: its folders and the digest before it ran."""
+    """A check under way that may be recorded: its folders and the digest before it ran. (A
+    plain class: the dataclasses module alone would double this module's import time.)"""
 
-    record: Path
-    definitions: str
-    output: str
-    digest: str
+    __slots__ = ("record", "definitions", "output", "digest")
+
+    def __init__(self, record: Path, definitions: str, output: str, digest: str) -> None:
+        self.record = record
+        self.definitions = definitions
+        self.output = output
+        self.digest = digest
 
 
 def recorded(argv: list[str]) -> bool:
