@@ -5,15 +5,19 @@ A record is kept per working directory, interpreter and command line, in the use
 (generator/cache.py), for the plain check only (`--check`, with or without `-q`). It holds the
 folders the check compared and one digest of everything that decides its answer:
 - the generator itself: every file of this package (code, templates, runtime sources);
-- the definitions folder and the package folder: every name and every byte in them;
+- the definitions folder and the package folder: every name, and every file's bytes, size and
+  modification and change times (so a file changed and put back while a check ran is seen),
+  and each folder's real path (a link on the way to it may be pointed elsewhere);
 - the configuration: each file a configuration could be in, from the working directory up to
   the repository's root, present or not;
-- the interpreter and what it imports: its version, its search path and the names in each
-  folder of it (an installed package's version is in its distribution folder's name).
-Bytecode caches are left out: Python writes them when the generated package is imported. A
-symbolic link, a special file, a temporary file of a run in progress and trees over
-MAX_BYTES are never recorded: the full check runs. A record is only a shortcut: anything that
-cannot be read, or does not match, runs the full check, and OPGEN_NO_CACHE=1 turns it off.
+- the interpreter and what it imports: its version, its search path, the names in each folder
+  of it and which of them are regular packages (an installed package's version is in its
+  distribution folder's name), a zip file's size and times.
+Bytecode caches are left out of the generator and the package folder: Python writes them as
+they are imported. A symbolic link, a special file, a temporary file of a run in progress and
+trees over MAX_BYTES are never recorded: the full check runs. A record is only a shortcut:
+anything that cannot be read, or does not match, runs the full check, and OPGEN_NO_CACHE=1
+turns it off.
 
 This module imports no more than the standard library and the small modules the check needs
 to agree with (the cache, where a configuration may be, the project lock, the exit codes)."""
@@ -35,6 +39,7 @@ from generator.project_lock import project_lock
 FORMAT = "opgen-check-record-1"
 RECORDED_FLAGS = frozenset({"--check", "-q", "--quiet"})
 MAX_BYTES = 64 * 1024 * 1024  # read at most this much for one digest, else run the full check
+_RECORD_LIMIT = 64 * 1024  # a record is a few hundred bytes
 _GENERATOR = Path(__file__).parent
 # What in the working directory could be imported (`python -m` puts it first on the path); the
 # rest of it (editors' files, build output) changes too often to be part of the digest.
@@ -63,14 +68,18 @@ def recorded(argv: list[str]) -> bool:
     return "--check" in argv and set(argv) <= RECORDED_FLAGS and cache.enabled()
 
 
+# A record is only a shortcut: whatever goes wrong in using or making one (a damaged or
+# tampered record, an odd file system, no home folder) runs the full check, which reports
+# what is really wrong. Hence the broad catches below.
+
+
 def answer(argv: list[str]) -> int | None:
     """EXIT_OK (after the usual line) when a passed check of the same command, in the same
     folder and interpreter, read exactly what is there now; None when the full check must run."""
-    if not recorded(argv):
-        return None
     try:
-        text = _record_path(argv).read_text(encoding="utf-8")
-        record = json.loads(text)
+        if not recorded(argv):
+            return None
+        record = json.loads(_read_record(_record_path(argv)))
         definitions, output = record["definitions"], record["output"]
         digest, files = record["digest"], record["files"]
         texts = (record["format"], definitions, output, digest)
@@ -81,7 +90,7 @@ def answer(argv: list[str]) -> int | None:
         with project_lock(Path(definitions), exclusive=False):
             if _digest(definitions, output) != digest:
                 return None
-    except (OSError, ValueError, KeyError, TypeError, Unrecordable):
+    except Exception:  # see above
         return None
     if not (set(argv) & {"-q", "--quiet"}):
         print(f"{files} generated files up to date")
@@ -91,23 +100,24 @@ def answer(argv: list[str]) -> int | None:
 def start(argv: list[str], definitions: Path, output: Path) -> Pending | None:
     """Before a recorded check compares anything (holding the project lock): the digest of
     what it is about to read, or None when it cannot be recorded."""
-    if not recorded(argv):
-        return None
     try:
+        if not recorded(argv):
+            return None
         definitions_path, output_path = str(definitions.absolute()), str(output.absolute())
         digest = _digest(definitions_path, output_path)
-    except (OSError, Unrecordable):
+        return Pending(_record_path(argv), definitions_path, output_path, digest)
+    except Exception:  # see above
         return None
-    return Pending(_record_path(argv), definitions_path, output_path, digest)
 
 
 def save(pending: Pending, files: int) -> None:
     """After the check passed: the record, if nothing changed while it ran (someone editing a
-    definition meanwhile would otherwise be recorded as checked)."""
+    definition meanwhile would otherwise be recorded as checked: the digest holds each file's
+    change time, so even a file changed and put back is seen)."""
     try:
         if _digest(pending.definitions, pending.output) != pending.digest:
             return
-    except (OSError, Unrecordable):
+    except Exception:  # see above
         return
     record = {
         "format": FORMAT,
@@ -120,8 +130,23 @@ def save(pending: Pending, files: int) -> None:
 
 
 def _record_path(argv: list[str]) -> Path:
-    key = cache.content_key(FORMAT, sys.executable, sys.prefix, os.getcwd(), *argv)
-    return cache.cache_root() / "check" / key
+    key = hashlib.sha256()
+    for field in (FORMAT, sys.executable, sys.prefix, os.getcwd(), *argv):
+        key.update(os.fsencode(field) + b"\0")  # (any name the system allows)
+    return cache.cache_root() / "check" / key.hexdigest()
+
+
+def _read_record(path: Path) -> bytes:
+    """The record's bytes: of a regular file only (a FIFO put there must not hang the check),
+    and of a small one."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > _RECORD_LIMIT:
+            raise Unrecordable(str(path))
+        return os.read(descriptor, _RECORD_LIMIT + 1)
+    finally:
+        os.close(descriptor)
 
 
 def _digest(definitions: str, output: str) -> str:
@@ -129,32 +154,21 @@ def _digest(definitions: str, output: str) -> str:
     digest.add("python", sys.version, *sys.path)
     working_directory = os.getcwd()
     for entry in sys.path:
-        folder = os.path.abspath(entry or working_directory)
-        if os.path.isdir(folder):
-            digest.add("path entry", folder, *_importable_names(folder, working_directory))
+        digest.import_path_entry(os.path.abspath(entry or working_directory), working_directory)
     for searched in search_folders(Path(working_directory)):
         for name in CANDIDATES:
             digest.file_or_absence(str(searched / name))
-    digest.tree("generator", str(_GENERATOR))
-    digest.tree("definitions", definitions)
-    digest.tree("output", output)
+    # Bytecode caches are Python's, written as the generator and the package are imported;
+    # the definitions folder is the user's own, all of it (a kernel may be anywhere in it).
+    digest.tree("generator", str(_GENERATOR), skipped=("__pycache__",))
+    digest.tree("definitions", definitions, skipped=())
+    digest.tree("output", output, skipped=("__pycache__",))
     return digest.hexdigest()
-
-
-def _importable_names(folder: str, working_directory: str) -> list[str]:
-    with os.scandir(folder) as entries:
-        if folder != working_directory:
-            return sorted(entry.name for entry in entries)
-        return sorted(
-            entry.name
-            for entry in entries
-            if entry.name.endswith(_MODULE_SUFFIXES) or entry.is_dir(follow_symlinks=True)
-        )
 
 
 class _Digest:
     """sha256 over length-prefixed fields (so that no two inputs run together alike), reading
-    at most MAX_BYTES."""
+    at most MAX_BYTES. A file counts with its bytes and its modification and change times."""
 
     def __init__(self) -> None:
         self._hash = hashlib.sha256()
@@ -165,9 +179,31 @@ class _Digest:
 
     def add(self, *fields: str | bytes) -> None:
         for field in fields:
-            data = field.encode("utf-8", "surrogateescape") if isinstance(field, str) else field
+            data = os.fsencode(field) if isinstance(field, str) else field
             self._hash.update(b"%d:" % len(data))
             self._hash.update(data)
+
+    def import_path_entry(self, entry: str, working_directory: str) -> None:
+        """What an import could find there: each name in a folder, and whether a folder in it
+        is a regular package (an __init__.py turns a namespace folder into one); a zip file's
+        size and times. In the working directory, only what could be imported: the rest of it
+        (editors' files, build output) changes too often."""
+        self.add("import path", entry, os.path.realpath(entry))
+        try:
+            status = os.stat(entry)
+        except FileNotFoundError:
+            self.add("absent")
+            return
+        if not stat.S_ISDIR(status.st_mode):
+            self.add(*_times(status))
+            return
+        with os.scandir(entry) as scanned:
+            names = sorted((item.name, item.is_dir()) for item in scanned)
+        for name, is_folder in names:
+            if entry == working_directory and not (is_folder or name.endswith(_MODULE_SUFFIXES)):
+                continue
+            package = is_folder and os.path.exists(os.path.join(entry, name, "__init__.py"))
+            self.add(name, "package" if package else "")
 
     def file_or_absence(self, path: str) -> None:
         try:
@@ -177,23 +213,26 @@ class _Digest:
             return
         self._file(path, status)
 
-    def tree(self, role: str, root: str) -> None:
-        """Every folder's and file's name and every file's bytes, in a fixed order."""
-        self.add(role, root)
-        self._file_or_folder(root, os.lstat(root))
-
-    def _file_or_folder(self, path: str, status: os.stat_result) -> None:
-        if not stat.S_ISDIR(status.st_mode):
-            self._file(path, status)
-            return
-        with os.scandir(path) as scanned:
-            entries = sorted(
-                (entry for entry in scanned if entry.name != "__pycache__"),
-                key=lambda entry: entry.name,
+    def tree(self, role: str, root: str, skipped: tuple[str, ...]) -> None:
+        """Every folder's and file's name and every file's bytes, in a fixed order; the root's
+        real path too (a link on the way to it may be pointed elsewhere)."""
+        self.add(role, root, os.path.realpath(root))
+        # The root itself may be reached through a link (its real path is in the digest).
+        pending = [(root, os.stat(root))]  # a stack, not recursion: folders may nest deeply
+        while pending:
+            path, status = pending.pop()
+            if not stat.S_ISDIR(status.st_mode):
+                self._file(path, status)
+                continue
+            with os.scandir(path) as scanned:
+                entries = sorted(
+                    (entry for entry in scanned if entry.name not in skipped),
+                    key=lambda entry: entry.name,
+                )
+            self.add("folder", path, str(len(entries)))
+            pending.extend(
+                (entry.path, entry.stat(follow_symlinks=False)) for entry in reversed(entries)
             )
-        self.add("folder", path, str(len(entries)))
-        for entry in entries:
-            self._file_or_folder(entry.path, entry.stat(follow_symlinks=False))
 
     def _file(self, path: str, status: os.stat_result) -> None:
         name = os.path.basename(path)
@@ -203,4 +242,8 @@ class _Digest:
         if self._left < 0:
             raise Unrecordable(path)
         with open(path, "rb") as handle:
-            self.add("file", path, handle.read(status.st_size + 1))
+            self.add("file", path, *_times(status), handle.read(status.st_size + 1))
+
+
+def _times(status: os.stat_result) -> tuple[str, str, str]:
+    return str(status.st_size), str(status.st_mtime_ns), str(status.st_ctime_ns)

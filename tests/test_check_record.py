@@ -214,11 +214,17 @@ def test_a_damaged_record_runs_the_full_check(project):
         json.dumps({**good, "output": 7}),
         json.dumps({key: value for key, value in good.items() if key != "digest"}),
         "\udcff".encode("utf-8", "surrogateescape").decode("latin-1"),
+        "[" * 100_000 + "]" * 100_000,  # deeper than the JSON decoder goes
+        "x" * 200_000,
     ]
     for text in damaged:
         record.write_text(text, encoding="latin-1")
         status, shown, full = _check(project)
-        assert (status, full) == (0, True), (text, shown)
+        assert (status, full) == (0, True), (text[:80], shown)
+    record.unlink()
+    os.mkfifo(record)  # a record that would never end: not read at all
+    status, shown, full = _check(project)
+    assert (status, full) == (0, True), shown
 
 
 def test_every_file_a_full_check_opens_is_covered_by_the_digest(project, tmp_path):
@@ -267,3 +273,67 @@ def test_every_file_a_full_check_opens_is_covered_by_the_digest(project, tmp_pat
     ]
     assert outside == [], f"files a check reads that its record does not cover: {outside}"
     assert any(path.startswith(str(project / "opdefs")) for path in report["seen"])
+
+
+def test_a_link_on_the_way_to_a_folder_pointed_elsewhere_runs_the_full_check(tmp_path):
+    """The same definitions, reached through a link that now leads to a copy at another depth:
+    the generated CUDA includes name the definitions' real place, so the package is stale."""
+    project = tmp_path / "linked"
+    (project / "a").mkdir(parents=True)
+    (project / "deep" / "er" / "b").mkdir(parents=True)
+    for name in ("complex_rotate.yaml", "complex_rotate_kernel.h", "complex_rotate_kernel.cuh"):
+        shutil.copy(ROOT / "opdefs" / name, project / "a" / name)
+        shutil.copy(ROOT / "opdefs" / name, project / "deep" / "er" / "b" / name)
+    (project / "src").symlink_to("a")
+    (project / ".git").mkdir()
+    (project / "opgen.toml").write_text('definitions = "src"\npackage = "myops"\n')
+    assert _run(project).returncode == 0
+    _recorded(project)
+    (project / "src").unlink()
+    (project / "src").symlink_to("deep/er/b")
+    status, shown, full = _check(project)
+    assert (status, full) == (1, True), shown
+    assert "deep/er/b/complex_rotate_kernel.cuh" in shown
+
+
+def test_a_working_directory_not_named_in_utf8_is_checked_and_recorded(project):
+    odd = project / os.fsdecode(b"w\xff")
+    odd.mkdir()
+    (odd / "opgen.toml").write_text(
+        'definitions = "../opdefs"\npackage-dir = "../generated"\nbuild-dir = "../build"\n'
+    )
+    assert _check(odd)[::2] == (0, True)
+    assert _check(odd)[::2] == (0, False)
+
+
+def test_a_folder_on_the_import_path_becoming_a_package_runs_the_full_check(project, tmp_path):
+    """The generated package's name taken by a regular package on the import path is an error:
+    a namespace folder of that name turning into one must be seen."""
+    site = tmp_path / "site"
+    (site / "generated").mkdir(parents=True)
+    env = {"PYTHONPATH": f"{site}:{ROOT}"}  # (before the checkout's own package "generated")
+    assert _check(project, **env)[::2] == (0, True)
+    assert _check(project, **env)[::2] == (0, False)
+    (site / "generated" / "__init__.py").write_text("")
+    status, shown, full = _check(project, **env)
+    assert (status, full) == (2, True), shown
+    assert "installed" in shown
+
+
+def test_a_kernel_in_a_bytecode_folder_of_the_definitions_is_part_of_the_digest(project):
+    """Bytecode caches are skipped in the package folder only: a definitions folder is all the
+    user's, and a kernel may be kept in a folder of any name."""
+    opdefs = project / "opdefs"
+    (opdefs / "__pycache__").mkdir()
+    (opdefs / "inverse_kernel.h").rename(opdefs / "__pycache__" / "inverse_kernel.h")
+    definition = opdefs / "inverse.yaml"
+    text = definition.read_text()
+    assert "source: inverse_kernel.h" in text
+    definition.write_text(
+        text.replace("source: inverse_kernel.h", "source: __pycache__/inverse_kernel.h")
+    )
+    assert _run(project).returncode == 0
+    _recorded(project)
+    (opdefs / "__pycache__" / "inverse_kernel.h").unlink()
+    status, shown, full = _check(project)
+    assert (status, full) == (2, True), shown
