@@ -7,7 +7,10 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 # Module fixtures cheap enough to make again in each process, and read-only
-MADE_IN_EACH_PROCESS = {"test_importer": "reads the schema registries"}
+MADE_IN_EACH_PROCESS = {
+    "test_importer": "reads the schema registries",
+    "test_check_record": "an empty opgen cache folder: one per process serves as well as one",
+}
 
 
 def test_a_pytest_a_test_starts_is_a_session_of_its_own():
