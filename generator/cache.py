@@ -20,7 +20,8 @@ def enabled() -> bool:
 
 
 def content_key(*parts: str) -> str:
-    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+    """(surrogateescape: a part may be a path, and a path any bytes the system allows)"""
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def read(kind: str, key: str) -> str | None:

@@ -130,10 +130,8 @@ def save(pending: Pending, files: int) -> None:
 
 
 def _record_path(argv: list[str]) -> Path:
-    key = hashlib.sha256()
-    for field in (FORMAT, sys.executable, sys.prefix, os.getcwd(), *argv):
-        key.update(os.fsencode(field) + b"\0")  # (any name the system allows)
-    return cache.cache_root() / "check" / key.hexdigest()
+    key = cache.content_key(FORMAT, sys.executable, sys.prefix, os.getcwd(), *argv)
+    return cache.cache_root() / "check" / key
 
 
 def _read_record(path: Path) -> bytes:
@@ -236,6 +234,7 @@ class _Digest:
 
     def _file(self, path: str, status: os.stat_result) -> None:
         name = os.path.basename(path)
+        # (a looser match than writer.py's name of its temporary files, so it never misses one)
         if not stat.S_ISREG(status.st_mode) or (".opgen-" in name and name.endswith(".tmp")):
             raise Unrecordable(path)
         self._left -= status.st_size

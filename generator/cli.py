@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from generator import check_record, config
 from generator.errors import DefinitionErrors
 from generator.exit_codes import EXIT_BAD_INPUT, EXIT_OK, EXIT_STALE
+from generator.project_lock import project_lock
 
 if TYPE_CHECKING:  # imported where used: `build`, `run` and `new` need no emitters
     from generator.project import GenerationError, Output
@@ -187,15 +188,13 @@ def _report_internal(failed: GenerationError, args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace, recorded_argv: list[str] | None) -> int:
-    from generator.project_lock import project_lock
-
     with project_lock(args.opdefs_dir, exclusive=not (args.check or args.dry_run)):
         if recorded_argv is None:
             return _generate_locked(args)
         pending = check_record.start(recorded_argv, args.opdefs_dir, args.output_dir)
-        args.files_checked = None
+        args.files_checked = None  # set by a check that passed
         result = _generate_locked(args)
-        if pending is not None and result == EXIT_OK and args.files_checked is not None:
+        if pending is not None and args.files_checked is not None:
             check_record.save(pending, args.files_checked)
         return result
 
