@@ -43,6 +43,7 @@ from random_interfaces import (
     model_plannable,
     node_plan,
 )
+from scratch_cache import scratch_cache
 
 from generator import importer
 
@@ -62,7 +63,7 @@ def _env(*paths: Path) -> dict[str, str]:
     return {
         "PYTHONPATH": os.pathsep.join([*map(str, paths), str(ROOT)]),
         "PATH": "/usr/bin:/bin",
-        "OPGEN_NO_CACHE": "1",  # random text would fill the formatting cache
+        "XDG_CACHE_HOME": scratch_cache(),
     }
 
 

@@ -21,6 +21,7 @@ from unittest import mock
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from random_opdefs import bad_names, broken, definitions, dump, mutated
+from scratch_cache import scratch_cache
 
 from generator import cli, scaffold
 from generator.build import torch_flags
@@ -67,9 +68,8 @@ def _project(stem: str, definition: dict, stub_kernel: bool = False):
         yield root
 
 
-def _no_cache():
-    # Random text would fill the user's formatting cache with entries never used again.
-    return mock.patch.dict(os.environ, {"OPGEN_NO_CACHE": "1"})
+def _scratch_cache():
+    return mock.patch.dict(os.environ, {"XDG_CACHE_HOME": scratch_cache()})
 
 
 def _assert_definition_errors_only(root: Path, status: int, err: str, stem: str) -> list:
@@ -96,7 +96,7 @@ def _assert_definition_errors_only(root: Path, status: int, err: str, stem: str)
 @given(definitions())
 def test_random_valid_definitions_generate_and_compile(example):
     stem, definition = example
-    with _no_cache(), _project(stem, definition, stub_kernel=True) as root:
+    with _scratch_cache(), _project(stem, definition, stub_kernel=True) as root:
         status, out, err = _generate(root)
         assert status == 0, err
         written = sorted((root / "generated").rglob("*.py"))
@@ -132,7 +132,7 @@ def _compile_flags() -> list[str]:
 @given(definitions())
 def test_random_definitions_compile_as_cpp(example):
     stem, definition = example
-    with _no_cache(), _project(stem, definition, stub_kernel=True) as root:
+    with _scratch_cache(), _project(stem, definition, stub_kernel=True) as root:
         assert _generate(root, "-q")[0] == 0
         generated = root / "generated"
         sources = sorted((generated / stem).glob("*.cc")) + sorted(generated.glob("domains/*/*.cc"))
@@ -200,7 +200,7 @@ def test_broken_definitions_report_every_breakage(example):
 @given(mutated())
 def test_arbitrary_values_anywhere_give_definition_errors_or_output(example):
     stem, definition = example
-    with _no_cache(), _project(stem, definition) as root:
+    with _scratch_cache(), _project(stem, definition) as root:
         status, out, err = _generate(root)
         event(f"exit status {status}")  # both outcomes occur (--hypothesis-show-statistics)
         if status != 0:
