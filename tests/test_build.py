@@ -45,6 +45,14 @@ def test_plain_cmake_builds_and_ctest_passes(tmp_path):
     )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     assert (tmp_path / "lib" / "libopgen_ai_opgen.so").is_file()
+    # __FILE__ (expanded in torch's and ONNX's registration macros) names sources relative to
+    # generated/: no library holds the path of the folder it was built from.
+    libraries = sorted((tmp_path / "lib").glob("*.so"))
+    assert len(libraries) >= 3, libraries
+    holding_the_path = [
+        p.name for p in libraries if str(ROOT / "generated").encode() in p.read_bytes()
+    ]
+    assert not holding_the_path, holding_the_path
     # The whole configuration and compilation (every compiler's messages: nvcc's too where it is
     # found) warns of nothing (what counts: output_warnings.py).
     found = warning_lines(configure.stdout, configure.stderr, build.stdout, build.stderr)
