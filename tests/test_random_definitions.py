@@ -160,6 +160,8 @@ def test_random_definitions_compile_as_cpp(example):
             if compiler.returncode != 0:
                 failures.append(f"{source.name}:\n{errors[-3000:]}")
         assert not failures, "\n".join(failures)
+    # Nothing under the scratch cache fetched what only the user's holds (the ONNX Runtime headers).
+    assert not list(Path(scratch_cache()).glob("onnxruntime-headers*"))
 
 
 def _run(root: Path, *args: str) -> subprocess.CompletedProcess:
